@@ -1,0 +1,159 @@
+//! Element types and ranked tensor types (`tensor<8x16xf32>`), shared by the
+//! sharding geometry, the IR and the cost models.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F64,
+    BF16,
+    F16,
+    I1,
+    I8,
+    I32,
+    I64,
+    UI8,
+    UI32,
+    UI64,
+}
+
+impl DType {
+    /// Every element type, in a fixed order.
+    pub const ALL: [DType; 11] = [
+        DType::F32,
+        DType::F64,
+        DType::BF16,
+        DType::F16,
+        DType::I1,
+        DType::I8,
+        DType::I32,
+        DType::I64,
+        DType::UI8,
+        DType::UI32,
+        DType::UI64,
+    ];
+
+    /// Size of one element in bytes as stored on a device (i1 takes a byte).
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            DType::I1 | DType::I8 | DType::UI8 => 1,
+            DType::BF16 | DType::F16 => 2,
+            DType::F32 | DType::I32 | DType::UI32 => 4,
+            DType::F64 | DType::I64 | DType::UI64 => 8,
+        }
+    }
+
+    /// True for floating-point types.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::BF16 | DType::F16)
+    }
+
+    /// The MLIR spelling (`f32`, `bf16`, `i1`, `ui32`, ...).
+    pub fn mlir_name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
+            DType::I1 => "i1",
+            DType::I8 => "i8",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::UI8 => "ui8",
+            DType::UI32 => "ui32",
+            DType::UI64 => "ui64",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mlir_name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.mlir_name() == s)
+            .ok_or_else(|| format!("unknown element type '{s}' (expected one of f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64)"))
+    }
+}
+
+/// A ranked, statically shaped tensor type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorType {
+    pub shape: Vec<u64>,
+    pub dtype: DType,
+}
+
+impl TensorType {
+    pub fn new(shape: Vec<u64>, dtype: DType) -> Self {
+        TensorType { shape, dtype }
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements (1 for a scalar).
+    pub fn num_elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.num_elements() * self.dtype.size_bytes()
+    }
+
+    /// Parse the shape part of a type written as `16x32` (empty string: scalar).
+    pub fn parse_shape(text: &str) -> Result<Vec<u64>, String> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        text.split('x')
+            .map(|d| {
+                d.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("bad dimension '{d}' in shape '{text}' (expected e.g. 16x32)"))
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tensor<")?;
+        for d in &self.shape {
+            write!(f, "{d}x")?;
+        }
+        write!(f, "{}>", self.dtype)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_mlir_types() {
+        assert_eq!(TensorType::new(vec![8, 16], DType::F32).to_string(), "tensor<8x16xf32>");
+        assert_eq!(TensorType::new(vec![], DType::I1).to_string(), "tensor<i1>");
+    }
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(d.mlir_name().parse::<DType>().unwrap(), d);
+        }
+    }
+}

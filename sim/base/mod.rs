@@ -1,0 +1,8 @@
+//! Base layer shared by every part: a text cursor with line/column errors and
+//! the tensor element types and shapes. Nothing here knows about meshes or programs.
+
+pub mod cursor;
+pub mod dtype;
+
+pub use cursor::{Cursor, TextError};
+pub use dtype::{DType, TensorType};

@@ -1,0 +1,29 @@
+//! Subcommands of the `shardsim` binary: argument parsing (clap derive) and
+//! dispatch. Each subcommand lives in its own module.
+
+mod mesh_cmd;
+mod output;
+
+use clap::{Parser, Subcommand};
+
+/// Deterministic simulator and cost-model testbed for sharded (SPMD) tensor programs.
+#[derive(Debug, Parser)]
+#[command(name = "shardsim", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show a device mesh in Shardy, TF DTensor and TVM form, every device's
+    /// coordinates and, with --sharding and --tensor, each device's shard.
+    Mesh(mesh_cmd::MeshArgs),
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Mesh(args) => mesh_cmd::run(args),
+    }
+}

@@ -1,0 +1,10 @@
+//! shardsim: a deterministic discrete-event simulator and cost-model testbed for
+//! sharded (SPMD) tensor programs.
+//!
+//! Parts, lowest first (a part never imports one above it; see ARCHITECTURE.md):
+//! `base` → `mesh` → `sharding` → (program IR, rules, propagation, partitioner,
+//! topology, engine, collectives, execution, calibration, scenarios: added by later work).
+
+pub mod base;
+pub mod mesh;
+pub mod sharding;

@@ -1,0 +1,162 @@
+//! Mesh axes and references to a full axis or a sub-axis `"x":(pre_size)size`.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Mesh, MeshError};
+
+/// A named mesh axis with its size.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MeshAxis {
+    pub name: String,
+    pub size: u64,
+}
+
+/// The part `(pre_size)size` of a sub-axis: the full axis reshaped to
+/// `[.., pre_size-product.., size, ..]`, this piece having `size` elements with
+/// `pre_size` elements of the axis more major than it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SubAxis {
+    pub pre_size: u64,
+    pub size: u64,
+}
+
+impl SubAxis {
+    /// `pre_size * size`: the pre-size of the sub-axis that would follow this one.
+    pub fn next_pre_size(self) -> u64 {
+        self.pre_size * self.size
+    }
+}
+
+/// A reference to a full mesh axis (`"x"`) or a sub-axis (`"x":(1)2`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AxisRef {
+    pub name: String,
+    pub sub: Option<SubAxis>,
+}
+
+impl AxisRef {
+    /// The full axis `name`.
+    pub fn full(name: impl Into<String>) -> Self {
+        AxisRef {
+            name: name.into(),
+            sub: None,
+        }
+    }
+
+    /// The sub-axis `name:(pre_size)size`.
+    pub fn sub(name: impl Into<String>, pre_size: u64, size: u64) -> Self {
+        AxisRef {
+            name: name.into(),
+            sub: Some(SubAxis { pre_size, size }),
+        }
+    }
+
+    /// Number of devices along this axis reference.
+    pub fn size(&self, mesh: &Mesh) -> Result<u64, MeshError> {
+        let full = mesh.axis_size(&self.name)?;
+        Ok(self.sub.map(|s| s.size).unwrap_or(full))
+    }
+
+    /// The `[start, end)` range this reference covers in the axis' index space,
+    /// measured as (pre_size, next_pre_size) over the full axis size.
+    fn span(&self, axis_size: u64) -> (u64, u64) {
+        match self.sub {
+            None => (1, axis_size),
+            Some(s) => (s.pre_size, s.next_pre_size()),
+        }
+    }
+
+    /// Check the reference against `mesh`: the axis exists and a sub-axis has
+    /// pre-size >= 1, size > 1, pre_size*size divides the axis size and is not the full axis.
+    pub fn validate(&self, mesh: &Mesh) -> Result<(), MeshError> {
+        let axis_size = mesh.axis_size(&self.name)?;
+        if let Some(s) = self.sub {
+            if s.pre_size < 1 {
+                return Err(MeshError::BadSubAxis(format!("sub-axis pre-size must be at least 1: {self}")));
+            }
+            if s.size <= 1 {
+                return Err(MeshError::BadSubAxis(format!("sub-axis size must be greater than 1: {self}")));
+            }
+            let next = s.pre_size.checked_mul(s.size).unwrap_or(u64::MAX);
+            if next == 0 || axis_size % next != 0 {
+                return Err(MeshError::BadSubAxis(format!(
+                    "sub-axis {self}: pre_size*size = {next} does not divide the size {axis_size} of axis \"{}\"",
+                    self.name
+                )));
+            }
+            if s.size == axis_size {
+                return Err(MeshError::BadSubAxis(format!(
+                    "sub-axis {self} covers the whole axis \"{}\"; use the full axis",
+                    self.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the two references share devices of the same axis (same axis and
+    /// intersecting pre-size ranges).
+    pub fn overlaps(&self, other: &AxisRef, mesh: &Mesh) -> bool {
+        if self.name != other.name {
+            return false;
+        }
+        let size = mesh.axis_size(&self.name).unwrap_or(1);
+        let (a0, a1) = self.span(size);
+        let (b0, b1) = other.span(size);
+        a0 < b1 && b0 < a1
+    }
+
+    /// True when `other` directly follows `self` on the same axis, so the two can
+    /// be written as one (sub-)axis.
+    pub fn can_merge(&self, other: &AxisRef) -> bool {
+        match (self.sub, other.sub) {
+            (Some(a), Some(b)) => self.name == other.name && a.next_pre_size() == b.pre_size,
+            _ => false,
+        }
+    }
+
+    /// Shardy's order of axis references w.r.t. a mesh: by axis position, then
+    /// by pre-size, then by size.
+    pub fn mesh_cmp(&self, other: &AxisRef, mesh: &Mesh) -> Ordering {
+        let ia = mesh.axis_index(&self.name).unwrap_or(usize::MAX);
+        let ib = mesh.axis_index(&other.name).unwrap_or(usize::MAX);
+        let size_a = mesh.axis_size(&self.name).unwrap_or(1);
+        let size_b = mesh.axis_size(&other.name).unwrap_or(1);
+        ia.cmp(&ib)
+            .then_with(|| self.span(size_a).0.cmp(&other.span(size_b).0))
+            .then_with(|| self.span(size_a).1.cmp(&other.span(size_b).1))
+    }
+
+    /// The index of mesh position `pos` along this reference.
+    pub(crate) fn index_of_position(&self, mesh: &Mesh, pos: u64) -> Result<u64, MeshError> {
+        let axis = mesh.axis_index(&self.name)?;
+        let coord = (pos / mesh.strides()[axis]) % mesh.axes()[axis].size;
+        Ok(match self.sub {
+            None => coord,
+            Some(s) => (coord / (mesh.axes()[axis].size / s.next_pre_size())) % s.size,
+        })
+    }
+
+    /// The mesh-position stride of one step along this reference.
+    pub(crate) fn position_stride(&self, mesh: &Mesh) -> Result<u64, MeshError> {
+        let axis = mesh.axis_index(&self.name)?;
+        let base = mesh.strides()[axis];
+        Ok(match self.sub {
+            None => base,
+            Some(s) => base * (mesh.axes()[axis].size / s.next_pre_size()),
+        })
+    }
+}
+
+impl fmt::Display for AxisRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", self.name)?;
+        if let Some(s) = self.sub {
+            write!(f, ":({}){}", s.pre_size, s.size)?;
+        }
+        Ok(())
+    }
+}

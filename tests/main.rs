@@ -1,0 +1,6 @@
+//! The single integration-test binary (one binary, one link step): each module
+//! tests one part of shardsim against data in `tests/fixtures/`.
+
+mod common;
+mod mesh;
+mod sharding;
