@@ -4,3 +4,4 @@
 mod common;
 mod mesh;
 mod sharding;
+mod strategies;

@@ -140,10 +140,8 @@ impl<'a> Cursor<'a> {
     /// Consume keyword `word` only if it is not followed by an identifier character.
     pub fn eat_keyword(&mut self, word: &str) -> bool {
         self.ws();
-        let rest = self.rest();
-        if rest.starts_with(word) {
-            let next = rest[word.len()..].chars().next();
-            if !next.is_some_and(is_ident_char) {
+        if let Some(after) = self.rest().strip_prefix(word) {
+            if !after.chars().next().is_some_and(is_ident_char) {
                 self.pos += word.len();
                 return true;
             }
@@ -179,7 +177,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// An error at `pos` whose "found" part is given (for semantic checks: "unknown axis").
-    pub fn error_with(&self, pos: usize, expected: impl Into<String>, found: impl Into<String>) -> TextError {
+    pub fn error_with(
+        &self,
+        pos: usize,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> TextError {
         let (line, col) = line_col(self.src, pos);
         TextError {
             line,
@@ -212,7 +215,8 @@ impl<'a> Cursor<'a> {
                         // MLIR's two-hex-digit escape.
                         match chars.next() {
                             Some((_, h2)) if h2.is_ascii_hexdigit() => {
-                                let v = u8::from_str_radix(&format!("{h1}{h2}"), 16).unwrap_or(b'?');
+                                let v =
+                                    u8::from_str_radix(&format!("{h1}{h2}"), 16).unwrap_or(b'?');
                                 out.push(v as char);
                             }
                             _ => return Err(self.error_at(start, "a valid escape in a string")),
@@ -236,7 +240,10 @@ impl<'a> Cursor<'a> {
         if rest.starts_with('-') || rest.starts_with('+') {
             len = 1;
         }
-        let digits = rest[len..].bytes().take_while(|b| b.is_ascii_digit()).count();
+        let digits = rest[len..]
+            .bytes()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         if digits == 0 {
             return Err(self.error("an integer"));
         }
@@ -247,7 +254,11 @@ impl<'a> Cursor<'a> {
                 self.pos += len;
                 Ok(v)
             }
-            Err(_) => Err(self.error_with(start, "an integer that fits in 64 bits", format!("'{text}'"))),
+            Err(_) => Err(self.error_with(
+                start,
+                "an integer that fits in 64 bits",
+                format!("'{text}'"),
+            )),
         }
     }
 
@@ -266,7 +277,11 @@ impl<'a> Cursor<'a> {
                 self.pos += digits;
                 Ok(v)
             }
-            Err(_) => Err(self.error_with(start, "an integer that fits in 64 bits", format!("'{text}'"))),
+            Err(_) => Err(self.error_with(
+                start,
+                "an integer that fits in 64 bits",
+                format!("'{text}'"),
+            )),
         }
     }
 
@@ -302,9 +317,17 @@ fn describe_found(rest: &str) -> String {
     }
     let first = rest.chars().next().unwrap_or(' ');
     let token: String = if first.is_ascii_alphanumeric() || first == '_' {
-        rest.chars().take_while(|&c| is_ident_char(c)).take(24).collect()
+        rest.chars()
+            .take_while(|&c| is_ident_char(c))
+            .take(24)
+            .collect()
     } else if first == '"' {
-        let body: String = rest.chars().skip(1).take_while(|&c| c != '"' && c != '\n').take(24).collect();
+        let body: String = rest
+            .chars()
+            .skip(1)
+            .take_while(|&c| c != '"' && c != '\n')
+            .take(24)
+            .collect();
         format!("\"{body}\"")
     } else {
         first.to_string()

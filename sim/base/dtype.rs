@@ -122,9 +122,9 @@ impl TensorType {
         }
         text.split('x')
             .map(|d| {
-                d.trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("bad dimension '{d}' in shape '{text}' (expected e.g. 16x32)"))
+                d.trim().parse::<u64>().map_err(|_| {
+                    format!("bad dimension '{d}' in shape '{text}' (expected e.g. 16x32)")
+                })
             })
             .collect()
     }
@@ -146,7 +146,10 @@ mod tests {
 
     #[test]
     fn prints_mlir_types() {
-        assert_eq!(TensorType::new(vec![8, 16], DType::F32).to_string(), "tensor<8x16xf32>");
+        assert_eq!(
+            TensorType::new(vec![8, 16], DType::F32).to_string(),
+            "tensor<8x16xf32>"
+        );
         assert_eq!(TensorType::new(vec![], DType::I1).to_string(), "tensor<i1>");
     }
 

@@ -73,12 +73,19 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
         None => (0..shape.len()).map(|i| format!("d{i}")).collect(),
     };
     if names.len() != shape.len() {
-        bail!("--names gives {} names but --shape has {} dimensions", names.len(), shape.len());
+        bail!(
+            "--names gives {} names but --shape has {} dimensions",
+            names.len(),
+            shape.len()
+        );
     }
     let axes: Vec<MeshAxis> = names
         .iter()
         .zip(&shape)
-        .map(|(n, &size)| MeshAxis { name: n.clone(), size })
+        .map(|(n, &size)| MeshAxis {
+            name: n.clone(),
+            size,
+        })
         .collect();
     let mesh = match &args.device_ids {
         Some(ids) => Mesh::with_device_order(axes, parse_u64_list(ids, "--device-ids")?),
@@ -89,9 +96,12 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
     let sharding = match (&args.sharding, &args.tensor) {
         (Some(text), Some(tensor)) => {
             let table = vec![("mesh".to_string(), mesh.clone())];
-            let s = TensorSharding::parse_checked(text, &table).map_err(|e| anyhow::anyhow!("--sharding: {e}"))?;
-            let dims = TensorType::parse_shape(tensor).map_err(|e| anyhow::anyhow!("--tensor: {e}"))?;
-            let layout = ShardLayout::new(&mesh, &s, &dims).map_err(|e| anyhow::anyhow!("--sharding: {e}"))?;
+            let s = TensorSharding::parse_checked(text, &table)
+                .map_err(|e| anyhow::anyhow!("--sharding: {e}"))?;
+            let dims =
+                TensorType::parse_shape(tensor).map_err(|e| anyhow::anyhow!("--tensor: {e}"))?;
+            let layout = ShardLayout::new(&mesh, &s, &dims)
+                .map_err(|e| anyhow::anyhow!("--sharding: {e}"))?;
             Some((s, dims, layout))
         }
         _ => None,
@@ -125,7 +135,11 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
         devices,
         sharding: sharding.as_ref().map(|(s, dims, l)| ShardingReport {
             sharding: s.to_string(),
-            tensor: dims.iter().map(u64::to_string).collect::<Vec<_>>().join("x"),
+            tensor: dims
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("x"),
             placement: Placement::from_sharding(s, &mesh).ok().map(|p| p.to_text()),
             shards_per_dim: l.shards.clone(),
             local_shape: l.local_shape.clone(),
@@ -149,7 +163,9 @@ fn print_text(r: &Report) {
         println!("tensor {} sharded as {}", s.tensor, s.sharding);
         println!(
             "  placement: {}",
-            s.placement.as_deref().unwrap_or("(none: not expressible as a TVM Placement)")
+            s.placement
+                .as_deref()
+                .unwrap_or("(none: not expressible as a TVM Placement)")
         );
         println!(
             "  shards per dim: {:?}   local shape: {:?}   padding: {:?}",
@@ -161,7 +177,12 @@ fn print_text(r: &Report) {
     println!();
     for d in &r.devices {
         let coords: Vec<String> = d.coords.iter().map(|(n, c)| format!("{n}={c}")).collect();
-        let mut line = format!("device {:>4}  pos {:>4}  {}", d.device, d.position, coords.join(" "));
+        let mut line = format!(
+            "device {:>4}  pos {:>4}  {}",
+            d.device,
+            d.position,
+            coords.join(" ")
+        );
         if let (Some(shape), Some(ranges)) = (&d.local_shape, &d.ranges) {
             let ranges: Vec<String> = ranges.iter().map(|(a, b)| format!("[{a}:{b})")).collect();
             line.push_str(&format!("  local {:?}  global {}", shape, ranges.join("")));

@@ -16,9 +16,9 @@ pub enum Format {
 pub fn parse_u64_list(text: &str, what: &str) -> anyhow::Result<Vec<u64>> {
     text.split(',')
         .map(|t| {
-            t.trim()
-                .parse::<u64>()
-                .map_err(|_| anyhow::anyhow!("{what}: '{t}' is not a non-negative integer (expected e.g. 2,4)"))
+            t.trim().parse::<u64>().map_err(|_| {
+                anyhow::anyhow!("{what}: '{t}' is not a non-negative integer (expected e.g. 2,4)")
+            })
         })
         .collect()
 }

@@ -75,12 +75,16 @@ impl AxisRef {
         let axis_size = mesh.axis_size(&self.name)?;
         if let Some(s) = self.sub {
             if s.pre_size < 1 {
-                return Err(MeshError::BadSubAxis(format!("sub-axis pre-size must be at least 1: {self}")));
+                return Err(MeshError::BadSubAxis(format!(
+                    "sub-axis pre-size must be at least 1: {self}"
+                )));
             }
             if s.size <= 1 {
-                return Err(MeshError::BadSubAxis(format!("sub-axis size must be greater than 1: {self}")));
+                return Err(MeshError::BadSubAxis(format!(
+                    "sub-axis size must be greater than 1: {self}"
+                )));
             }
-            let next = s.pre_size.checked_mul(s.size).unwrap_or(u64::MAX);
+            let next = s.pre_size.saturating_mul(s.size);
             if next == 0 || axis_size % next != 0 {
                 return Err(MeshError::BadSubAxis(format!(
                     "sub-axis {self}: pre_size*size = {next} does not divide the size {axis_size} of axis \"{}\"",

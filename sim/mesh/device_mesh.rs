@@ -60,7 +60,10 @@ impl Mesh {
     /// A mesh with an explicit device order, checked as Shardy checks it:
     /// a permutation of `0..n`, not equal to iota (which must be omitted);
     /// a mesh without axes takes exactly one device id of any value.
-    pub fn with_device_ids(axes: Vec<MeshAxis>, device_ids: Option<Vec<u64>>) -> Result<Mesh, MeshError> {
+    pub fn with_device_ids(
+        axes: Vec<MeshAxis>,
+        device_ids: Option<Vec<u64>>,
+    ) -> Result<Mesh, MeshError> {
         for (i, a) in axes.iter().enumerate() {
             if a.size < 1 {
                 return Err(MeshError::BadAxisSize {
@@ -188,9 +191,12 @@ impl Mesh {
 
     /// Position of axis `name`.
     pub fn axis_index(&self, name: &str) -> Result<usize, MeshError> {
-        self.axes.iter().position(|a| a.name == name).ok_or_else(|| {
-            MeshError::UnknownAxis(name.to_string(), format!("{:?}", self.dim_names()))
-        })
+        self.axes
+            .iter()
+            .position(|a| a.name == name)
+            .ok_or_else(|| {
+                MeshError::UnknownAxis(name.to_string(), format!("{:?}", self.dim_names()))
+            })
     }
 
     /// Size of axis `name` (TF DTensor `dim_size`).
@@ -261,7 +267,12 @@ impl Mesh {
         (0..self.num_devices())
             .map(|pos| {
                 let coords = self.coords_of_position(pos);
-                let named = self.axes.iter().zip(coords).map(|(a, c)| (a.name.clone(), c)).collect();
+                let named = self
+                    .axes
+                    .iter()
+                    .zip(coords)
+                    .map(|(a, c)| (a.name.clone(), c))
+                    .collect();
                 (self.device_at(pos), named)
             })
             .collect()

@@ -15,28 +15,45 @@ impl Mesh {
     /// TF DTensor's `to_string`: `name|dims|global ids|local ids|local devices`
     /// (every device is local in a simulation).
     pub fn to_dtensor_string(&self, name: &str, device_type: &str) -> String {
-        let dims: Vec<String> = self.axes().iter().map(|a| format!("{}={}", a.name, a.size)).collect();
+        let dims: Vec<String> = self
+            .axes()
+            .iter()
+            .map(|a| format!("{}={}", a.name, a.size))
+            .collect();
         let ids: Vec<String> = self.device_ids().iter().map(u64::to_string).collect();
         let devices: Vec<String> = self
             .device_ids()
             .iter()
             .map(|d| format!("/job:localhost/replica:0/task:0/device:{device_type}:{d}"))
             .collect();
-        format!("{name}|{}|{}|{}|{}", dims.join(","), ids.join(","), ids.join(","), devices.join(","))
+        format!(
+            "{name}|{}|{}|{}|{}",
+            dims.join(","),
+            ids.join(","),
+            ids.join(","),
+            devices.join(",")
+        )
     }
 
     /// TF DTensor's `from_string`, the inverse of [`Mesh::to_dtensor_string`].
     pub fn from_dtensor_string(text: &str) -> Result<DTensorMesh, MeshError> {
-        let bad = |what: &str| MeshError::Other(format!("bad DTensor mesh string: {what} in '{text}'"));
+        let bad =
+            |what: &str| MeshError::Other(format!("bad DTensor mesh string: {what} in '{text}'"));
         let parts: Vec<&str> = text.trim().split('|').collect();
         if parts.len() < 5 {
-            return Err(bad("expected 5 '|'-separated fields (name|dims|global ids|local ids|devices)"));
+            return Err(bad(
+                "expected 5 '|'-separated fields (name|dims|global ids|local ids|devices)",
+            ));
         }
         let mut axes = Vec::new();
         if !parts[1].is_empty() {
             for dim in parts[1].split(',') {
-                let (n, s) = dim.split_once('=').ok_or_else(|| bad(&format!("dimension '{dim}' is not name=size")))?;
-                let size = s.parse::<u64>().map_err(|_| bad(&format!("size '{s}' is not an integer")))?;
+                let (n, s) = dim
+                    .split_once('=')
+                    .ok_or_else(|| bad(&format!("dimension '{dim}' is not name=size")))?;
+                let size = s
+                    .parse::<u64>()
+                    .map_err(|_| bad(&format!("size '{s}' is not an integer")))?;
                 axes.push(MeshAxis {
                     name: n.to_string(),
                     size,
@@ -49,7 +66,10 @@ impl Mesh {
             }
             field
                 .split(',')
-                .map(|d| d.parse::<u64>().map_err(|_| bad(&format!("device id '{d}' is not an integer"))))
+                .map(|d| {
+                    d.parse::<u64>()
+                        .map_err(|_| bad(&format!("device id '{d}' is not an integer")))
+                })
                 .collect()
         };
         let global = parse_ids(parts[2])?;

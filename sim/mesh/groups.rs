@@ -36,8 +36,14 @@ impl Mesh {
     /// Like [`Mesh::device_groups`] but with mesh positions instead of device ids.
     pub fn position_groups(&self, axes: &[AxisRef]) -> Result<Vec<Vec<u64>>, MeshError> {
         self.validate_axis_set(axes)?;
-        let sizes: Vec<u64> = axes.iter().map(|a| a.size(self)).collect::<Result<_, _>>()?;
-        let strides: Vec<u64> = axes.iter().map(|a| a.position_stride(self)).collect::<Result<_, _>>()?;
+        let sizes: Vec<u64> = axes
+            .iter()
+            .map(|a| a.size(self))
+            .collect::<Result<_, _>>()?;
+        let strides: Vec<u64> = axes
+            .iter()
+            .map(|a| a.position_stride(self))
+            .collect::<Result<_, _>>()?;
         let group_size: u64 = sizes.iter().product();
         let mut groups: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for pos in 0..self.num_devices() {
@@ -48,7 +54,9 @@ impl Mesh {
                 key -= idx * stride;
                 rank = rank * size + idx;
             }
-            let g = groups.entry(key).or_insert_with(|| vec![u64::MAX; group_size as usize]);
+            let g = groups
+                .entry(key)
+                .or_insert_with(|| vec![u64::MAX; group_size as usize]);
             g[rank as usize] = pos;
         }
         Ok(groups.into_values().collect())

@@ -32,16 +32,26 @@ impl Mesh {
             loop {
                 c.ws();
                 let name_pos = c.pos();
-                let name = c.string().map_err(|_| c.error("an axis name in quotes, like \"x\""))?;
+                let name = c
+                    .string()
+                    .map_err(|_| c.error("an axis name in quotes, like \"x\""))?;
                 if axes.iter().any(|a| a.name == name) {
-                    return Err(c.error_with(name_pos, "distinct axis names", format!("duplicate axis \"{name}\"")));
+                    return Err(c.error_with(
+                        name_pos,
+                        "distinct axis names",
+                        format!("duplicate axis \"{name}\""),
+                    ));
                 }
                 c.expect("=")?;
                 c.ws();
                 let size_pos = c.pos();
                 let size = c.uint()?;
                 if size < 1 {
-                    return Err(c.error_with(size_pos, "an axis size of at least 1", format!("{size}")));
+                    return Err(c.error_with(
+                        size_pos,
+                        "an axis size of at least 1",
+                        format!("{size}"),
+                    ));
                 }
                 axes.push(MeshAxis { name, size });
                 if c.eat("]") {

@@ -17,14 +17,19 @@ pub struct DTensor {
 
 impl DTensor {
     /// A DTensor, checked: the sharding fits the mesh and the shape (padding allowed).
-    pub fn new(ty: TensorType, mesh: Mesh, sharding: TensorSharding) -> Result<DTensor, ShardingError> {
+    pub fn new(
+        ty: TensorType,
+        mesh: Mesh,
+        sharding: TensorSharding,
+    ) -> Result<DTensor, ShardingError> {
         sharding.validate(&mesh, &ty.shape, true)?;
         Ok(DTensor { ty, mesh, sharding })
     }
 
     /// The shard layout over the mesh.
     pub fn layout(&self) -> ShardLayout {
-        ShardLayout::new(&self.mesh, &self.sharding, &self.ty.shape).expect("validated at construction")
+        ShardLayout::new(&self.mesh, &self.sharding, &self.ty.shape)
+            .expect("validated at construction")
     }
 
     /// The TVM placement, where one exists.
@@ -35,6 +40,12 @@ impl DTensor {
 
 impl fmt::Display for DTensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DTensor({}, mesh{}, {})", self.ty, self.mesh, self.sharding.to_bare())
+        write!(
+            f,
+            "DTensor({}, mesh{}, {})",
+            self.ty,
+            self.mesh,
+            self.sharding.to_bare()
+        )
     }
 }

@@ -39,7 +39,11 @@ pub struct ShardLayout {
 
 impl ShardLayout {
     /// Compute the layout; uneven splits are padded (GSPMD style).
-    pub fn new(mesh: &Mesh, sharding: &TensorSharding, shape: &[u64]) -> Result<ShardLayout, ShardingError> {
+    pub fn new(
+        mesh: &Mesh,
+        sharding: &TensorSharding,
+        shape: &[u64],
+    ) -> Result<ShardLayout, ShardingError> {
         sharding.validate(mesh, shape, true)?;
         if mesh.is_maximal() {
             let device = mesh.device_at(0);
@@ -65,7 +69,11 @@ impl ShardLayout {
                 site: super::Site::Whole,
                 problem: e.into(),
             })?;
-        let local_shape: Vec<u64> = shape.iter().zip(&shards).map(|(&s, &k)| s.div_ceil(k)).collect();
+        let local_shape: Vec<u64> = shape
+            .iter()
+            .zip(&shards)
+            .map(|(&s, &k)| s.div_ceil(k))
+            .collect();
         let padding: Vec<u64> = shape
             .iter()
             .zip(&shards)
@@ -113,7 +121,9 @@ impl ShardLayout {
     /// Groups of devices that hold the same data (same shard, and for unreduced
     /// axes the same partial sum), ordered by their first device's mesh position.
     pub fn replica_groups(&self, mesh: &Mesh, sharding: &TensorSharding) -> Vec<Vec<u64>> {
-        let mut groups: BTreeMap<(Vec<u64>, Vec<u64>), (usize, Vec<u64>)> = BTreeMap::new();
+        // (shard index, unreduced coordinates) -> (first position, devices).
+        type Key = (Vec<u64>, Vec<u64>);
+        let mut groups: BTreeMap<Key, (usize, Vec<u64>)> = BTreeMap::new();
         for (pos, d) in self.devices.iter().enumerate() {
             let partial: Vec<u64> = sharding
                 .unreduced

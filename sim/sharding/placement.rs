@@ -75,7 +75,12 @@ impl Placement {
 
     /// The equivalent sharding of a tensor of rank `rank` on `mesh` (closed dims,
     /// each dim's axes in mesh order).
-    pub fn to_sharding(&self, mesh: &Mesh, mesh_name: &str, rank: usize) -> Result<TensorSharding, PlacementError> {
+    pub fn to_sharding(
+        &self,
+        mesh: &Mesh,
+        mesh_name: &str,
+        rank: usize,
+    ) -> Result<TensorSharding, PlacementError> {
         if self.0.len() != mesh.axes().len() {
             return Err(PlacementError::MeshRank {
                 placement: self.0.len(),
@@ -102,7 +107,10 @@ impl Placement {
     /// The placement equivalent to `sharding` on `mesh`, where one exists: full
     /// axes only, nothing unreduced, and several axes on one dim in mesh order.
     /// Open/closed and priorities are propagation hints and are dropped.
-    pub fn from_sharding(sharding: &TensorSharding, mesh: &Mesh) -> Result<Placement, PlacementError> {
+    pub fn from_sharding(
+        sharding: &TensorSharding,
+        mesh: &Mesh,
+    ) -> Result<Placement, PlacementError> {
         if !sharding.unreduced.is_empty() {
             return Err(PlacementError::Unreduced);
         }

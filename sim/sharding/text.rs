@@ -80,7 +80,10 @@ impl TensorSharding {
 
     /// Parse a whole text and, where the mesh is known (given or inline), check
     /// it against the mesh: errors point at the offending axis.
-    pub fn parse_with(text: &str, meshes: Option<&dyn MeshLookup>) -> Result<TensorSharding, TextError> {
+    pub fn parse_with(
+        text: &str,
+        meshes: Option<&dyn MeshLookup>,
+    ) -> Result<TensorSharding, TextError> {
         let mut c = Cursor::new(text);
         let s = TensorSharding::parse_at(&mut c, meshes)?;
         if !c.at_end() {
@@ -90,7 +93,10 @@ impl TensorSharding {
     }
 
     /// Parse a sharding at the cursor: `#sdy.sharding<...>` or the bare `<...>`.
-    pub fn parse_at(c: &mut Cursor<'_>, meshes: Option<&dyn MeshLookup>) -> Result<TensorSharding, TextError> {
+    pub fn parse_at(
+        c: &mut Cursor<'_>,
+        meshes: Option<&dyn MeshLookup>,
+    ) -> Result<TensorSharding, TextError> {
         c.eat("#sdy.sharding");
         c.ws();
         let start = c.pos();
@@ -138,13 +144,21 @@ impl TensorSharding {
             let kw_pos = c.pos();
             if c.eat_keyword("replicated") {
                 if !replicated.is_empty() {
-                    return Err(c.error_with(kw_pos, "at most one replicated={...}", "a second one"));
+                    return Err(c.error_with(
+                        kw_pos,
+                        "at most one replicated={...}",
+                        "a second one",
+                    ));
                 }
                 c.expect("=")?;
                 (replicated, sites.replicated) = parse_axis_set(c)?;
             } else if c.eat_keyword("unreduced") {
                 if !unreduced.is_empty() {
-                    return Err(c.error_with(kw_pos, "at most one unreduced={...}", "a second one"));
+                    return Err(c.error_with(
+                        kw_pos,
+                        "at most one unreduced={...}",
+                        "a second one",
+                    ));
                 }
                 c.expect("=")?;
                 (unreduced, sites.unreduced) = parse_axis_set(c)?;
@@ -163,7 +177,13 @@ impl TensorSharding {
             (_, MeshRef::Inline(m)) => Some(m),
             (Some(table), MeshRef::Symbol(name)) => match table.lookup(name) {
                 Some(m) => Some(m),
-                None => return Err(c.error_with(sites.mesh, "a mesh defined by sdy.mesh", format!("unknown mesh @{name}"))),
+                None => {
+                    return Err(c.error_with(
+                        sites.mesh,
+                        "a mesh defined by sdy.mesh",
+                        format!("unknown mesh @{name}"),
+                    ))
+                }
             },
             (None, MeshRef::Symbol(_)) => None,
         };
@@ -186,7 +206,8 @@ fn parse_dim(c: &mut Cursor<'_>) -> Result<(DimSharding, Vec<usize>), TextError>
         loop {
             if c.eat("?") {
                 is_closed = false;
-                c.expect("}").map_err(|_| c.error("'}' after '?' (the open marker comes last)"))?;
+                c.expect("}")
+                    .map_err(|_| c.error("'}' after '?' (the open marker comes last)"))?;
                 break;
             }
             c.ws();
@@ -305,7 +326,10 @@ impl TensorSharding {
             s.push_str(&d.to_string());
         }
         s.push(']');
-        for (kw, axes) in [("replicated", &self.replicated), ("unreduced", &self.unreduced)] {
+        for (kw, axes) in [
+            ("replicated", &self.replicated),
+            ("unreduced", &self.unreduced),
+        ] {
             if !axes.is_empty() {
                 s.push_str(", ");
                 s.push_str(kw);
@@ -329,7 +353,10 @@ impl fmt::Display for TensorSharding {
 
 impl ShardingPerValue {
     /// Parse `#sdy.sharding_per_value<[<...>, ...]>` (the prefix is optional).
-    pub fn parse_at(c: &mut Cursor<'_>, meshes: Option<&dyn MeshLookup>) -> Result<ShardingPerValue, TextError> {
+    pub fn parse_at(
+        c: &mut Cursor<'_>,
+        meshes: Option<&dyn MeshLookup>,
+    ) -> Result<ShardingPerValue, TextError> {
         c.eat("#sdy.sharding_per_value");
         c.expect("<")?;
         let list = parse_bare_list(c, meshes)?;
@@ -350,7 +377,10 @@ impl ShardingPerValue {
 
 /// `[<@mesh, [...]>, <...>]`: the list form used by per-value shardings and by
 /// `in_shardings=`/`out_shardings=` of manual and named computations.
-pub fn parse_bare_list(c: &mut Cursor<'_>, meshes: Option<&dyn MeshLookup>) -> Result<Vec<TensorSharding>, TextError> {
+pub fn parse_bare_list(
+    c: &mut Cursor<'_>,
+    meshes: Option<&dyn MeshLookup>,
+) -> Result<Vec<TensorSharding>, TextError> {
     c.expect("[")?;
     let mut list = Vec::new();
     if !c.eat("]") {

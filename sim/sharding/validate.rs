@@ -52,7 +52,9 @@ pub enum Problem {
     NegativePriority(i64),
     #[error("sharding has rank {sharding} but the tensor has rank {tensor}")]
     RankMismatch { sharding: usize, tensor: usize },
-    #[error("dim of size {size} is not divisible by its {shards} shards (ask for padding to allow it)")]
+    #[error(
+        "dim of size {size} is not divisible by its {shards} shards (ask for padding to allow it)"
+    )]
     NotDivisible { size: u64, shards: u64 },
     #[error("a sharding on a maximal mesh can have no dims, replicated or unreduced axes")]
     Maximal,
@@ -83,25 +85,29 @@ impl TensorSharding {
             return Ok(());
         }
         let mut seen: Vec<AxisRef> = Vec::new();
-        let mut check_list = |axes: &[AxisRef], site_of: &dyn Fn(usize) -> Site| -> Result<(), ShardingError> {
-            for (i, a) in axes.iter().enumerate() {
-                let site = site_of(i);
-                a.validate(mesh).map_err(|e| err(site, e))?;
-                for b in &seen {
-                    if b == a {
-                        return Err(err(site, Problem::AxisUsedTwice(a.to_string())));
+        let mut check_list =
+            |axes: &[AxisRef], site_of: &dyn Fn(usize) -> Site| -> Result<(), ShardingError> {
+                for (i, a) in axes.iter().enumerate() {
+                    let site = site_of(i);
+                    a.validate(mesh).map_err(|e| err(site, e))?;
+                    for b in &seen {
+                        if b == a {
+                            return Err(err(site, Problem::AxisUsedTwice(a.to_string())));
+                        }
+                        if a.overlaps(b, mesh) {
+                            return Err(err(site, Problem::Overlap(b.to_string(), a.to_string())));
+                        }
                     }
-                    if a.overlaps(b, mesh) {
-                        return Err(err(site, Problem::Overlap(b.to_string(), a.to_string())));
+                    if i > 0 && axes[i - 1].can_merge(a) {
+                        return Err(err(
+                            site,
+                            Problem::Mergeable(axes[i - 1].to_string(), a.to_string()),
+                        ));
                     }
+                    seen.push(a.clone());
                 }
-                if i > 0 && axes[i - 1].can_merge(a) {
-                    return Err(err(site, Problem::Mergeable(axes[i - 1].to_string(), a.to_string())));
-                }
-                seen.push(a.clone());
-            }
-            Ok(())
-        };
+                Ok(())
+            };
         for (d, dim) in self.dims.iter().enumerate() {
             if let Some(p) = dim.priority {
                 if p < 0 {
@@ -116,10 +122,19 @@ impl TensorSharding {
         check_list(&self.replicated, &Site::Replicated)?;
         check_list(&self.unreduced, &Site::Unreduced)?;
         for (axes, name, site) in [
-            (&self.replicated, "replicated", Site::Replicated as fn(usize) -> Site),
-            (&self.unreduced, "unreduced", Site::Unreduced as fn(usize) -> Site),
+            (
+                &self.replicated,
+                "replicated",
+                Site::Replicated as fn(usize) -> Site,
+            ),
+            (
+                &self.unreduced,
+                "unreduced",
+                Site::Unreduced as fn(usize) -> Site,
+            ),
         ] {
-            if let Some(i) = (1..axes.len()).find(|&i| axes[i - 1].mesh_cmp(&axes[i], mesh).is_gt()) {
+            if let Some(i) = (1..axes.len()).find(|&i| axes[i - 1].mesh_cmp(&axes[i], mesh).is_gt())
+            {
                 return Err(err(site(i), Problem::NotSorted(name)));
             }
         }
@@ -128,7 +143,12 @@ impl TensorSharding {
 
     /// Full check against `mesh` and the tensor `shape`. A dim that its shards do
     /// not divide is an error unless `allow_padding` (then the geometry pads it).
-    pub fn validate(&self, mesh: &Mesh, shape: &[u64], allow_padding: bool) -> Result<(), ShardingError> {
+    pub fn validate(
+        &self,
+        mesh: &Mesh,
+        shape: &[u64],
+        allow_padding: bool,
+    ) -> Result<(), ShardingError> {
         self.validate_axes(mesh)?;
         if mesh.is_maximal() {
             return Ok(());
