@@ -7,4 +7,5 @@
 
 pub mod base;
 pub mod mesh;
+pub mod propagate;
 pub mod sharding;

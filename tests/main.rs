@@ -4,5 +4,6 @@
 mod cli;
 mod common;
 mod mesh;
+mod propagate;
 mod sharding;
 mod strategies;

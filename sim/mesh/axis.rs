@@ -164,3 +164,92 @@ impl fmt::Display for AxisRef {
         Ok(())
     }
 }
+
+/// Span arithmetic on axis references, used by sharding propagation. A
+/// reference covers the half-open range `[pre_size, next_pre_size)` of its
+/// axis in "pre-size space" (a full axis of size n covers `[1, n)`).
+impl AxisRef {
+    /// `(pre_size, next_pre_size)` of this reference on `mesh`.
+    pub fn pre_span(&self, mesh: &Mesh) -> (u64, u64) {
+        self.span(mesh.axis_size(&self.name).unwrap_or(1))
+    }
+
+    /// The reference covering `[pre, next)` of axis `name`: the full axis when
+    /// that is the whole axis.
+    pub fn from_span(name: &str, pre: u64, next: u64, mesh: &Mesh) -> AxisRef {
+        let size = mesh.axis_size(name).unwrap_or(1);
+        if pre == 1 && next == size {
+            AxisRef::full(name)
+        } else {
+            AxisRef::sub(name, pre, next / pre)
+        }
+    }
+
+    /// True when `self` is a prefix of `other` (same axis, same start, not longer); equal counts.
+    pub fn prefix_of(&self, other: &AxisRef, mesh: &Mesh) -> bool {
+        if self.name != other.name {
+            return false;
+        }
+        let (a0, a1) = self.pre_span(mesh);
+        let (b0, b1) = other.pre_span(mesh);
+        a0 == b0 && a1 <= b1 && b1 % a1 == 0
+    }
+
+    /// True when `self` is a strict prefix of `other`.
+    pub fn strict_prefix_of(&self, other: &AxisRef, mesh: &Mesh) -> bool {
+        self.prefix_of(other, mesh) && self != other
+    }
+
+    /// True when `self` covers all of `other`.
+    pub fn contains(&self, other: &AxisRef, mesh: &Mesh) -> bool {
+        if self.name != other.name {
+            return false;
+        }
+        let (a0, a1) = self.pre_span(mesh);
+        let (b0, b1) = other.pre_span(mesh);
+        a0 <= b0 && b1 <= a1
+    }
+
+    /// The largest prefix of `self` that does not overlap `other`, or None when
+    /// even the first element overlaps.
+    pub fn prefix_without_overlap(&self, other: &AxisRef, mesh: &Mesh) -> Option<AxisRef> {
+        if !self.overlaps(other, mesh) {
+            return Some(self.clone());
+        }
+        let (a0, _) = self.pre_span(mesh);
+        let (b0, _) = other.pre_span(mesh);
+        if b0 <= a0 {
+            return None;
+        }
+        Some(AxisRef::from_span(&self.name, a0, b0, mesh))
+    }
+
+    /// `self` followed by `other` as one reference, when they are consecutive
+    /// pieces of one axis.
+    pub fn merged(&self, other: &AxisRef, mesh: &Mesh) -> Option<AxisRef> {
+        if self.name != other.name {
+            return None;
+        }
+        let (a0, a1) = self.pre_span(mesh);
+        let (b0, b1) = other.pre_span(mesh);
+        (a1 == b0).then(|| AxisRef::from_span(&self.name, a0, b1, mesh))
+    }
+
+    /// The part of `self` after its prefix `prefix`, if any is left.
+    pub fn suffix_after(&self, prefix: &AxisRef, mesh: &Mesh) -> Option<AxisRef> {
+        let (a0, a1) = self.pre_span(mesh);
+        let (_, p1) = prefix.pre_span(mesh);
+        (prefix.prefix_of(self, mesh) && p1 < a1 && a0 <= p1)
+            .then(|| AxisRef::from_span(&self.name, p1, a1, mesh))
+    }
+}
+
+/// Push `axis` onto `axes`, merging it with the last element when they are
+/// consecutive pieces of one axis.
+pub fn push_or_merge(axes: &mut Vec<AxisRef>, axis: AxisRef, mesh: &Mesh) {
+    if let Some(m) = axes.last().and_then(|last| last.merged(&axis, mesh)) {
+        *axes.last_mut().expect("non-empty") = m;
+    } else {
+        axes.push(axis);
+    }
+}

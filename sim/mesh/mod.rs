@@ -9,7 +9,7 @@ mod dtensor_string;
 mod groups;
 mod shardy_text;
 
-pub use axis::{AxisRef, MeshAxis, SubAxis};
+pub use axis::{push_or_merge, AxisRef, MeshAxis, SubAxis};
 pub use device_mesh::{DeviceIds, Mesh};
 pub use dtensor_string::DTensorMesh;
 

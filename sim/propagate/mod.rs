@@ -1,0 +1,15 @@
+//! Sharding propagation in Shardy's semantics: projections of tensor shardings
+//! onto an op's factors, and factor propagation (basic and aggressive). The
+//! program-level driver (worklist, op-priority and user-priority schedules)
+//! builds on these.
+
+pub mod factor;
+pub mod projection;
+
+pub use factor::{
+    compatible_major_axes, propagate_factors, Direction, FactorContext, FactorStrategy, Updated,
+};
+pub use projection::{
+    is_strict_prefix, prefix_status, FactorSharding, PrefixStatus, Projection,
+    TensorFactorShardings,
+};
