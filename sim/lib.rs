@@ -6,6 +6,7 @@
 //! topology, engine, collectives, execution, calibration, scenarios: added by later work).
 
 pub mod base;
+pub mod ir;
 pub mod mesh;
 pub mod propagate;
 pub mod sharding;

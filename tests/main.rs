@@ -3,6 +3,7 @@
 
 mod cli;
 mod common;
+mod ir;
 mod mesh;
 mod propagate;
 mod sharding;

@@ -1,0 +1,20 @@
+//! MLIR text import and export: the pretty and generic forms JAX
+//! (`jax.jit(f).lower(...).as_text()`) and XLA's Shardy dumps print.
+
+mod dense;
+mod lex;
+mod parser;
+mod printer;
+
+pub use dense::format_float;
+pub use parser::parse_module;
+pub use printer::{print_canonical, print_module};
+
+use super::{verify_module, IrError, Module};
+
+/// Parse and verify a module.
+pub fn parse_and_verify(text: &str) -> Result<Module, IrError> {
+    let m = parse_module(text)?;
+    verify_module(&m)?;
+    Ok(m)
+}

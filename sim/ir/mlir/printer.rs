@@ -1,0 +1,466 @@
+//! Prints a module in the pretty MLIR syntax JAX and XLA's Shardy dumps use.
+//! With `canonical`, value names are renumbered (`%v0`, `%v1`, ...) so that two
+//! modules with the same structure print the same text whatever their names.
+
+use std::fmt::Write;
+
+use crate::base::TensorType;
+use crate::ir::model::{Func, Module, Op, RawAttr, Region, ValueId, Visibility};
+use crate::ir::ops::{OpKind, UnaryOp};
+use crate::mesh::AxisRef;
+use crate::sharding::{ShardingPerValue, TensorSharding};
+
+use super::dense::format_dense;
+
+/// Print a module as MLIR text.
+pub fn print_module(m: &Module) -> String {
+    Printer { canonical: false }.module(m)
+}
+
+/// Print a module with renumbered value names (for structural comparison).
+pub fn print_canonical(m: &Module) -> String {
+    Printer { canonical: true }.module(m)
+}
+
+struct Printer {
+    canonical: bool,
+}
+
+struct FuncCtx<'f> {
+    f: &'f Func,
+    names: Vec<String>,
+}
+
+impl FuncCtx<'_> {
+    fn name(&self, v: ValueId) -> &str {
+        &self.names[v.0 as usize]
+    }
+}
+
+fn attr_dict(attrs: &mut [(String, String)]) -> String {
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    let items: Vec<String> = attrs
+        .iter()
+        .map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k} = {v}") })
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+fn raw_pairs(raw: &[RawAttr]) -> Vec<(String, String)> {
+    raw.iter().map(|a| (a.name.clone(), a.value.clone())).collect()
+}
+
+fn types_list(tys: &[&TensorType]) -> String {
+    tys.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn axes_text(axes: &[AxisRef]) -> String {
+    format!("{{{}}}", axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn per_dim_text(dims: &[Vec<AxisRef>]) -> String {
+    format!("[{}]", dims.iter().map(|d| axes_text(d)).collect::<Vec<_>>().join(", "))
+}
+
+fn list<T: std::fmt::Display>(v: &[T]) -> String {
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn sharding_list(v: &[TensorSharding]) -> String {
+    format!("[{}]", v.iter().map(|s| s.to_bare()).collect::<Vec<_>>().join(", "))
+}
+
+impl Printer {
+    fn module(&self, m: &Module) -> String {
+        let mut out = String::new();
+        let ind = if m.wrapped { "  " } else { "" };
+        if m.wrapped {
+            out.push_str("module");
+            if let Some(n) = &m.name {
+                let _ = write!(out, " @{n}");
+            }
+            if !m.attrs.is_empty() {
+                let _ = write!(out, " attributes {}", attr_dict(&mut raw_pairs(&m.attrs)));
+            }
+            out.push_str(" {\n");
+        }
+        for (i, (name, mesh)) in m.meshes.iter().enumerate() {
+            let _ = write!(out, "{ind}sdy.mesh @{name} = {mesh}");
+            if let Some(a) = m.mesh_attrs.get(i).filter(|a| !a.is_empty()) {
+                let _ = write!(out, " {}", attr_dict(&mut raw_pairs(a)));
+            }
+            out.push('\n');
+        }
+        for f in &m.funcs {
+            self.func(&mut out, f, ind);
+        }
+        if m.wrapped {
+            out.push_str("}\n");
+        }
+        out
+    }
+
+    fn func(&self, out: &mut String, f: &Func, ind: &str) {
+        let names = if self.canonical {
+            let mut names = vec![String::new(); f.values.len()];
+            let mut next = 0usize;
+            let mut assign = |v: ValueId, names: &mut Vec<String>| {
+                names[v.0 as usize] = format!("%v{next}");
+                next += 1;
+            };
+            for &a in &f.args {
+                assign(a, &mut names);
+            }
+            for id in f.walk() {
+                let op = f.op(id);
+                for r in &op.regions {
+                    for &a in &r.args {
+                        assign(a, &mut names);
+                    }
+                }
+                for &r in &op.results {
+                    assign(r, &mut names);
+                }
+            }
+            names
+        } else {
+            f.values.iter().map(|v| v.name.clone()).collect()
+        };
+        let cx = FuncCtx { f, names };
+        let vis = match f.visibility {
+            Visibility::Unspecified => "",
+            Visibility::Public => "public ",
+            Visibility::Private => "private ",
+        };
+        let _ = write!(out, "{ind}func.func {vis}@{}(", f.name);
+        for (i, &a) in f.args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let v = f.value(a);
+            let _ = write!(out, "{}: {}", cx.name(a), v.ty);
+            let mut attrs = raw_pairs(f.arg_attrs.get(i).map(|v| v.as_slice()).unwrap_or(&[]));
+            if let Some(s) = &v.sharding {
+                attrs.push(("sdy.sharding".into(), s.to_string()));
+            }
+            if !attrs.is_empty() {
+                let _ = write!(out, " {}", attr_dict(&mut attrs));
+            }
+        }
+        out.push(')');
+        let results: Vec<String> = f
+            .result_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut attrs = raw_pairs(f.result_attrs.get(i).map(|v| v.as_slice()).unwrap_or(&[]));
+                if let Some(Some(s)) = f.result_shardings.get(i) {
+                    attrs.push(("sdy.sharding".into(), s.to_string()));
+                }
+                if attrs.is_empty() {
+                    t.to_string()
+                } else {
+                    format!("{t} {}", attr_dict(&mut attrs))
+                }
+            })
+            .collect();
+        if results.len() == 1 && !results[0].contains('{') {
+            let _ = write!(out, " -> {}", results[0]);
+        } else if !results.is_empty() {
+            let _ = write!(out, " -> ({})", results.join(", "));
+        }
+        if !f.attrs.is_empty() {
+            let _ = write!(out, " attributes {}", attr_dict(&mut raw_pairs(&f.attrs)));
+        }
+        out.push_str(" {\n");
+        let inner = format!("{ind}  ");
+        for &id in &f.body {
+            self.op(out, &cx, f.op(id), &inner);
+        }
+        let _ = writeln!(out, "{ind}}}");
+    }
+
+    fn operands(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
+        op.operands.iter().map(|&v| cx.name(v).to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// ` {attrs}` of an op (raw ones, its result shardings and its rule), or nothing.
+    fn op_attrs(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
+        let mut attrs = raw_pairs(&op.attrs);
+        let shardings: Vec<Option<&TensorSharding>> = op.results.iter().map(|&r| cx.f.value(r).sharding.as_ref()).collect();
+        if let Some(first) = shardings.iter().flatten().next() {
+            let mesh = first.mesh_name().unwrap_or("mesh").to_string();
+            let all: Vec<TensorSharding> = op
+                .results
+                .iter()
+                .zip(&shardings)
+                .map(|(&r, s)| match s {
+                    Some(s) => (*s).clone(),
+                    None => TensorSharding::replicated(&mesh, cx.f.value(r).ty.rank()),
+                })
+                .collect();
+            attrs.push(("sdy.sharding".into(), ShardingPerValue(all).to_string()));
+        }
+        if let Some(rule) = &op.rule {
+            attrs.push(("sdy.sharding_rule".into(), rule.to_string()));
+        }
+        if attrs.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", attr_dict(&mut attrs))
+        }
+    }
+
+    fn results_prefix(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
+        match op.results.len() {
+            0 => String::new(),
+            1 => format!("{} = ", cx.name(op.results[0])),
+            n => {
+                let first = cx.name(op.results[0]);
+                let group = first.split_once('#').map(|(g, _)| g).unwrap_or(first);
+                format!("{group}:{n} = ")
+            }
+        }
+    }
+
+    fn operand_types<'f>(&self, cx: &FuncCtx<'f>, op: &Op) -> Vec<&'f TensorType> {
+        op.operands.iter().map(|&v| &cx.f.value(v).ty).collect()
+    }
+
+    fn result_types<'f>(&self, cx: &FuncCtx<'f>, op: &Op) -> Vec<&'f TensorType> {
+        op.results.iter().map(|&v| &cx.f.value(v).ty).collect()
+    }
+
+    /// `: (A, B) -> C` (or `: A` when every operand and the result share one type).
+    fn functional(&self, cx: &FuncCtx<'_>, op: &Op, allow_short: bool) -> String {
+        let ins = self.operand_types(cx, op);
+        let outs = self.result_types(cx, op);
+        if allow_short && outs.len() == 1 && ins.iter().all(|t| *t == outs[0]) {
+            return format!(" : {}", outs[0]);
+        }
+        let outs_text = if outs.len() == 1 { outs[0].to_string() } else { format!("({})", types_list(&outs)) };
+        format!(" : ({}) -> {}", types_list(&ins), outs_text)
+    }
+
+    fn op(&self, out: &mut String, cx: &FuncCtx<'_>, op: &Op, ind: &str) {
+        let f = cx.f;
+        let res = self.results_prefix(cx, op);
+        let name = op.kind.name();
+        let ops = self.operands(cx, op);
+        let attrs = self.op_attrs(cx, op);
+        let same = |p: &Printer| p.functional(cx, op, true);
+        let full = |p: &Printer| p.functional(cx, op, false);
+        let line = match &op.kind {
+            OpKind::Unary(UnaryOp::Square) => {
+                let t = self.result_types(cx, op);
+                let ins = self.operand_types(cx, op);
+                format!("{res}{name} {ops}{attrs} : {} -> {}", types_list(&ins), types_list(&t))
+            }
+            OpKind::Unary(_) | OpKind::Binary(_) | OpKind::Clamp | OpKind::Convert => {
+                format!("{res}{name} {ops}{attrs}{}", same(self))
+            }
+            OpKind::Select => {
+                let ins = self.operand_types(cx, op);
+                let outs = self.result_types(cx, op);
+                if ins.len() == 3 && outs.len() == 1 && ins[1] == outs[0] && ins[2] == outs[0] {
+                    format!("{res}{name} {ops}{attrs} : {}, {}", ins[0], outs[0])
+                } else {
+                    format!("{res}{name} {ops}{attrs}{}", full(self))
+                }
+            }
+            OpKind::Compare { dir, cmp_type } => {
+                let t = cmp_type.map(|t| format!(", {}", t.name())).unwrap_or_default();
+                format!("{res}{name} {}, {ops}{t}{attrs}{}", dir.name(), full(self))
+            }
+            OpKind::Constant { value, .. } => {
+                let ty = self.result_types(cx, op).first().map(|t| (*t).clone()).unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
+                format!("{res}{name}{attrs} {} : {ty}", format_dense(value, &ty))
+            }
+            OpKind::Iota { dim } => format!("{res}{name} dim = {dim}{attrs}{}", self.bare_result(cx, op)),
+            OpKind::BroadcastInDim { dims } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(dims), full(self)),
+            OpKind::Reshape => format!("{res}{name} {ops}{attrs}{}", full(self)),
+            OpKind::Transpose { perm } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(perm), full(self)),
+            OpKind::Reverse { dims } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(dims), same(self)),
+            OpKind::Slice { start, limit, strides } => {
+                let parts: Vec<String> = (0..start.len())
+                    .map(|i| {
+                        let s = strides.get(i).copied().unwrap_or(1);
+                        let l = limit.get(i).copied().unwrap_or(0);
+                        if s == 1 {
+                            format!("{}:{l}", start[i])
+                        } else {
+                            format!("{}:{l}:{s}", start[i])
+                        }
+                    })
+                    .collect();
+                format!("{res}{name} {ops} [{}]{attrs}{}", parts.join(", "), full(self))
+            }
+            OpKind::DynamicSlice { sizes } => format!("{res}{name} {ops}, sizes = {}{attrs}{}", list(sizes), full(self)),
+            OpKind::DynamicUpdateSlice => format!("{res}{name} {ops}{attrs}{}", full(self)),
+            OpKind::Concatenate { dim } => format!("{res}{name} {ops}, dim = {dim}{attrs}{}", full(self)),
+            OpKind::Pad { low, high, interior } => format!(
+                "{res}{name} {ops}, low = {}, high = {}, interior = {}{attrs}{}",
+                list(low),
+                list(high),
+                list(interior),
+                full(self)
+            ),
+            OpKind::DotGeneral { dims, precision } => {
+                let mut s = format!("{res}{name} {ops}");
+                if !dims.lhs_batch.is_empty() || !dims.rhs_batch.is_empty() {
+                    let _ = write!(s, ", batching_dims = {} x {}", list(&dims.lhs_batch), list(&dims.rhs_batch));
+                }
+                let _ = write!(s, ", contracting_dims = {} x {}", list(&dims.lhs_contract), list(&dims.rhs_contract));
+                if !precision.is_empty() {
+                    let _ = write!(s, ", precision = [{}]", precision.join(", "));
+                }
+                format!("{s}{attrs}{}", full(self))
+            }
+            OpKind::Dot { precision } => {
+                let p = if precision.is_empty() { String::new() } else { format!(", precision = [{}]", precision.join(", ")) };
+                format!("{res}{name} {ops}{p}{attrs}{}", full(self))
+            }
+            OpKind::Reduce { dims } => return self.reduce(out, cx, op, dims, ind),
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                format!("{res}{name} {ops} {}{attrs}{}", sharding.to_bare(), same(self))
+            }
+            OpKind::ShardingGroup { group_id } => {
+                format!("{name} {ops} group_id={group_id}{attrs} : {}", types_list(&self.operand_types(cx, op)))
+            }
+            OpKind::PropagationBarrier { direction } => {
+                format!("{res}{name} {ops} allowed_direction={}{attrs}{}", direction.name(), same(self))
+            }
+            OpKind::DataFlowEdge { sharding } => {
+                let s = sharding.as_ref().map(|s| format!(" sharding={}", s.to_bare())).unwrap_or_default();
+                format!("{res}{name} {ops}{s}{attrs}{}", same(self))
+            }
+            OpKind::AllGather { gathering_axes: a, out_sharding }
+            | OpKind::AllSlice { slicing_axes: a, out_sharding }
+            | OpKind::ReduceScatter { scatter_axes: a, out_sharding } => {
+                format!("{res}{name} {} {ops} out_sharding={}{attrs}{}", per_dim_text(a), out_sharding.to_bare(), same(self))
+            }
+            OpKind::AllReduce { reduction_axes, out_sharding } => {
+                format!("{res}{name} {} {ops} out_sharding={}{attrs}{}", axes_text(reduction_axes), out_sharding.to_bare(), same(self))
+            }
+            OpKind::AllToAll { params, out_sharding } => {
+                let p: Vec<String> = params.iter().map(|p| format!("{}: {}->{}", axes_text(&p.axes), p.src_dim, p.tgt_dim)).collect();
+                format!("{res}{name} [{}] {ops} out_sharding={}{attrs}{}", p.join(", "), out_sharding.to_bare(), same(self))
+            }
+            OpKind::CollectivePermute { out_sharding } => {
+                format!("{res}{name} {ops} out_sharding={}{attrs}{}", out_sharding.to_bare(), same(self))
+            }
+            OpKind::NamedComputation { .. } | OpKind::ManualComputation { .. } => {
+                return self.computation(out, cx, op, ind);
+            }
+            OpKind::Call { callee } => format!("{res}call @{callee}({ops}){attrs}{}", full(self)),
+            OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => {
+                let kw = if matches!(op.kind, OpKind::Return) { "return" } else { name };
+                if op.operands.is_empty() {
+                    format!("{kw}{attrs}")
+                } else {
+                    format!("{kw} {ops}{attrs} : {}", types_list(&self.operand_types(cx, op)))
+                }
+            }
+        };
+        let _ = f;
+        let _ = writeln!(out, "{ind}{line}");
+    }
+
+    fn bare_result(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
+        format!(" : {}", types_list(&self.result_types(cx, op)))
+    }
+
+    fn region_body(&self, out: &mut String, cx: &FuncCtx<'_>, r: &Region, ind: &str) {
+        let inner = format!("{ind}  ");
+        for &id in &r.ops {
+            self.op(out, cx, cx.f.op(id), &inner);
+        }
+        let _ = writeln!(out, "{ind}}}");
+    }
+
+    /// The compact `applies stablehlo.add` form when the body is one plain binary op per input.
+    fn compact_reducer(&self, cx: &FuncCtx<'_>, op: &Op) -> Option<&'static str> {
+        let r = op.regions.first()?;
+        let n = op.operands.len() / 2;
+        if n != 1 || r.args.len() != 2 || r.ops.len() != 2 {
+            return None;
+        }
+        let body = cx.f.op(r.ops[0]);
+        let ret = cx.f.op(r.ops[1]);
+        let OpKind::Binary(b) = body.kind else { return None };
+        let plain = body.rule.is_none() && body.attrs.is_empty() && body.results.len() == 1 && cx.f.value(body.results[0]).sharding.is_none();
+        let wired = body.operands == [r.args[0], r.args[1]] && matches!(ret.kind, OpKind::StablehloReturn) && ret.operands == body.results && ret.attrs.is_empty() && ret.rule.is_none();
+        let init_ty = &cx.f.value(op.operands[1]).ty;
+        let typed = r.args.iter().all(|&a| cx.f.value(a).ty == *init_ty) && cx.f.value(body.results[0]).ty == *init_ty;
+        (plain && wired && typed).then_some(b.name())
+    }
+
+    fn reduce(&self, out: &mut String, cx: &FuncCtx<'_>, op: &Op, dims: &[u64], ind: &str) {
+        let res = self.results_prefix(cx, op);
+        let n = op.operands.len() / 2;
+        let pairs: Vec<String> = (0..n)
+            .map(|i| format!("({} init: {})", cx.name(op.operands[i]), cx.name(op.operands[n + i])))
+            .collect();
+        let attrs = self.op_attrs(cx, op);
+        let sig = self.functional(cx, op, false);
+        if let Some(b) = self.compact_reducer(cx, op) {
+            let _ = writeln!(out, "{ind}{res}stablehlo.reduce{} applies {b} across dimensions = {}{attrs}{sig}", pairs.join(", "), list(dims));
+            return;
+        }
+        let _ = writeln!(out, "{ind}{res}stablehlo.reduce{} across dimensions = {}{attrs}{sig}", pairs.join(", "), list(dims));
+        let empty = Region::default();
+        let r = op.regions.first().unwrap_or(&empty);
+        let groups: Vec<String> = (0..n)
+            .map(|i| {
+                let arg = |k: usize| {
+                    r.args
+                        .get(k)
+                        .map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty))
+                        .unwrap_or_default()
+                };
+                format!("({}, {})", arg(i), arg(n + i))
+            })
+            .collect();
+        let _ = writeln!(out, "{ind} reducer{}  {{", groups.join(" "));
+        self.region_body(out, cx, r, ind);
+    }
+
+    fn computation(&self, out: &mut String, cx: &FuncCtx<'_>, op: &Op, ind: &str) {
+        let res = self.results_prefix(cx, op);
+        let ops = self.operands(cx, op);
+        let mut head = match &op.kind {
+            OpKind::NamedComputation { name, in_shardings, out_shardings } => {
+                let mut s = format!("{res}sdy.named_computation<\"{name}\">({ops})");
+                if let Some(i) = in_shardings {
+                    let _ = write!(s, " in_shardings={}", sharding_list(i));
+                }
+                if let Some(o) = out_shardings {
+                    let _ = write!(s, " out_shardings={}", sharding_list(o));
+                }
+                s
+            }
+            OpKind::ManualComputation { in_shardings, out_shardings, manual_axes } => {
+                let axes: Vec<String> = manual_axes.iter().map(|a| format!("\"{a}\"")).collect();
+                format!(
+                    "{res}sdy.manual_computation({ops}) in_shardings={} out_shardings={} manual_axes={{{}}}",
+                    sharding_list(in_shardings),
+                    sharding_list(out_shardings),
+                    axes.join(", ")
+                )
+            }
+            _ => String::new(),
+        };
+        let empty = Region::default();
+        let r = op.regions.first().unwrap_or(&empty);
+        let args: Vec<String> = r.args.iter().map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty)).collect();
+        let _ = write!(head, " ({}) {{", args.join(", "));
+        let _ = writeln!(out, "{ind}{head}");
+        let inner = format!("{ind}  ");
+        for &id in &r.ops {
+            self.op(out, cx, cx.f.op(id), &inner);
+        }
+        let attrs = self.op_attrs(cx, op);
+        let sig = self.functional(cx, op, false);
+        let _ = writeln!(out, "{ind}}}{attrs}{sig}");
+    }
+}

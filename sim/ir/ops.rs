@@ -1,0 +1,417 @@
+//! The op kinds of the IR and the typed attributes each one needs
+//! (dimension numbers, comparison direction, constant values, sdy collectives...).
+
+use crate::base::TensorType;
+use crate::mesh::AxisRef;
+use crate::sharding::{DimSharding, TensorSharding};
+
+/// Elementwise ops with one operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    Negate,
+    Abs,
+    Exponential,
+    Log,
+    LogPlusOne,
+    ExponentialMinusOne,
+    Tanh,
+    Logistic,
+    Sqrt,
+    Rsqrt,
+    Sine,
+    Cosine,
+    Floor,
+    Ceil,
+    Sign,
+    Not,
+    /// `chlo.square` (JAX emits it for `jnp.var`).
+    Square,
+}
+
+impl UnaryOp {
+    pub const ALL: [UnaryOp; 17] = [
+        UnaryOp::Negate,
+        UnaryOp::Abs,
+        UnaryOp::Exponential,
+        UnaryOp::Log,
+        UnaryOp::LogPlusOne,
+        UnaryOp::ExponentialMinusOne,
+        UnaryOp::Tanh,
+        UnaryOp::Logistic,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sine,
+        UnaryOp::Cosine,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Sign,
+        UnaryOp::Not,
+        UnaryOp::Square,
+    ];
+
+    /// Full op name as printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Negate => "stablehlo.negate",
+            UnaryOp::Abs => "stablehlo.abs",
+            UnaryOp::Exponential => "stablehlo.exponential",
+            UnaryOp::Log => "stablehlo.log",
+            UnaryOp::LogPlusOne => "stablehlo.log_plus_one",
+            UnaryOp::ExponentialMinusOne => "stablehlo.exponential_minus_one",
+            UnaryOp::Tanh => "stablehlo.tanh",
+            UnaryOp::Logistic => "stablehlo.logistic",
+            UnaryOp::Sqrt => "stablehlo.sqrt",
+            UnaryOp::Rsqrt => "stablehlo.rsqrt",
+            UnaryOp::Sine => "stablehlo.sine",
+            UnaryOp::Cosine => "stablehlo.cosine",
+            UnaryOp::Floor => "stablehlo.floor",
+            UnaryOp::Ceil => "stablehlo.ceil",
+            UnaryOp::Sign => "stablehlo.sign",
+            UnaryOp::Not => "stablehlo.not",
+            UnaryOp::Square => "chlo.square",
+        }
+    }
+}
+
+/// Elementwise ops with two operands of the same type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinaryOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Maximum,
+    Minimum,
+    Power,
+    Remainder,
+    And,
+    Or,
+}
+
+impl BinaryOp {
+    pub const ALL: [BinaryOp; 10] = [
+        BinaryOp::Add,
+        BinaryOp::Subtract,
+        BinaryOp::Multiply,
+        BinaryOp::Divide,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Power,
+        BinaryOp::Remainder,
+        BinaryOp::And,
+        BinaryOp::Or,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "stablehlo.add",
+            BinaryOp::Subtract => "stablehlo.subtract",
+            BinaryOp::Multiply => "stablehlo.multiply",
+            BinaryOp::Divide => "stablehlo.divide",
+            BinaryOp::Maximum => "stablehlo.maximum",
+            BinaryOp::Minimum => "stablehlo.minimum",
+            BinaryOp::Power => "stablehlo.power",
+            BinaryOp::Remainder => "stablehlo.remainder",
+            BinaryOp::And => "stablehlo.and",
+            BinaryOp::Or => "stablehlo.or",
+        }
+    }
+}
+
+/// `stablehlo.compare` direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CompareDir {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareDir {
+    pub const ALL: [CompareDir; 6] = [CompareDir::Eq, CompareDir::Ne, CompareDir::Lt, CompareDir::Le, CompareDir::Gt, CompareDir::Ge];
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareDir::Eq => "EQ",
+            CompareDir::Ne => "NE",
+            CompareDir::Lt => "LT",
+            CompareDir::Le => "LE",
+            CompareDir::Gt => "GT",
+            CompareDir::Ge => "GE",
+        }
+    }
+}
+
+/// `stablehlo.compare` comparison type (optional in the text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CompareType {
+    Float,
+    TotalOrder,
+    Signed,
+    Unsigned,
+}
+
+impl CompareType {
+    pub const ALL: [CompareType; 4] = [CompareType::Float, CompareType::TotalOrder, CompareType::Signed, CompareType::Unsigned];
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareType::Float => "FLOAT",
+            CompareType::TotalOrder => "TOTALORDER",
+            CompareType::Signed => "SIGNED",
+            CompareType::Unsigned => "UNSIGNED",
+        }
+    }
+}
+
+/// Dimension numbers of `stablehlo.dot_general`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct DotDims {
+    pub lhs_batch: Vec<u64>,
+    pub rhs_batch: Vec<u64>,
+    pub lhs_contract: Vec<u64>,
+    pub rhs_contract: Vec<u64>,
+}
+
+/// One element of a dense constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Float(f64),
+    Int(i128),
+    Bool(bool),
+}
+
+/// The value of a `dense<...>` constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DenseValue {
+    /// One element repeated (`dense<0.0>`).
+    Splat(Scalar),
+    /// Every element in row-major order (`dense<[[1, 2], [3, 4]]>`).
+    Elements(Vec<Scalar>),
+    /// The raw little-endian buffer of `dense<"0x...">`: either one element (a
+    /// splat) or all of them.
+    Hex(Vec<u8>),
+}
+
+impl DenseValue {
+    /// Every element as f64 (booleans as 0/1), `n` = element count of the tensor.
+    /// `None` when the value does not hold `n` elements of `ty`.
+    pub fn to_f64s(&self, ty: &TensorType) -> Option<Vec<f64>> {
+        let n = usize::try_from(checked_elements(&ty.shape)?).ok()?;
+        let conv = |s: &Scalar| match *s {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(b) => f64::from(u8::from(b)),
+        };
+        match self {
+            DenseValue::Splat(s) => Some(vec![conv(s); n]),
+            DenseValue::Elements(v) if v.len() == n => Some(v.iter().map(conv).collect()),
+            DenseValue::Elements(_) => None,
+            DenseValue::Hex(bytes) => {
+                let w = ty.dtype.size_bytes() as usize;
+                let decode = |chunk: &[u8]| decode_le(chunk, ty.dtype);
+                if bytes.len() == w {
+                    Some(vec![decode(bytes)?; n])
+                } else if bytes.len() == w * n {
+                    bytes.chunks(w).map(decode).collect()
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// Product of dims without overflow.
+pub fn checked_elements(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+}
+
+fn decode_le(b: &[u8], dtype: crate::base::DType) -> Option<f64> {
+    use crate::base::DType as D;
+    let u = b.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+    Some(match dtype {
+        D::F32 => f64::from(f32::from_bits(u as u32)),
+        D::F64 => f64::from_bits(u),
+        D::F16 => half_to_f64(u as u16, 5, 10),
+        D::BF16 => f64::from(f32::from_bits((u as u32) << 16)),
+        D::I1 => f64::from(u8::from(u != 0)),
+        D::I8 => f64::from(u as u8 as i8),
+        D::I32 => f64::from(u as u32 as i32),
+        D::I64 => u as i64 as f64,
+        D::UI8 | D::UI32 | D::UI64 => u as f64,
+    })
+}
+
+fn half_to_f64(bits: u16, exp_bits: u32, man_bits: u32) -> f64 {
+    let sign = if bits >> 15 == 1 { -1.0 } else { 1.0 };
+    let exp = (u32::from(bits) >> man_bits) & ((1 << exp_bits) - 1);
+    let man = f64::from(u32::from(bits) & ((1 << man_bits) - 1));
+    let bias = (1 << (exp_bits - 1)) - 1;
+    let scale = f64::from(1u32 << man_bits);
+    if exp == 0 {
+        sign * man / scale * 2f64.powi(1 - bias)
+    } else if exp == (1 << exp_bits) - 1 {
+        if man == 0.0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        }
+    } else {
+        sign * (1.0 + man / scale) * 2f64.powi(exp as i32 - bias)
+    }
+}
+
+/// `sdy.propagation_barrier` direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PropagationDirection {
+    None,
+    Forward,
+    Backward,
+    Both,
+}
+
+impl PropagationDirection {
+    pub const ALL: [PropagationDirection; 4] = [
+        PropagationDirection::None,
+        PropagationDirection::Forward,
+        PropagationDirection::Backward,
+        PropagationDirection::Both,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            PropagationDirection::None => "NONE",
+            PropagationDirection::Forward => "FORWARD",
+            PropagationDirection::Backward => "BACKWARD",
+            PropagationDirection::Both => "BOTH",
+        }
+    }
+}
+
+/// One `{"x"}: 0->2` entry of `sdy.all_to_all`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AllToAllParam {
+    pub axes: Vec<AxisRef>,
+    pub src_dim: u64,
+    pub tgt_dim: u64,
+}
+
+/// What an op is, with the attributes its semantics need.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpKind {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare { dir: CompareDir, cmp_type: Option<CompareType> },
+    Select,
+    Clamp,
+    Convert,
+    /// `stablehlo.constant` (`sdy: false`) or `sdy.constant` (`sdy: true`).
+    Constant { value: DenseValue, sdy: bool },
+    Iota { dim: u64 },
+    BroadcastInDim { dims: Vec<u64> },
+    Reshape,
+    Transpose { perm: Vec<u64> },
+    Slice { start: Vec<i64>, limit: Vec<i64>, strides: Vec<i64> },
+    DynamicSlice { sizes: Vec<u64> },
+    DynamicUpdateSlice,
+    Concatenate { dim: u64 },
+    Pad { low: Vec<i64>, high: Vec<i64>, interior: Vec<i64> },
+    Reverse { dims: Vec<u64> },
+    /// `stablehlo.dot_general`; `precision` kept as written (`DEFAULT`, `HIGHEST`...).
+    DotGeneral { dims: DotDims, precision: Vec<String> },
+    /// `stablehlo.dot` (rank-1/2 matmul).
+    Dot { precision: Vec<String> },
+    /// `stablehlo.reduce` over `dims`; operands are N inputs then N inits; the
+    /// body is `regions[0]` with 2N scalar block arguments (N accumulators, N elements).
+    Reduce { dims: Vec<u64> },
+    ShardingConstraint { sharding: TensorSharding },
+    Reshard { sharding: TensorSharding },
+    ShardingGroup { group_id: i64 },
+    PropagationBarrier { direction: PropagationDirection },
+    DataFlowEdge { sharding: Option<TensorSharding> },
+    NamedComputation { name: String, in_shardings: Option<Vec<TensorSharding>>, out_shardings: Option<Vec<TensorSharding>> },
+    ManualComputation { in_shardings: Vec<TensorSharding>, out_shardings: Vec<TensorSharding>, manual_axes: Vec<String> },
+    AllGather { gathering_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
+    AllSlice { slicing_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
+    AllReduce { reduction_axes: Vec<AxisRef>, out_sharding: TensorSharding },
+    ReduceScatter { scatter_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
+    AllToAll { params: Vec<AllToAllParam>, out_sharding: TensorSharding },
+    CollectivePermute { out_sharding: TensorSharding },
+    /// `func.call @callee` (printed `call`).
+    Call { callee: String },
+    /// `return` / `func.return` ending a function.
+    Return,
+    /// `stablehlo.return` ending a reduce body.
+    StablehloReturn,
+    /// `sdy.return` ending a named/manual computation body.
+    SdyReturn,
+}
+
+impl OpKind {
+    /// The op's full name as printed (`stablehlo.add`, `sdy.reshard`, `func.call`...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Unary(u) => u.name(),
+            OpKind::Binary(b) => b.name(),
+            OpKind::Compare { .. } => "stablehlo.compare",
+            OpKind::Select => "stablehlo.select",
+            OpKind::Clamp => "stablehlo.clamp",
+            OpKind::Convert => "stablehlo.convert",
+            OpKind::Constant { sdy: false, .. } => "stablehlo.constant",
+            OpKind::Constant { sdy: true, .. } => "sdy.constant",
+            OpKind::Iota { .. } => "stablehlo.iota",
+            OpKind::BroadcastInDim { .. } => "stablehlo.broadcast_in_dim",
+            OpKind::Reshape => "stablehlo.reshape",
+            OpKind::Transpose { .. } => "stablehlo.transpose",
+            OpKind::Slice { .. } => "stablehlo.slice",
+            OpKind::DynamicSlice { .. } => "stablehlo.dynamic_slice",
+            OpKind::DynamicUpdateSlice => "stablehlo.dynamic_update_slice",
+            OpKind::Concatenate { .. } => "stablehlo.concatenate",
+            OpKind::Pad { .. } => "stablehlo.pad",
+            OpKind::Reverse { .. } => "stablehlo.reverse",
+            OpKind::DotGeneral { .. } => "stablehlo.dot_general",
+            OpKind::Dot { .. } => "stablehlo.dot",
+            OpKind::Reduce { .. } => "stablehlo.reduce",
+            OpKind::ShardingConstraint { .. } => "sdy.sharding_constraint",
+            OpKind::Reshard { .. } => "sdy.reshard",
+            OpKind::ShardingGroup { .. } => "sdy.sharding_group",
+            OpKind::PropagationBarrier { .. } => "sdy.propagation_barrier",
+            OpKind::DataFlowEdge { .. } => "sdy.data_flow_edge",
+            OpKind::NamedComputation { .. } => "sdy.named_computation",
+            OpKind::ManualComputation { .. } => "sdy.manual_computation",
+            OpKind::AllGather { .. } => "sdy.all_gather",
+            OpKind::AllSlice { .. } => "sdy.all_slice",
+            OpKind::AllReduce { .. } => "sdy.all_reduce",
+            OpKind::ReduceScatter { .. } => "sdy.reduce_scatter",
+            OpKind::AllToAll { .. } => "sdy.all_to_all",
+            OpKind::CollectivePermute { .. } => "sdy.collective_permute",
+            OpKind::Call { .. } => "func.call",
+            OpKind::Return => "func.return",
+            OpKind::StablehloReturn => "stablehlo.return",
+            OpKind::SdyReturn => "sdy.return",
+        }
+    }
+
+    /// True for the ops that end a block.
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn)
+    }
+
+    /// True for the sdy collectives a partitioner inserts.
+    pub fn is_collective(&self) -> bool {
+        matches!(
+            self,
+            OpKind::AllGather { .. }
+                | OpKind::AllSlice { .. }
+                | OpKind::AllReduce { .. }
+                | OpKind::ReduceScatter { .. }
+                | OpKind::AllToAll { .. }
+                | OpKind::CollectivePermute { .. }
+        )
+    }
+}
+
+/// Per-dimension axis lists printed as `[{"x"}, {}]` (collectives' axes).
+pub fn dims_to_dim_shardings(dims: &[Vec<AxisRef>]) -> Vec<DimSharding> {
+    dims.iter().map(|a| DimSharding::closed(a.clone())).collect()
+}

@@ -1,0 +1,4 @@
+//! Program IR: MLIR import/export round trips on every JAX fixture, the verifier
+//! on bad programs, malformed texts and parser fuzzing.
+
+mod fixtures;
