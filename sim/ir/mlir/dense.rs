@@ -190,19 +190,84 @@ fn nonfinite_hex(v: f64, d: DType) -> String {
     }
 }
 
-/// A float the way MLIR prints it: `1.000000e+00`, or more digits when needed.
+/// A float the way MLIR prints it: `1.000000e+00` when six digits give the
+/// value back exactly, else the type's natural precision (`5.65685415`,
+/// `9.99999997E-7`), else the bit pattern in hex.
 pub fn format_float(v: f64, d: DType) -> String {
     if !v.is_finite() {
         return nonfinite_hex(v, d);
     }
-    let six = format!("{v:.6e}");
-    let exact = if d == DType::F64 {
-        six.parse::<f64>().ok() == Some(v)
-    } else {
-        six.parse::<f64>().ok().map(|x| x as f32) == Some(v as f32)
+    // Six significant digits, padded with a zero to six decimals (LLVM's
+    // `toString(6, 0, false)`).
+    let rounded = format!("{v:.5e}");
+    let six = fix_exponent(&rounded.replacen('e', "0e", 1));
+    // When rounding to six digits carries into a new leading digit (9.9999997e-7),
+    // MLIR's short form does not give the value back; it prints the long form.
+    let exp_of = |t: &str| t.split_once('e').map(|(_, e)| e.to_string());
+    let carried = exp_of(&rounded) != exp_of(&format!("{v:e}"));
+    if !carried && same_in_type(six.parse::<f64>().ok(), v, d) {
+        return six;
+    }
+    let natural = natural_precision(v, d);
+    if natural.contains('.') && same_in_type(natural.replace('E', "e").parse::<f64>().ok(), v, d) {
+        return natural;
+    }
+    match d {
+        DType::F64 => format!("0x{:016X}", v.to_bits()),
+        _ => format!("0x{:08X}", (v as f32).to_bits()),
+    }
+}
+
+fn same_in_type(parsed: Option<f64>, v: f64, d: DType) -> bool {
+    match parsed {
+        None => false,
+        Some(x) if d == DType::F64 => x.to_bits() == v.to_bits(),
+        Some(x) => (x as f32).to_bits() == (v as f32).to_bits(),
+    }
+}
+
+/// LLVM's `APFloat::toString` with its defaults: the value rounded to the type's
+/// natural number of digits, trailing zeros dropped, plain or `E` notation.
+fn natural_precision(v: f64, d: DType) -> String {
+    let prec: i32 = match d {
+        DType::F64 => 17,
+        DType::F16 => 5,
+        DType::BF16 => 4,
+        _ => 9,
     };
-    let s = if exact { six } else { format!("{v:e}") };
-    fix_exponent(&s)
+    let s = format!("{:.*e}", (prec - 1) as usize, v);
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let neg = mant.starts_with('-');
+    let mut digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
+    let msd: i32 = exp.parse().unwrap_or(0);
+    let n = digits.len() as i32;
+    let last = msd - (n - 1);
+    let scientific = if last >= 0 { last > 3 || n + last > prec } else { msd < -3 };
+    let mut out = String::from(if neg { "-" } else { "" });
+    if scientific {
+        out.push_str(&digits[..1]);
+        out.push('.');
+        out.push_str(if n == 1 { "0" } else { &digits[1..] });
+        out.push('E');
+        out.push(if msd >= 0 { '+' } else { '-' });
+        out.push_str(&msd.abs().to_string());
+    } else if last >= 0 {
+        out.push_str(&digits);
+        out.push_str(&"0".repeat(last as usize));
+    } else if msd >= 0 {
+        let k = (msd + 1) as usize;
+        out.push_str(&digits[..k]);
+        out.push('.');
+        out.push_str(&digits[k..]);
+    } else {
+        out.push_str("0.");
+        out.push_str(&"0".repeat((-msd - 1) as usize));
+        out.push_str(&digits);
+    }
+    out
 }
 
 /// Rust's `1.5e-1` → MLIR's `1.5e-01` (a mantissa with a '.' and a two-digit signed exponent).
