@@ -2,3 +2,4 @@
 //! on bad programs, malformed texts and parser fuzzing.
 
 mod fixtures;
+mod fuzz;
