@@ -3,3 +3,4 @@
 
 mod fixtures;
 mod fuzz;
+mod snippets;
