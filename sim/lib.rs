@@ -9,4 +9,5 @@ pub mod base;
 pub mod ir;
 pub mod mesh;
 pub mod propagate;
+pub mod rules;
 pub mod sharding;

@@ -8,8 +8,13 @@ pub mod ops;
 pub mod rule;
 pub mod verify;
 
-pub use model::{Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility};
-pub use ops::{AllToAllParam, BinaryOp, CompareDir, CompareType, DenseValue, DotDims, OpKind, PropagationDirection, Scalar, UnaryOp};
+pub use model::{
+    Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,
+};
+pub use ops::{
+    AllToAllParam, BinaryOp, CompareDir, CompareType, DenseValue, DotDims, OpKind,
+    PropagationDirection, Scalar, UnaryOp,
+};
 pub use rule::OpShardingRule;
 pub use verify::{infer_result_types, verify_module};
 
@@ -23,7 +28,11 @@ pub enum IrError {
     Parse(#[from] TextError),
     /// The program parses but breaks an op's rules.
     #[error("{loc}: '{op}' op {message}")]
-    Verify { loc: Loc, op: String, message: String },
+    Verify {
+        loc: Loc,
+        op: String,
+        message: String,
+    },
 }
 
 impl IrError {

@@ -43,7 +43,11 @@ pub enum ValueDef {
     /// Argument `index` of the function.
     FuncArg(usize),
     /// Argument `index` of region `region` of `op`.
-    BlockArg { op: OpId, region: usize, index: usize },
+    BlockArg {
+        op: OpId,
+        region: usize,
+        index: usize,
+    },
     /// Result `index` of `op`.
     Result { op: OpId, index: usize },
 }
@@ -184,12 +188,18 @@ impl Func {
 
     /// Types of the arguments.
     pub fn arg_types(&self) -> Vec<TensorType> {
-        self.args.iter().map(|&a| self.value(a).ty.clone()).collect()
+        self.args
+            .iter()
+            .map(|&a| self.value(a).ty.clone())
+            .collect()
     }
 
     /// The `return` op ending the body, if present.
     pub fn return_op(&self) -> Option<&Op> {
-        self.body.last().map(|&id| self.op(id)).filter(|op| op.kind.is_terminator())
+        self.body
+            .last()
+            .map(|&id| self.op(id))
+            .filter(|op| op.kind.is_terminator())
     }
 }
 
@@ -202,7 +212,11 @@ impl Module {
     /// The entry function: `main` if present, else the first public one, else the first.
     pub fn entry(&self) -> Option<&Func> {
         self.func("main")
-            .or_else(|| self.funcs.iter().find(|f| f.visibility == Visibility::Public))
+            .or_else(|| {
+                self.funcs
+                    .iter()
+                    .find(|f| f.visibility == Visibility::Public)
+            })
             .or_else(|| self.funcs.first())
     }
 

@@ -130,7 +130,14 @@ pub enum CompareDir {
 }
 
 impl CompareDir {
-    pub const ALL: [CompareDir; 6] = [CompareDir::Eq, CompareDir::Ne, CompareDir::Lt, CompareDir::Le, CompareDir::Gt, CompareDir::Ge];
+    pub const ALL: [CompareDir; 6] = [
+        CompareDir::Eq,
+        CompareDir::Ne,
+        CompareDir::Lt,
+        CompareDir::Le,
+        CompareDir::Gt,
+        CompareDir::Ge,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             CompareDir::Eq => "EQ",
@@ -153,7 +160,12 @@ pub enum CompareType {
 }
 
 impl CompareType {
-    pub const ALL: [CompareType; 4] = [CompareType::Float, CompareType::TotalOrder, CompareType::Signed, CompareType::Unsigned];
+    pub const ALL: [CompareType; 4] = [
+        CompareType::Float,
+        CompareType::TotalOrder,
+        CompareType::Signed,
+        CompareType::Unsigned,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             CompareType::Float => "FLOAT",
@@ -301,44 +313,114 @@ pub struct AllToAllParam {
 pub enum OpKind {
     Unary(UnaryOp),
     Binary(BinaryOp),
-    Compare { dir: CompareDir, cmp_type: Option<CompareType> },
+    Compare {
+        dir: CompareDir,
+        cmp_type: Option<CompareType>,
+    },
     Select,
     Clamp,
     Convert,
     /// `stablehlo.constant` (`sdy: false`) or `sdy.constant` (`sdy: true`).
-    Constant { value: DenseValue, sdy: bool },
-    Iota { dim: u64 },
-    BroadcastInDim { dims: Vec<u64> },
+    Constant {
+        value: DenseValue,
+        sdy: bool,
+    },
+    Iota {
+        dim: u64,
+    },
+    BroadcastInDim {
+        dims: Vec<u64>,
+    },
     Reshape,
-    Transpose { perm: Vec<u64> },
-    Slice { start: Vec<i64>, limit: Vec<i64>, strides: Vec<i64> },
-    DynamicSlice { sizes: Vec<u64> },
+    Transpose {
+        perm: Vec<u64>,
+    },
+    Slice {
+        start: Vec<i64>,
+        limit: Vec<i64>,
+        strides: Vec<i64>,
+    },
+    DynamicSlice {
+        sizes: Vec<u64>,
+    },
     DynamicUpdateSlice,
-    Concatenate { dim: u64 },
-    Pad { low: Vec<i64>, high: Vec<i64>, interior: Vec<i64> },
-    Reverse { dims: Vec<u64> },
+    Concatenate {
+        dim: u64,
+    },
+    Pad {
+        low: Vec<i64>,
+        high: Vec<i64>,
+        interior: Vec<i64>,
+    },
+    Reverse {
+        dims: Vec<u64>,
+    },
     /// `stablehlo.dot_general`; `precision` kept as written (`DEFAULT`, `HIGHEST`...).
-    DotGeneral { dims: DotDims, precision: Vec<String> },
+    DotGeneral {
+        dims: DotDims,
+        precision: Vec<String>,
+    },
     /// `stablehlo.dot` (rank-1/2 matmul).
-    Dot { precision: Vec<String> },
+    Dot {
+        precision: Vec<String>,
+    },
     /// `stablehlo.reduce` over `dims`; operands are N inputs then N inits; the
     /// body is `regions[0]` with 2N scalar block arguments (N accumulators, N elements).
-    Reduce { dims: Vec<u64> },
-    ShardingConstraint { sharding: TensorSharding },
-    Reshard { sharding: TensorSharding },
-    ShardingGroup { group_id: i64 },
-    PropagationBarrier { direction: PropagationDirection },
-    DataFlowEdge { sharding: Option<TensorSharding> },
-    NamedComputation { name: String, in_shardings: Option<Vec<TensorSharding>>, out_shardings: Option<Vec<TensorSharding>> },
-    ManualComputation { in_shardings: Vec<TensorSharding>, out_shardings: Vec<TensorSharding>, manual_axes: Vec<String> },
-    AllGather { gathering_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
-    AllSlice { slicing_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
-    AllReduce { reduction_axes: Vec<AxisRef>, out_sharding: TensorSharding },
-    ReduceScatter { scatter_axes: Vec<Vec<AxisRef>>, out_sharding: TensorSharding },
-    AllToAll { params: Vec<AllToAllParam>, out_sharding: TensorSharding },
-    CollectivePermute { out_sharding: TensorSharding },
+    Reduce {
+        dims: Vec<u64>,
+    },
+    ShardingConstraint {
+        sharding: TensorSharding,
+    },
+    Reshard {
+        sharding: TensorSharding,
+    },
+    ShardingGroup {
+        group_id: i64,
+    },
+    PropagationBarrier {
+        direction: PropagationDirection,
+    },
+    DataFlowEdge {
+        sharding: Option<TensorSharding>,
+    },
+    NamedComputation {
+        name: String,
+        in_shardings: Option<Vec<TensorSharding>>,
+        out_shardings: Option<Vec<TensorSharding>>,
+    },
+    ManualComputation {
+        in_shardings: Vec<TensorSharding>,
+        out_shardings: Vec<TensorSharding>,
+        manual_axes: Vec<String>,
+    },
+    AllGather {
+        gathering_axes: Vec<Vec<AxisRef>>,
+        out_sharding: TensorSharding,
+    },
+    AllSlice {
+        slicing_axes: Vec<Vec<AxisRef>>,
+        out_sharding: TensorSharding,
+    },
+    AllReduce {
+        reduction_axes: Vec<AxisRef>,
+        out_sharding: TensorSharding,
+    },
+    ReduceScatter {
+        scatter_axes: Vec<Vec<AxisRef>>,
+        out_sharding: TensorSharding,
+    },
+    AllToAll {
+        params: Vec<AllToAllParam>,
+        out_sharding: TensorSharding,
+    },
+    CollectivePermute {
+        out_sharding: TensorSharding,
+    },
     /// `func.call @callee` (printed `call`).
-    Call { callee: String },
+    Call {
+        callee: String,
+    },
     /// `return` / `func.return` ending a function.
     Return,
     /// `stablehlo.return` ending a reduce body.
@@ -394,7 +476,10 @@ impl OpKind {
 
     /// True for the ops that end a block.
     pub fn is_terminator(&self) -> bool {
-        matches!(self, OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn)
+        matches!(
+            self,
+            OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn
+        )
     }
 
     /// True for the sdy collectives a partitioner inserts.
@@ -413,5 +498,7 @@ impl OpKind {
 
 /// Per-dimension axis lists printed as `[{"x"}, {}]` (collectives' axes).
 pub fn dims_to_dim_shardings(dims: &[Vec<AxisRef>]) -> Vec<DimSharding> {
-    dims.iter().map(|a| DimSharding::closed(a.clone())).collect()
+    dims.iter()
+        .map(|a| DimSharding::closed(a.clone()))
+        .collect()
 }

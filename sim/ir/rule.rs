@@ -66,12 +66,20 @@ impl OpShardingRule {
                     let size = c.uint()?;
                     if f >= sizes.len() {
                         if f > 4096 {
-                            return Err(c.error_with(pos, "a factor used by the mappings", factor_name(f)));
+                            return Err(c.error_with(
+                                pos,
+                                "a factor used by the mappings",
+                                factor_name(f),
+                            ));
                         }
                         sizes.resize(f + 1, None);
                     }
                     if sizes[f].is_some() {
-                        return Err(c.error_with(pos, "each factor size given once", format!("a second size for {}", factor_name(f))));
+                        return Err(c.error_with(
+                            pos,
+                            "each factor size given once",
+                            format!("a second size for {}", factor_name(f)),
+                        ));
                     }
                     sizes[f] = Some(size);
                     if c.eat("}") {
@@ -87,7 +95,13 @@ impl OpShardingRule {
         for (i, s) in sizes.iter().enumerate() {
             match s {
                 Some(v) => rule.factor_sizes.push(*v),
-                None => return Err(c.error_with(end_sizes, format!("a size for factor {}", factor_name(i)), "none")),
+                None => {
+                    return Err(c.error_with(
+                        end_sizes,
+                        format!("a size for factor {}", factor_name(i)),
+                        "none",
+                    ))
+                }
             }
         }
         let n = rule.factor_sizes.len();
@@ -145,7 +159,10 @@ impl OpShardingRule {
 }
 
 /// `([i, j], [])` → per tensor, per dim, factor indices.
-fn parse_mapping_list(c: &mut Cursor<'_>, note: &mut dyn FnMut(usize)) -> Result<Vec<Vec<Vec<usize>>>, TextError> {
+fn parse_mapping_list(
+    c: &mut Cursor<'_>,
+    note: &mut dyn FnMut(usize),
+) -> Result<Vec<Vec<Vec<usize>>>, TextError> {
     c.expect("(")?;
     let mut tensors = Vec::new();
     if c.eat(")") {
@@ -191,7 +208,10 @@ fn parse_factor(c: &mut Cursor<'_>) -> Result<usize, TextError> {
     let rest = c.rest().as_bytes();
     match rest.first() {
         Some(&b) if (b'i'..=b'z').contains(&b) => {
-            if b == b'z' && rest.get(1) == Some(&b'_') && rest.get(2).is_some_and(|d| d.is_ascii_digit()) {
+            if b == b'z'
+                && rest.get(1) == Some(&b'_')
+                && rest.get(2).is_some_and(|d| d.is_ascii_digit())
+            {
                 let digits = rest[2..].iter().take_while(|d| d.is_ascii_digit()).count();
                 let text = &c.rest()[2..2 + digits];
                 let start = c.pos();
@@ -199,7 +219,9 @@ fn parse_factor(c: &mut Cursor<'_>) -> Result<usize, TextError> {
                     .parse()
                     .ok()
                     .filter(|&n: &usize| (1..=100_000).contains(&n))
-                    .ok_or_else(|| c.error_with(start, "a factor number z_1, z_2, ...", format!("z_{text}")))?;
+                    .ok_or_else(|| {
+                        c.error_with(start, "a factor number z_1, z_2, ...", format!("z_{text}"))
+                    })?;
                 c.set_pos(c.pos() + 2 + digits);
                 Ok(17 + n)
             } else {

@@ -37,7 +37,8 @@ fn verify_func(m: &Module, f: &Func) -> Result<(), IrError> {
     for &a in &f.args {
         let v = f.value(a);
         if let Some(s) = &v.sharding {
-            check_sharding_rank(s, &v.ty).map_err(|e| at_func(format!("argument {}: {e}", v.name)))?;
+            check_sharding_rank(s, &v.ty)
+                .map_err(|e| at_func(format!("argument {}: {e}", v.name)))?;
         }
     }
     for (i, (t, s)) in f.result_types.iter().zip(&f.result_shardings).enumerate() {
@@ -50,10 +51,23 @@ fn verify_func(m: &Module, f: &Func) -> Result<(), IrError> {
             let tys: Vec<&TensorType> = op.operands.iter().map(|&v| &f.value(v).ty).collect();
             let want: Vec<&TensorType> = f.result_types.iter().collect();
             if tys != want {
-                return Err(err(op, format!("returns ({}) but @{} declares ({})", join(&tys), f.name, join(&want))));
+                return Err(err(
+                    op,
+                    format!(
+                        "returns ({}) but @{} declares ({})",
+                        join(&tys),
+                        f.name,
+                        join(&want)
+                    ),
+                ));
             }
         }
-        Some(op) => return Err(err(op, format!("is last in @{} but a function must end with return", f.name))),
+        Some(op) => {
+            return Err(err(
+                op,
+                format!("is last in @{} but a function must end with return", f.name),
+            ))
+        }
         None => return Err(at_func("has an empty body (expected a return)".into())),
     }
     verify_block(m, f, &f.body, BlockKind::Func)
@@ -78,16 +92,24 @@ fn verify_block(m: &Module, f: &Func, ops: &[OpId], kind: BlockKind) -> Result<(
         if op.kind.is_terminator() {
             let ok = matches!(
                 (&op.kind, kind),
-                (OpKind::Return, BlockKind::Func) | (OpKind::StablehloReturn, BlockKind::Reduce) | (OpKind::SdyReturn, BlockKind::Computation)
+                (OpKind::Return, BlockKind::Func)
+                    | (OpKind::StablehloReturn, BlockKind::Reduce)
+                    | (OpKind::SdyReturn, BlockKind::Computation)
             );
             if !ok {
-                return Err(err(op, format!("cannot end this block (expected {expected_term})")));
+                return Err(err(
+                    op,
+                    format!("cannot end this block (expected {expected_term})"),
+                ));
             }
             if !last {
                 return Err(err(op, "must be the last op of its block"));
             }
         } else if last {
-            return Err(err(op, format!("ends a block that must end with {expected_term}")));
+            return Err(err(
+                op,
+                format!("ends a block that must end with {expected_term}"),
+            ));
         }
         verify_op(m, f, op)?;
     }
@@ -95,12 +117,20 @@ fn verify_block(m: &Module, f: &Func, ops: &[OpId], kind: BlockKind) -> Result<(
 }
 
 fn join(t: &[&TensorType]) -> String {
-    t.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+    t.iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn check_sharding_rank(s: &TensorSharding, ty: &TensorType) -> Result<(), String> {
     if s.rank() != ty.rank() {
-        return Err(format!("sharding {} has rank {} but the tensor {ty} has rank {}", s.to_bare(), s.rank(), ty.rank()));
+        return Err(format!(
+            "sharding {} has rank {} but the tensor {ty} has rank {}",
+            s.to_bare(),
+            s.rank(),
+            ty.rank()
+        ));
     }
     Ok(())
 }
@@ -108,7 +138,10 @@ fn check_sharding_rank(s: &TensorSharding, ty: &TensorType) -> Result<(), String
 fn dims_unique_in_range(dims: &[u64], rank: usize, what: &str) -> Result<(), String> {
     let mut seen = vec![false; rank];
     for &d in dims {
-        let i = usize::try_from(d).ok().filter(|&i| i < rank).ok_or_else(|| format!("{what} {d} is out of range for rank {rank}"))?;
+        let i = usize::try_from(d)
+            .ok()
+            .filter(|&i| i < rank)
+            .ok_or_else(|| format!("{what} {d} is out of range for rank {rank}"))?;
         if seen[i] {
             return Err(format!("{what} {d} appears twice"));
         }
@@ -119,7 +152,11 @@ fn dims_unique_in_range(dims: &[u64], rank: usize, what: &str) -> Result<(), Str
 
 /// Infer result types from operand types where the op determines them; `None`
 /// where the text's result type is the only source (reshape, convert, call...).
-pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: &[&TensorType]) -> Result<Option<Vec<TensorType>>, String> {
+pub fn infer_result_types(
+    op: &Op,
+    operand_types: &[&TensorType],
+    result_types: &[&TensorType],
+) -> Result<Option<Vec<TensorType>>, String> {
     let t = operand_types;
     let n = |k: usize| -> Result<(), String> {
         if t.len() != k {
@@ -135,20 +172,37 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             use super::ops::UnaryOp as U;
             let float_only = matches!(
                 u,
-                U::Exponential | U::Log | U::LogPlusOne | U::ExponentialMinusOne | U::Tanh | U::Logistic | U::Sqrt | U::Rsqrt | U::Sine | U::Cosine | U::Floor | U::Ceil
+                U::Exponential
+                    | U::Log
+                    | U::LogPlusOne
+                    | U::ExponentialMinusOne
+                    | U::Tanh
+                    | U::Logistic
+                    | U::Sqrt
+                    | U::Rsqrt
+                    | U::Sine
+                    | U::Cosine
+                    | U::Floor
+                    | U::Ceil
             );
             if float_only && !t[0].dtype.is_float() {
                 return Err(format!("needs a floating-point operand, found {}", t[0]));
             }
             if matches!(u, U::Not) && t[0].dtype.is_float() {
-                return Err(format!("needs an integer or boolean operand, found {}", t[0]));
+                return Err(format!(
+                    "needs an integer or boolean operand, found {}",
+                    t[0]
+                ));
             }
             same_as(t[0])
         }
         OpKind::Binary(b) => {
             n(2)?;
             if t[0] != t[1] {
-                return Err(format!("operands must have the same type, found {} and {}", t[0], t[1]));
+                return Err(format!(
+                    "operands must have the same type, found {} and {}",
+                    t[0], t[1]
+                ));
             }
             use super::ops::BinaryOp as B;
             if matches!(b, B::And | B::Or) && t[0].dtype.is_float() {
@@ -159,7 +213,10 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         OpKind::Compare { .. } => {
             n(2)?;
             if t[0] != t[1] {
-                return Err(format!("operands must have the same type, found {} and {}", t[0], t[1]));
+                return Err(format!(
+                    "operands must have the same type, found {} and {}",
+                    t[0], t[1]
+                ));
             }
             Ok(Some(vec![TensorType::new(t[0].shape.clone(), DType::I1)]))
         }
@@ -169,7 +226,10 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
                 return Err(format!("predicate must be i1, found {}", t[0]));
             }
             if t[1] != t[2] {
-                return Err(format!("on_true and on_false must have the same type, found {} and {}", t[1], t[2]));
+                return Err(format!(
+                    "on_true and on_false must have the same type, found {} and {}",
+                    t[1], t[2]
+                ));
             }
             if t[0].rank() != 0 && t[0].shape != t[1].shape {
                 return Err(format!("predicate shape {} does not match {}", t[0], t[1]));
@@ -180,7 +240,10 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             n(3)?;
             for (i, b) in [(0, t[0]), (2, t[2])] {
                 if b.dtype != t[1].dtype || (b.rank() != 0 && b.shape != t[1].shape) {
-                    return Err(format!("bound #{i} {b} must be a scalar or match the operand {}", t[1]));
+                    return Err(format!(
+                        "bound #{i} {b} must be a scalar or match the operand {}",
+                        t[1]
+                    ));
                 }
             }
             same_as(t[1])
@@ -196,16 +259,28 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         }
         OpKind::Constant { value, .. } => {
             n(0)?;
-            let Some(r) = result_types.first() else { return Ok(None) };
-            let count = checked_elements(&r.shape).ok_or_else(|| format!("type {r} has too many elements"))?;
+            let Some(r) = result_types.first() else {
+                return Ok(None);
+            };
+            let count = checked_elements(&r.shape)
+                .ok_or_else(|| format!("type {r} has too many elements"))?;
             match value {
                 DenseValue::Splat(_) => {}
                 DenseValue::Elements(v) if v.len() as u64 == count => {}
-                DenseValue::Elements(v) => return Err(format!("has {} elements but its type {r} holds {count}", v.len())),
+                DenseValue::Elements(v) => {
+                    return Err(format!(
+                        "has {} elements but its type {r} holds {count}",
+                        v.len()
+                    ))
+                }
                 DenseValue::Hex(b) => {
                     let w = r.dtype.size_bytes();
                     if b.len() as u64 != w && Some(b.len() as u64) != count.checked_mul(w) {
-                        return Err(format!("hex data has {} bytes; {r} needs {w} (splat) or {}", b.len(), count.saturating_mul(w)));
+                        return Err(format!(
+                            "hex data has {} bytes; {r} needs {w} (splat) or {}",
+                            b.len(),
+                            count.saturating_mul(w)
+                        ));
                     }
                 }
             }
@@ -222,26 +297,41 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         }
         OpKind::BroadcastInDim { dims } => {
             n(1)?;
-            let Some(r) = result_types.first() else { return Ok(None) };
+            let Some(r) = result_types.first() else {
+                return Ok(None);
+            };
             if dims.len() != t[0].rank() {
-                return Err(format!("dims has {} entries but the operand {} has rank {}", dims.len(), t[0], t[0].rank()));
+                return Err(format!(
+                    "dims has {} entries but the operand {} has rank {}",
+                    dims.len(),
+                    t[0],
+                    t[0].rank()
+                ));
             }
             dims_unique_in_range(dims, r.rank(), "broadcast dimension")?;
             for (i, &d) in dims.iter().enumerate() {
                 let (a, b) = (t[0].shape[i], r.shape[d as usize]);
                 if a != 1 && a != b {
-                    return Err(format!("operand dim {i} (size {a}) cannot broadcast to result dim {d} (size {b})"));
+                    return Err(format!(
+                        "operand dim {i} (size {a}) cannot broadcast to result dim {d} (size {b})"
+                    ));
                 }
             }
             if r.dtype != t[0].dtype {
-                return Err(format!("changes the element type from {} to {}", t[0].dtype, r.dtype));
+                return Err(format!(
+                    "changes the element type from {} to {}",
+                    t[0].dtype, r.dtype
+                ));
             }
             Ok(None)
         }
         OpKind::Reshape => {
             n(1)?;
-            let Some(r) = result_types.first() else { return Ok(None) };
-            if checked_elements(&r.shape) != checked_elements(&t[0].shape) || r.dtype != t[0].dtype {
+            let Some(r) = result_types.first() else {
+                return Ok(None);
+            };
+            if checked_elements(&r.shape) != checked_elements(&t[0].shape) || r.dtype != t[0].dtype
+            {
                 return Err(format!("cannot reshape {} into {r}", t[0]));
             }
             Ok(None)
@@ -249,28 +339,46 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         OpKind::Transpose { perm } => {
             n(1)?;
             if perm.len() != t[0].rank() {
-                return Err(format!("permutation has {} entries for rank {}", perm.len(), t[0].rank()));
+                return Err(format!(
+                    "permutation has {} entries for rank {}",
+                    perm.len(),
+                    t[0].rank()
+                ));
             }
             dims_unique_in_range(perm, t[0].rank(), "permutation entry")?;
-            Ok(Some(vec![TensorType::new(perm.iter().map(|&p| t[0].shape[p as usize]).collect(), t[0].dtype)]))
+            Ok(Some(vec![TensorType::new(
+                perm.iter().map(|&p| t[0].shape[p as usize]).collect(),
+                t[0].dtype,
+            )]))
         }
         OpKind::Reverse { dims } => {
             n(1)?;
             dims_unique_in_range(dims, t[0].rank(), "reverse dimension")?;
             same_as(t[0])
         }
-        OpKind::Slice { start, limit, strides } => {
+        OpKind::Slice {
+            start,
+            limit,
+            strides,
+        } => {
             n(1)?;
             let r = t[0].rank();
             if start.len() != r || limit.len() != r || strides.len() != r {
-                return Err(format!("needs {r} start/limit/stride entries, found {}/{}/{}", start.len(), limit.len(), strides.len()));
+                return Err(format!(
+                    "needs {r} start/limit/stride entries, found {}/{}/{}",
+                    start.len(),
+                    limit.len(),
+                    strides.len()
+                ));
             }
             let mut shape = Vec::with_capacity(r);
             for i in 0..r {
                 let d = t[0].shape[i] as i128;
                 let (s, l, k) = (start[i] as i128, limit[i] as i128, strides[i] as i128);
                 if s < 0 || s > l || l > d || k < 1 {
-                    return Err(format!("dim {i}: slice {s}:{l}:{k} is out of bounds for size {d}"));
+                    return Err(format!(
+                        "dim {i}: slice {s}:{l}:{k} is out of bounds for size {d}"
+                    ));
                 }
                 shape.push(((l - s + k - 1) / k) as u64);
             }
@@ -285,7 +393,9 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             check_indices(&t[1..])?;
             for (i, (&s, &d)) in sizes.iter().zip(&t[0].shape).enumerate() {
                 if s > d {
-                    return Err(format!("dim {i}: slice size {s} exceeds the dimension size {d}"));
+                    return Err(format!(
+                        "dim {i}: slice size {s} exceeds the dimension size {d}"
+                    ));
                 }
             }
             Ok(Some(vec![TensorType::new(sizes.clone(), t[0].dtype)]))
@@ -298,7 +408,9 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             }
             for (i, (&u, &d)) in t[1].shape.iter().zip(&t[0].shape).enumerate() {
                 if u > d {
-                    return Err(format!("dim {i}: update size {u} exceeds the operand size {d}"));
+                    return Err(format!(
+                        "dim {i}: update size {u} exceeds the operand size {d}"
+                    ));
                 }
             }
             check_indices(&t[2..])?;
@@ -320,29 +432,48 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
                 }
                 for i in 0..r {
                     if i as u64 != *dim && x.shape[i] != t[0].shape[i] {
-                        return Err(format!("operand {x} differs from {} outside dimension {dim}", t[0]));
+                        return Err(format!(
+                            "operand {x} differs from {} outside dimension {dim}",
+                            t[0]
+                        ));
                     }
                 }
                 shape[*dim as usize] = shape[*dim as usize].saturating_add(x.shape[*dim as usize]);
             }
             Ok(Some(vec![TensorType::new(shape, t[0].dtype)]))
         }
-        OpKind::Pad { low, high, interior } => {
+        OpKind::Pad {
+            low,
+            high,
+            interior,
+        } => {
             n(2)?;
             let r = t[0].rank();
             if t[1].rank() != 0 || t[1].dtype != t[0].dtype {
-                return Err(format!("padding value must be a scalar of {}, found {}", t[0].dtype, t[1]));
+                return Err(format!(
+                    "padding value must be a scalar of {}, found {}",
+                    t[0].dtype, t[1]
+                ));
             }
             if low.len() != r || high.len() != r || interior.len() != r {
-                return Err(format!("needs {r} low/high/interior entries, found {}/{}/{}", low.len(), high.len(), interior.len()));
+                return Err(format!(
+                    "needs {r} low/high/interior entries, found {}/{}/{}",
+                    low.len(),
+                    high.len(),
+                    interior.len()
+                ));
             }
             let mut shape = Vec::with_capacity(r);
             for i in 0..r {
                 let d = t[0].shape[i] as i128;
                 if interior[i] < 0 {
-                    return Err(format!("dim {i}: interior padding {} is negative", interior[i]));
+                    return Err(format!(
+                        "dim {i}: interior padding {} is negative",
+                        interior[i]
+                    ));
                 }
-                let size = low[i] as i128 + high[i] as i128 + d + (d - 1).max(0) * interior[i] as i128;
+                let size =
+                    low[i] as i128 + high[i] as i128 + d + (d - 1).max(0) * interior[i] as i128;
                 if size < 0 || size > u64::MAX as i128 {
                     return Err(format!("dim {i}: padded size {size} is out of range"));
                 }
@@ -353,21 +484,55 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         OpKind::DotGeneral { dims, .. } => {
             n(2)?;
             let (l, r) = (t[0], t[1]);
-            if dims.lhs_batch.len() != dims.rhs_batch.len() || dims.lhs_contract.len() != dims.rhs_contract.len() {
-                return Err("lhs and rhs batching/contracting dims must have the same length".into());
+            if dims.lhs_batch.len() != dims.rhs_batch.len()
+                || dims.lhs_contract.len() != dims.rhs_contract.len()
+            {
+                return Err(
+                    "lhs and rhs batching/contracting dims must have the same length".into(),
+                );
             }
-            let lhs_used: Vec<u64> = dims.lhs_batch.iter().chain(&dims.lhs_contract).copied().collect();
-            let rhs_used: Vec<u64> = dims.rhs_batch.iter().chain(&dims.rhs_contract).copied().collect();
+            let lhs_used: Vec<u64> = dims
+                .lhs_batch
+                .iter()
+                .chain(&dims.lhs_contract)
+                .copied()
+                .collect();
+            let rhs_used: Vec<u64> = dims
+                .rhs_batch
+                .iter()
+                .chain(&dims.rhs_contract)
+                .copied()
+                .collect();
             dims_unique_in_range(&lhs_used, l.rank(), "lhs dimension")?;
             dims_unique_in_range(&rhs_used, r.rank(), "rhs dimension")?;
-            for (&a, &b) in dims.lhs_batch.iter().zip(&dims.rhs_batch).chain(dims.lhs_contract.iter().zip(&dims.rhs_contract)) {
+            for (&a, &b) in dims
+                .lhs_batch
+                .iter()
+                .zip(&dims.rhs_batch)
+                .chain(dims.lhs_contract.iter().zip(&dims.rhs_contract))
+            {
                 if l.shape[a as usize] != r.shape[b as usize] {
-                    return Err(format!("lhs dim {a} (size {}) and rhs dim {b} (size {}) must match", l.shape[a as usize], r.shape[b as usize]));
+                    return Err(format!(
+                        "lhs dim {a} (size {}) and rhs dim {b} (size {}) must match",
+                        l.shape[a as usize], r.shape[b as usize]
+                    ));
                 }
             }
-            let mut shape: Vec<u64> = dims.lhs_batch.iter().map(|&d| l.shape[d as usize]).collect();
-            shape.extend((0..l.rank() as u64).filter(|d| !lhs_used.contains(d)).map(|d| l.shape[d as usize]));
-            shape.extend((0..r.rank() as u64).filter(|d| !rhs_used.contains(d)).map(|d| r.shape[d as usize]));
+            let mut shape: Vec<u64> = dims
+                .lhs_batch
+                .iter()
+                .map(|&d| l.shape[d as usize])
+                .collect();
+            shape.extend(
+                (0..l.rank() as u64)
+                    .filter(|d| !lhs_used.contains(d))
+                    .map(|d| l.shape[d as usize]),
+            );
+            shape.extend(
+                (0..r.rank() as u64)
+                    .filter(|d| !rhs_used.contains(d))
+                    .map(|d| r.shape[d as usize]),
+            );
             let dtype = result_types.first().map(|x| x.dtype).unwrap_or(l.dtype);
             Ok(Some(vec![TensorType::new(shape, dtype)]))
         }
@@ -386,20 +551,32 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
         }
         OpKind::Reduce { dims } => {
             if t.is_empty() || t.len() % 2 != 0 {
-                return Err(format!("needs N inputs and N init values, found {} operands", t.len()));
+                return Err(format!(
+                    "needs N inputs and N init values, found {} operands",
+                    t.len()
+                ));
             }
             let k = t.len() / 2;
             let shape = &t[0].shape;
             dims_unique_in_range(dims, shape.len(), "reduce dimension")?;
-            let kept: Vec<u64> = (0..shape.len() as u64).filter(|d| !dims.contains(d)).map(|d| shape[d as usize]).collect();
+            let kept: Vec<u64> = (0..shape.len() as u64)
+                .filter(|d| !dims.contains(d))
+                .map(|d| shape[d as usize])
+                .collect();
             let mut out = Vec::with_capacity(k);
             for i in 0..k {
                 if t[i].shape != *shape {
-                    return Err(format!("input {} does not have the shape of {}", t[i], t[0]));
+                    return Err(format!(
+                        "input {} does not have the shape of {}",
+                        t[i], t[0]
+                    ));
                 }
                 let init = t[k + i];
                 if init.rank() != 0 || init.dtype != t[i].dtype {
-                    return Err(format!("init value {init} must be a scalar of {}", t[i].dtype));
+                    return Err(format!(
+                        "init value {init} must be a scalar of {}",
+                        t[i].dtype
+                    ));
                 }
                 out.push(TensorType::new(kept.clone(), init.dtype));
             }
@@ -425,22 +602,47 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             n(1)?;
             Ok(Some(vec![]))
         }
-        OpKind::AllGather { gathering_axes: a, out_sharding }
-        | OpKind::AllSlice { slicing_axes: a, out_sharding }
-        | OpKind::ReduceScatter { scatter_axes: a, out_sharding } => {
+        OpKind::AllGather {
+            gathering_axes: a,
+            out_sharding,
+        }
+        | OpKind::AllSlice {
+            slicing_axes: a,
+            out_sharding,
+        }
+        | OpKind::ReduceScatter {
+            scatter_axes: a,
+            out_sharding,
+        } => {
             n(1)?;
             check_sharding_rank(out_sharding, t[0])?;
             if a.len() != t[0].rank() {
-                return Err(format!("has axes for {} dims but the operand {} has rank {}", a.len(), t[0], t[0].rank()));
+                return Err(format!(
+                    "has axes for {} dims but the operand {} has rank {}",
+                    a.len(),
+                    t[0],
+                    t[0].rank()
+                ));
             }
             same_as(t[0])
         }
-        OpKind::AllToAll { params, out_sharding } => {
+        OpKind::AllToAll {
+            params,
+            out_sharding,
+        } => {
             n(1)?;
             check_sharding_rank(out_sharding, t[0])?;
             for p in params {
-                if p.src_dim >= t[0].rank() as u64 || p.tgt_dim >= t[0].rank() as u64 || p.src_dim == p.tgt_dim {
-                    return Err(format!("all_to_all dims {}->{} are invalid for rank {}", p.src_dim, p.tgt_dim, t[0].rank()));
+                if p.src_dim >= t[0].rank() as u64
+                    || p.tgt_dim >= t[0].rank() as u64
+                    || p.src_dim == p.tgt_dim
+                {
+                    return Err(format!(
+                        "all_to_all dims {}->{} are invalid for rank {}",
+                        p.src_dim,
+                        p.tgt_dim,
+                        t[0].rank()
+                    ));
                 }
             }
             same_as(t[0])
@@ -450,7 +652,9 @@ pub fn infer_result_types(op: &Op, operand_types: &[&TensorType], result_types: 
             check_sharding_rank(out_sharding, t[0])?;
             same_as(t[0])
         }
-        OpKind::NamedComputation { .. } | OpKind::ManualComputation { .. } | OpKind::Call { .. } => Ok(None),
+        OpKind::NamedComputation { .. }
+        | OpKind::ManualComputation { .. }
+        | OpKind::Call { .. } => Ok(None),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
 }
@@ -471,13 +675,21 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     if let Some(inf) = inferred {
         let inf_refs: Vec<&TensorType> = inf.iter().collect();
         if inf_refs != outs {
-            return Err(err(op, format!("result type ({}) differs from the inferred type ({})", join(&outs), join(&inf_refs))));
+            return Err(err(
+                op,
+                format!(
+                    "result type ({}) differs from the inferred type ({})",
+                    join(&outs),
+                    join(&inf_refs)
+                ),
+            ));
         }
     }
     for &r in &op.results {
         let v = f.value(r);
         if let Some(s) = &v.sharding {
-            check_sharding_rank(s, &v.ty).map_err(|e| err(op, format!("result {}: {e}", v.name)))?;
+            check_sharding_rank(s, &v.ty)
+                .map_err(|e| err(op, format!("result {}: {e}", v.name)))?;
         }
     }
     if let Some(rule) = &op.rule {
@@ -485,32 +697,59 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     }
     match &op.kind {
         OpKind::Reduce { .. } => verify_reduce_body(m, f, op)?,
-        OpKind::NamedComputation { in_shardings, out_shardings, .. } => {
+        OpKind::NamedComputation {
+            in_shardings,
+            out_shardings,
+            ..
+        } => {
             let r = region(op)?;
             let arg_tys: Vec<&TensorType> = r.args.iter().map(|&a| &f.value(a).ty).collect();
             if arg_tys != ins {
-                return Err(err(op, format!("block argument types ({}) differ from operand types ({})", join(&arg_tys), join(&ins))));
+                return Err(err(
+                    op,
+                    format!(
+                        "block argument types ({}) differ from operand types ({})",
+                        join(&arg_tys),
+                        join(&ins)
+                    ),
+                ));
             }
             check_list_ranks(op, in_shardings.as_deref(), &ins, "in_shardings")?;
             check_list_ranks(op, out_shardings.as_deref(), &outs, "out_shardings")?;
             verify_block(m, f, &r.ops, BlockKind::Computation)?;
             check_region_return(f, op, r, &outs)?;
         }
-        OpKind::ManualComputation { in_shardings, out_shardings, manual_axes } => {
+        OpKind::ManualComputation {
+            in_shardings,
+            out_shardings,
+            manual_axes,
+        } => {
             let r = region(op)?;
             check_list_ranks(op, Some(in_shardings), &ins, "in_shardings")?;
             check_list_ranks(op, Some(out_shardings), &outs, "out_shardings")?;
             if r.args.len() != ins.len() {
-                return Err(err(op, format!("has {} block arguments for {} operands", r.args.len(), ins.len())));
+                return Err(err(
+                    op,
+                    format!(
+                        "has {} block arguments for {} operands",
+                        r.args.len(),
+                        ins.len()
+                    ),
+                ));
             }
             let local = |s: &TensorSharding, t: &TensorType| -> Result<TensorType, IrError> {
-                let mesh = s.resolve_mesh(&m.meshes).ok_or_else(|| err(op, format!("unknown mesh in {}", s.to_bare())))?;
+                let mesh = s
+                    .resolve_mesh(&m.meshes)
+                    .ok_or_else(|| err(op, format!("unknown mesh in {}", s.to_bare())))?;
                 let mut shape = t.shape.clone();
                 for (d, dim) in s.dims.iter().enumerate() {
                     for a in dim.axes.iter().filter(|a| manual_axes.contains(&a.name)) {
                         let k = a.size(mesh).map_err(|e| err(op, e.to_string()))?;
                         if k == 0 || shape[d] % k != 0 {
-                            return Err(err(op, format!("dim {d} of {t} is not divisible by manual axis {a}")));
+                            return Err(err(
+                                op,
+                                format!("dim {d} of {t} is not divisible by manual axis {a}"),
+                            ));
                         }
                         shape[d] /= k;
                     }
@@ -524,18 +763,33 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
                 }
             }
             verify_block(m, f, &r.ops, BlockKind::Computation)?;
-            let locals: Vec<TensorType> = outs.iter().zip(out_shardings).map(|(t, s)| local(s, t)).collect::<Result<_, _>>()?;
+            let locals: Vec<TensorType> = outs
+                .iter()
+                .zip(out_shardings)
+                .map(|(t, s)| local(s, t))
+                .collect::<Result<_, _>>()?;
             check_region_return(f, op, r, &locals.iter().collect::<Vec<_>>())?;
         }
         OpKind::Call { callee } => {
-            let g = m.func(callee).ok_or_else(|| err(op, format!("calls @{callee}, which the module does not define")))?;
+            let g = m.func(callee).ok_or_else(|| {
+                err(
+                    op,
+                    format!("calls @{callee}, which the module does not define"),
+                )
+            })?;
             let g_ins = g.arg_types();
             let g_in_refs: Vec<&TensorType> = g_ins.iter().collect();
             let g_out_refs: Vec<&TensorType> = g.result_types.iter().collect();
             if g_in_refs != ins || g_out_refs != outs {
                 return Err(err(
                     op,
-                    format!("type ({}) -> ({}) does not match @{callee}: ({}) -> ({})", join(&ins), join(&outs), join(&g_in_refs), join(&g_out_refs)),
+                    format!(
+                        "type ({}) -> ({}) does not match @{callee}: ({}) -> ({})",
+                        join(&ins),
+                        join(&outs),
+                        join(&g_in_refs),
+                        join(&g_out_refs)
+                    ),
                 ));
             }
         }
@@ -545,7 +799,12 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
             }
         }
     }
-    if op.kind.is_collective() || matches!(op.kind, OpKind::Reshard { .. } | OpKind::ShardingConstraint { .. }) {
+    if op.kind.is_collective()
+        || matches!(
+            op.kind,
+            OpKind::Reshard { .. } | OpKind::ShardingConstraint { .. }
+        )
+    {
         check_collective_axes(m, op)?;
     }
     Ok(())
@@ -553,15 +812,30 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
 
 fn region(op: &Op) -> Result<&Region, IrError> {
     if op.regions.len() != 1 {
-        return Err(err(op, format!("needs one region, found {}", op.regions.len())));
+        return Err(err(
+            op,
+            format!("needs one region, found {}", op.regions.len()),
+        ));
     }
     Ok(&op.regions[0])
 }
 
-fn check_list_ranks(op: &Op, list: Option<&[TensorSharding]>, tys: &[&TensorType], what: &str) -> Result<(), IrError> {
+fn check_list_ranks(
+    op: &Op,
+    list: Option<&[TensorSharding]>,
+    tys: &[&TensorType],
+    what: &str,
+) -> Result<(), IrError> {
     if let Some(list) = list {
         if list.len() != tys.len() {
-            return Err(err(op, format!("{what} has {} shardings for {} values", list.len(), tys.len())));
+            return Err(err(
+                op,
+                format!(
+                    "{what} has {} shardings for {} values",
+                    list.len(),
+                    tys.len()
+                ),
+            ));
         }
         for (s, t) in list.iter().zip(tys) {
             check_sharding_rank(s, t).map_err(|e| err(op, format!("{what}: {e}")))?;
@@ -571,10 +845,21 @@ fn check_list_ranks(op: &Op, list: Option<&[TensorSharding]>, tys: &[&TensorType
 }
 
 fn check_region_return(f: &Func, op: &Op, r: &Region, want: &[&TensorType]) -> Result<(), IrError> {
-    let ret = r.ops.last().map(|&id| f.op(id)).ok_or_else(|| err(op, "has an empty region"))?;
+    let ret = r
+        .ops
+        .last()
+        .map(|&id| f.op(id))
+        .ok_or_else(|| err(op, "has an empty region"))?;
     let got: Vec<&TensorType> = ret.operands.iter().map(|&v| &f.value(v).ty).collect();
     if got != want {
-        return Err(err(ret, format!("returns ({}) but the enclosing op expects ({})", join(&got), join(want))));
+        return Err(err(
+            ret,
+            format!(
+                "returns ({}) but the enclosing op expects ({})",
+                join(&got),
+                join(want)
+            ),
+        ));
     }
     Ok(())
 }
@@ -583,12 +868,21 @@ fn verify_reduce_body(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     let r = region(op)?;
     let k = op.operands.len() / 2;
     if r.args.len() != 2 * k {
-        return Err(err(op, format!("body takes {} arguments, expected {}", r.args.len(), 2 * k)));
+        return Err(err(
+            op,
+            format!("body takes {} arguments, expected {}", r.args.len(), 2 * k),
+        ));
     }
     for (i, &a) in r.args.iter().enumerate() {
         let want = &f.value(op.operands[k + i % k]).ty;
         if &f.value(a).ty != want {
-            return Err(err(op, format!("body argument #{i} has type {} but the init value is {want}", f.value(a).ty)));
+            return Err(err(
+                op,
+                format!(
+                    "body argument #{i} has type {} but the init value is {want}",
+                    f.value(a).ty
+                ),
+            ));
         }
     }
     verify_block(m, f, &r.ops, BlockKind::Reduce)?;
@@ -596,7 +890,11 @@ fn verify_reduce_body(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     check_region_return(f, op, r, &want)
 }
 
-fn check_rule(rule: &super::rule::OpShardingRule, ins: &[&TensorType], outs: &[&TensorType]) -> Result<(), String> {
+fn check_rule(
+    rule: &super::rule::OpShardingRule,
+    ins: &[&TensorType],
+    outs: &[&TensorType],
+) -> Result<(), String> {
     if rule.operand_mappings.len() != ins.len() || rule.result_mappings.len() != outs.len() {
         return Err(format!(
             "maps {} operands and {} results, the op has {} and {}",
@@ -606,23 +904,36 @@ fn check_rule(rule: &super::rule::OpShardingRule, ins: &[&TensorType], outs: &[&
             outs.len()
         ));
     }
-    for (maps, tys, what) in [(&rule.operand_mappings, ins, "operand"), (&rule.result_mappings, outs, "result")] {
+    for (maps, tys, what) in [
+        (&rule.operand_mappings, ins, "operand"),
+        (&rule.result_mappings, outs, "result"),
+    ] {
         for (i, (dims, t)) in maps.iter().zip(tys.iter()).enumerate() {
             if dims.len() != t.rank() {
-                return Err(format!("{what} #{i} mapping has {} dims but {t} has rank {}", dims.len(), t.rank()));
+                return Err(format!(
+                    "{what} #{i} mapping has {} dims but {t} has rank {}",
+                    dims.len(),
+                    t.rank()
+                ));
             }
             for (d, factors) in dims.iter().enumerate() {
                 let size = factors
                     .iter()
-                    .try_fold(1u64, |a, &f| rule.factor_sizes.get(f).and_then(|&s| a.checked_mul(s)))
+                    .try_fold(1u64, |a, &f| {
+                        rule.factor_sizes.get(f).and_then(|&s| a.checked_mul(s))
+                    })
                     .ok_or_else(|| format!("{what} #{i} dim {d} uses a factor without a size"))?;
                 // Factors that need replication or permutation (slice, pad, concatenate,
                 // dynamic_slice) may be sized by the largest dim they map, not by each.
-                let relaxed = factors
-                    .iter()
-                    .any(|f| rule.need_replication_factors.contains(f) || rule.permutation_factors.contains(f));
+                let relaxed = factors.iter().any(|f| {
+                    rule.need_replication_factors.contains(f)
+                        || rule.permutation_factors.contains(f)
+                });
                 if size != t.shape[d] && !relaxed {
-                    return Err(format!("{what} #{i} dim {d}: factors multiply to {size}, the dim has size {}", t.shape[d]));
+                    return Err(format!(
+                        "{what} #{i} dim {d}: factors multiply to {size}, the dim has size {}",
+                        t.shape[d]
+                    ));
                 }
             }
         }
@@ -632,20 +943,44 @@ fn check_rule(rule: &super::rule::OpShardingRule, ins: &[&TensorType], outs: &[&
 
 fn check_collective_axes(m: &Module, op: &Op) -> Result<(), IrError> {
     let (s, lists): (&TensorSharding, Vec<&crate::mesh::AxisRef>) = match &op.kind {
-        OpKind::AllGather { gathering_axes: a, out_sharding } | OpKind::AllSlice { slicing_axes: a, out_sharding } | OpKind::ReduceScatter { scatter_axes: a, out_sharding } => {
-            (out_sharding, a.iter().flatten().collect())
+        OpKind::AllGather {
+            gathering_axes: a,
+            out_sharding,
         }
-        OpKind::AllReduce { reduction_axes, out_sharding } => (out_sharding, reduction_axes.iter().collect()),
-        OpKind::AllToAll { params, out_sharding } => (out_sharding, params.iter().flat_map(|p| p.axes.iter()).collect()),
+        | OpKind::AllSlice {
+            slicing_axes: a,
+            out_sharding,
+        }
+        | OpKind::ReduceScatter {
+            scatter_axes: a,
+            out_sharding,
+        } => (out_sharding, a.iter().flatten().collect()),
+        OpKind::AllReduce {
+            reduction_axes,
+            out_sharding,
+        } => (out_sharding, reduction_axes.iter().collect()),
+        OpKind::AllToAll {
+            params,
+            out_sharding,
+        } => (
+            out_sharding,
+            params.iter().flat_map(|p| p.axes.iter()).collect(),
+        ),
         OpKind::CollectivePermute { out_sharding } => (out_sharding, Vec::new()),
-        OpKind::Reshard { sharding } | OpKind::ShardingConstraint { sharding } => (sharding, Vec::new()),
+        OpKind::Reshard { sharding } | OpKind::ShardingConstraint { sharding } => {
+            (sharding, Vec::new())
+        }
         _ => return Ok(()),
     };
     let Some(mesh) = s.resolve_mesh(&m.meshes) else {
-        return Err(err(op, format!("refers to an unknown mesh in {}", s.to_bare())));
+        return Err(err(
+            op,
+            format!("refers to an unknown mesh in {}", s.to_bare()),
+        ));
     };
     for a in lists {
-        a.validate(mesh).map_err(|e| err(op, format!("axis {a}: {e}")))?;
+        a.validate(mesh)
+            .map_err(|e| err(op, format!("axis {a}: {e}")))?;
     }
     Ok(())
 }

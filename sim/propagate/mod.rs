@@ -3,9 +3,11 @@
 //! program-level driver (worklist, op-priority and user-priority schedules)
 //! builds on these.
 
+pub mod driver;
 pub mod factor;
 pub mod projection;
 
+pub use driver::{propagate_module, PropagateError, Report, Step, Strategy};
 pub use factor::{
     compatible_major_axes, propagate_factors, Direction, FactorContext, FactorStrategy, Updated,
 };

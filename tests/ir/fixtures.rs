@@ -27,7 +27,11 @@ pub fn fixture_files() -> Vec<PathBuf> {
 #[test]
 fn every_fixture_parses_verifies_and_round_trips() {
     let files = fixture_files();
-    assert!(files.len() >= 24, "expected the JAX fixtures, found {}", files.len());
+    assert!(
+        files.len() >= 24,
+        "expected the JAX fixtures, found {}",
+        files.len()
+    );
     let mut failures = Vec::new();
     for p in &files {
         let text = std::fs::read_to_string(p).unwrap();
@@ -55,7 +59,13 @@ fn every_fixture_parses_verifies_and_round_trips() {
         }
         assert!(parse_module(&printed).is_ok());
     }
-    assert!(failures.is_empty(), "{} of {} files failed:\n{}", failures.len(), files.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} files failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -68,7 +78,12 @@ fn printing_reproduces_every_fixture_byte_for_byte() {
         let m = parse_module(&text).unwrap();
         let printed = print_module(&m);
         if printed != text {
-            let line = text.lines().zip(printed.lines()).position(|(a, b)| a != b).map(|i| i + 1).unwrap_or(0);
+            let line = text
+                .lines()
+                .zip(printed.lines())
+                .position(|(a, b)| a != b)
+                .map(|i| i + 1)
+                .unwrap_or(0);
             diffs.push(format!("{}: first difference on line {line}", p.display()));
         }
     }
@@ -79,7 +94,10 @@ fn printing_reproduces_every_fixture_byte_for_byte() {
 fn every_sharding_rule_in_after_files_prints_back_identically() {
     use shardsim::ir::OpShardingRule;
     let mut count = 0;
-    for p in fixture_files().into_iter().filter(|p| p.ends_with("after.mlir")) {
+    for p in fixture_files()
+        .into_iter()
+        .filter(|p| p.ends_with("after.mlir"))
+    {
         let text = std::fs::read_to_string(&p).unwrap();
         let mut rest = text.as_str();
         while let Some(i) = rest.find("#sdy.op_sharding_rule<") {
@@ -105,7 +123,8 @@ fn every_sharding_rule_in_after_files_prints_back_identically() {
                 k += 1;
             }
             let src = &tail[..end];
-            let rule = OpShardingRule::parse(src).unwrap_or_else(|e| panic!("{}: {src}: {e}", p.display()));
+            let rule = OpShardingRule::parse(src)
+                .unwrap_or_else(|e| panic!("{}: {src}: {e}", p.display()));
             assert_eq!(rule.to_string(), src, "{}", p.display());
             count += 1;
             rest = &tail[end..];
@@ -118,10 +137,16 @@ fn every_sharding_rule_in_after_files_prints_back_identically() {
 fn parsed_fixture_facts_match_the_text() {
     use shardsim::ir::{DenseValue, OpKind, Scalar};
     // reduce_variety/argmax: a two-result reduce whose reducer interleaves its arguments.
-    let text = std::fs::read_to_string(crate::common::fixture("jax/argmax_sharded/after.mlir")).unwrap();
+    let text =
+        std::fs::read_to_string(crate::common::fixture("jax/argmax_sharded/after.mlir")).unwrap();
     let m = parse_and_verify(&text).unwrap();
     let f = m.entry().unwrap();
-    let reduce = f.walk().into_iter().map(|id| f.op(id)).find(|op| matches!(op.kind, OpKind::Reduce { .. })).unwrap();
+    let reduce = f
+        .walk()
+        .into_iter()
+        .map(|id| f.op(id))
+        .find(|op| matches!(op.kind, OpKind::Reduce { .. }))
+        .unwrap();
     assert_eq!(reduce.results.len(), 2);
     assert_eq!(reduce.loc.line, 8);
     let r = &reduce.regions[0];
@@ -135,12 +160,18 @@ fn parsed_fixture_facts_match_the_text() {
     assert_eq!(s.to_bare(), r#"<@mesh, [{"x"}]>"#);
     // -inf init value written as a hex bit pattern.
     let init = f.ops.iter().find_map(|op| match &op.kind {
-        OpKind::Constant { value: DenseValue::Splat(Scalar::Float(v)), .. } if v.is_infinite() => Some(*v),
+        OpKind::Constant {
+            value: DenseValue::Splat(Scalar::Float(v)),
+            ..
+        } if v.is_infinite() => Some(*v),
         _ => None,
     });
     assert_eq!(init, Some(f64::NEG_INFINITY));
     // Mesh and argument shardings.
     assert_eq!(m.meshes[0].0, "mesh");
     assert_eq!(m.meshes[0].1.shape(), vec![2, 4]);
-    assert_eq!(f.value(f.args[0]).sharding.as_ref().unwrap().to_bare(), r#"<@mesh, [{"x"}, {"y"}]>"#);
+    assert_eq!(
+        f.value(f.args[0]).sharding.as_ref().unwrap().to_bare(),
+        r#"<@mesh, [{"x"}, {"y"}]>"#
+    );
 }

@@ -6,7 +6,10 @@ use proptest::prelude::*;
 use shardsim::ir::mlir::{parse_and_verify, print_module};
 
 fn corpus() -> Vec<String> {
-    super::fixtures::fixture_files().iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+    super::fixtures::fixture_files()
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
 }
 
 /// Parse; on success print and parse again; on failure the error has a real location.
@@ -14,12 +17,16 @@ fn check(text: &str) {
     match parse_and_verify(text) {
         Ok(m) => {
             let printed = print_module(&m);
-            parse_and_verify(&printed).unwrap_or_else(|e| panic!("printed text does not parse: {e}\n{printed}"));
+            parse_and_verify(&printed)
+                .unwrap_or_else(|e| panic!("printed text does not parse: {e}\n{printed}"));
         }
         Err(e) => {
             let (line, col) = e.line_col();
             let lines = text.split('\n').count();
-            assert!(line >= 1 && line <= lines, "error line {line} outside 1..={lines}: {e}");
+            assert!(
+                line >= 1 && line <= lines,
+                "error line {line} outside 1..={lines}: {e}"
+            );
             assert!(col >= 1, "error column 0: {e}");
             assert!(e.to_string().starts_with(&format!("{line}:{col}: ")), "{e}");
         }

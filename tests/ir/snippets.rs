@@ -74,7 +74,13 @@ const IDENTICAL: &[(&str, &str, &str)] = &[
 #[test]
 fn shardy_syntax_prints_back_identically() {
     for (name, args, body) in IDENTICAL {
-        let results = if name.starts_with("logistic") { "tensor<4xf32>" } else if name.starts_with("slice") { "tensor<8x9xf32>" } else { "tensor<16x8xf32>" };
+        let results = if name.starts_with("logistic") {
+            "tensor<4xf32>"
+        } else if name.starts_with("slice") {
+            "tensor<8x9xf32>"
+        } else {
+            "tensor<16x8xf32>"
+        };
         let text = wrap(args, results, body);
         let m = parse_and_verify(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         assert_eq!(print_module(&m), text, "{name}");
@@ -83,11 +89,18 @@ fn shardy_syntax_prints_back_identically() {
 
 #[test]
 fn collectives_are_typed() {
-    let text = wrap("%arg0: tensor<16x8xf32>", "tensor<16x8xf32>", IDENTICAL[4].2);
+    let text = wrap(
+        "%arg0: tensor<16x8xf32>",
+        "tensor<16x8xf32>",
+        IDENTICAL[4].2,
+    );
     let m = parse_and_verify(&text).unwrap();
     let f = &m.funcs[0];
     match &f.op(f.body[0]).kind {
-        OpKind::AllToAll { params, out_sharding } => {
+        OpKind::AllToAll {
+            params,
+            out_sharding,
+        } => {
             assert_eq!(params.len(), 2);
             assert_eq!((params[0].src_dim, params[0].tgt_dim), (0, 1));
             assert_eq!(params[1].axes[0].name, "y");

@@ -37,11 +37,19 @@ pub fn parse_dense(c: &mut Cursor<'_>) -> Result<RawDense, TextError> {
     let kind = if c.peek() == Some('"') {
         let spos = c.pos();
         let s = c.string()?;
-        let hex = s
-            .strip_prefix("0x")
-            .ok_or_else(|| c.error_with(spos, "a hex string \"0x...\"", format!("\"{}\"", s.chars().take(16).collect::<String>())))?;
+        let hex = s.strip_prefix("0x").ok_or_else(|| {
+            c.error_with(
+                spos,
+                "a hex string \"0x...\"",
+                format!("\"{}\"", s.chars().take(16).collect::<String>()),
+            )
+        })?;
         if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(c.error_with(spos, "an even number of hex digits", "a malformed hex string"));
+            return Err(c.error_with(
+                spos,
+                "an even number of hex digits",
+                "a malformed hex string",
+            ));
         }
         let bytes = (0..hex.len() / 2)
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
@@ -92,9 +100,17 @@ fn parse_lit(c: &mut Cursor<'_>) -> Result<Lit, TextError> {
     }
     let rest = c.rest();
     if rest.starts_with("0x") || rest.starts_with("0X") {
-        let len = rest[2..].bytes().take_while(|b| b.is_ascii_hexdigit()).count();
-        let v = u64::from_str_radix(&rest[2..2 + len], 16)
-            .map_err(|_| c.error_with(start, "a hex literal of at most 16 digits", format!("'{}'", &rest[..(2 + len).min(24)])))?;
+        let len = rest[2..]
+            .bytes()
+            .take_while(|b| b.is_ascii_hexdigit())
+            .count();
+        let v = u64::from_str_radix(&rest[2..2 + len], 16).map_err(|_| {
+            c.error_with(
+                start,
+                "a hex literal of at most 16 digits",
+                format!("'{}'", &rest[..(2 + len).min(24)]),
+            )
+        })?;
         c.set_pos(start + 2 + len);
         return Ok(Lit::Bits(v));
     }
@@ -128,9 +144,17 @@ fn parse_lit(c: &mut Cursor<'_>) -> Result<Lit, TextError> {
     let text = &rest[..i];
     c.set_pos(start + i);
     if is_float {
-        text.parse::<f64>().map(Lit::Float).map_err(|_| c.error_with(start, "a number", format!("'{text}'")))
+        text.parse::<f64>()
+            .map(Lit::Float)
+            .map_err(|_| c.error_with(start, "a number", format!("'{text}'")))
     } else {
-        text.parse::<i128>().map(Lit::Int).map_err(|_| c.error_with(start, "an integer that fits in 128 bits", format!("'{text}'")))
+        text.parse::<i128>().map(Lit::Int).map_err(|_| {
+            c.error_with(
+                start,
+                "an integer that fits in 128 bits",
+                format!("'{text}'"),
+            )
+        })
     }
 }
 
@@ -138,7 +162,13 @@ impl RawDense {
     /// Resolve the literal against the constant's type.
     pub fn resolve(self, c: &Cursor<'_>, ty: &TensorType) -> Result<DenseValue, TextError> {
         let conv = |l: Lit| -> Result<Scalar, TextError> {
-            let bad = |what: &str| c.error_with(self.pos, format!("a literal of type {}", ty.dtype), what.to_string());
+            let bad = |what: &str| {
+                c.error_with(
+                    self.pos,
+                    format!("a literal of type {}", ty.dtype),
+                    what.to_string(),
+                )
+            };
             Ok(match (l, ty.dtype.is_float(), ty.dtype) {
                 (Lit::Float(v), true, _) => Scalar::Float(v),
                 (Lit::Int(v), true, _) => Scalar::Float(v as f64),
@@ -154,7 +184,9 @@ impl RawDense {
         };
         Ok(match self.kind {
             RawKind::Splat(l) => DenseValue::Splat(conv(l)?),
-            RawKind::List(ref v) => DenseValue::Elements(v.iter().map(|&l| conv(l)).collect::<Result<_, _>>()?),
+            RawKind::List(ref v) => {
+                DenseValue::Elements(v.iter().map(|&l| conv(l)).collect::<Result<_, _>>()?)
+            }
             RawKind::Hex(ref b) => DenseValue::Hex(b.clone()),
         })
     }
@@ -168,7 +200,9 @@ fn float_from_bits(b: u64, d: DType) -> f64 {
         _ => {
             // f16: decode through the shared helper in ops (via a one-element hex buffer).
             let v = DenseValue::Hex(vec![b as u8, (b >> 8) as u8]);
-            v.to_f64s(&TensorType::new(vec![], DType::F16)).and_then(|x| x.first().copied()).unwrap_or(f64::NAN)
+            v.to_f64s(&TensorType::new(vec![], DType::F16))
+                .and_then(|x| x.first().copied())
+                .unwrap_or(f64::NAN)
         }
     }
 }
@@ -176,7 +210,11 @@ fn float_from_bits(b: u64, d: DType) -> f64 {
 /// Bits of a non-finite float in `dtype`, printed as MLIR does (`0xFF800000`).
 fn nonfinite_hex(v: f64, d: DType) -> String {
     let (pos_inf, neg_inf, nan) = match d {
-        DType::F64 => ("0x7FF0000000000000", "0xFFF0000000000000", "0x7FF8000000000000"),
+        DType::F64 => (
+            "0x7FF0000000000000",
+            "0xFFF0000000000000",
+            "0x7FF8000000000000",
+        ),
         DType::BF16 => ("0x7F80", "0xFF80", "0x7FC0"),
         DType::F16 => ("0x7C00", "0xFC00", "0x7E00"),
         _ => ("0x7F800000", "0xFF800000", "0x7FC00000"),
@@ -245,7 +283,11 @@ fn natural_precision(v: f64, d: DType) -> String {
     let msd: i32 = exp.parse().unwrap_or(0);
     let n = digits.len() as i32;
     let last = msd - (n - 1);
-    let scientific = if last >= 0 { last > 3 || n + last > prec } else { msd < -3 };
+    let scientific = if last >= 0 {
+        last > 3 || n + last > prec
+    } else {
+        msd < -3
+    };
     let mut out = String::from(if neg { "-" } else { "" });
     if scientific {
         out.push_str(&digits[..1]);
@@ -273,7 +315,11 @@ fn natural_precision(v: f64, d: DType) -> String {
 /// Rust's `1.5e-1` → MLIR's `1.5e-01` (a mantissa with a '.' and a two-digit signed exponent).
 fn fix_exponent(s: &str) -> String {
     let (mant, exp) = s.split_once('e').unwrap_or((s, "0"));
-    let mant = if mant.contains('.') { mant.to_string() } else { format!("{mant}.0") };
+    let mant = if mant.contains('.') {
+        mant.to_string()
+    } else {
+        format!("{mant}.0")
+    };
     let (sign, digits) = match exp.strip_prefix('-') {
         Some(d) => ('-', d),
         None => ('+', exp),
@@ -303,7 +349,8 @@ pub fn format_dense(value: &DenseValue, ty: &TensorType) -> String {
         }
         DenseValue::Elements(v) => {
             let items: Vec<String> = v.iter().map(|x| format_scalar(x, ty.dtype)).collect();
-            let fits = crate::ir::ops::checked_elements(&ty.shape) == Some(items.len() as u64) && ty.rank() > 0;
+            let fits = crate::ir::ops::checked_elements(&ty.shape) == Some(items.len() as u64)
+                && ty.rank() > 0;
             if fits {
                 nest(&mut s, &items, &ty.shape);
             } else {

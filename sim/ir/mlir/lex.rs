@@ -16,7 +16,10 @@ pub fn value_name<'a>(c: &mut Cursor<'a>) -> Result<&'a str, TextError> {
     if !rest.starts_with('%') {
         return Err(c.error("a value name like %0"));
     }
-    let len = rest.as_bytes()[1..].iter().take_while(|&&b| is_value_char(b)).count();
+    let len = rest.as_bytes()[1..]
+        .iter()
+        .take_while(|&&b| is_value_char(b))
+        .count();
     if len == 0 {
         return Err(c.error("a value name like %0"));
     }
@@ -55,9 +58,13 @@ pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
         let digits = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
         if digits > 0 && rest.as_bytes().get(digits) == Some(&b'x') {
             let pos = c.pos();
-            let d: u64 = rest[..digits]
-                .parse()
-                .map_err(|_| c.error_with(pos, "a dimension that fits in 64 bits", rest[..digits].to_string()))?;
+            let d: u64 = rest[..digits].parse().map_err(|_| {
+                c.error_with(
+                    pos,
+                    "a dimension that fits in 64 bits",
+                    rest[..digits].to_string(),
+                )
+            })?;
             shape.push(d);
             c.set_pos(pos + digits + 1);
             continue;
@@ -69,11 +76,18 @@ pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
     }
     let pos = c.pos();
     let rest = c.rest();
-    let len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric()).count();
+    let len = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric())
+        .count();
     let name = &rest[..len];
-    let dtype: DType = name
-        .parse()
-        .map_err(|_| c.error_with(pos, "an element type (f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64)", format!("'{name}'")))?;
+    let dtype: DType = name.parse().map_err(|_| {
+        c.error_with(
+            pos,
+            "an element type (f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64)",
+            format!("'{name}'"),
+        )
+    })?;
     c.set_pos(pos + len);
     if c.peek_raw() != Some('>') {
         return Err(c.error_at(c.pos(), "'>' closing the tensor type"));
@@ -223,7 +237,13 @@ pub fn raw_value(c: &mut Cursor<'_>) -> Result<String, TextError> {
                         stack.pop();
                     }
                     None if b == b'}' => break,
-                    _ => return Err(c.error_with(i, "balanced brackets in an attribute value", format!("'{}'", b as char))),
+                    _ => {
+                        return Err(c.error_with(
+                            i,
+                            "balanced brackets in an attribute value",
+                            format!("'{}'", b as char),
+                        ))
+                    }
                 }
             }
             b',' if stack.is_empty() => break,
@@ -251,7 +271,9 @@ pub fn attr_name(c: &mut Cursor<'_>) -> Result<String, TextError> {
         c.string()?;
         return Ok(c.src()[start..c.pos()].to_string());
     }
-    Ok(c.ident().map_err(|_| c.error("an attribute name"))?.to_string())
+    Ok(c.ident()
+        .map_err(|_| c.error("an attribute name"))?
+        .to_string())
 }
 
 /// A dictionary `{a = v, b}` of verbatim values (used for module, mesh and argument attributes).
@@ -263,7 +285,11 @@ pub fn raw_dict(c: &mut Cursor<'_>) -> Result<Vec<RawAttr>, TextError> {
     }
     loop {
         let name = attr_name(c)?;
-        let value = if c.eat("=") { raw_value(c)? } else { String::new() };
+        let value = if c.eat("=") {
+            raw_value(c)?
+        } else {
+            String::new()
+        };
         out.push(RawAttr { name, value });
         if c.eat("}") {
             return Ok(out);

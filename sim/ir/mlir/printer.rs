@@ -41,33 +41,65 @@ fn attr_dict(attrs: &mut [(String, String)]) -> String {
     attrs.sort_by(|a, b| a.0.cmp(&b.0));
     let items: Vec<String> = attrs
         .iter()
-        .map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k} = {v}") })
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.clone()
+            } else {
+                format!("{k} = {v}")
+            }
+        })
         .collect();
     format!("{{{}}}", items.join(", "))
 }
 
 fn raw_pairs(raw: &[RawAttr]) -> Vec<(String, String)> {
-    raw.iter().map(|a| (a.name.clone(), a.value.clone())).collect()
+    raw.iter()
+        .map(|a| (a.name.clone(), a.value.clone()))
+        .collect()
 }
 
 fn types_list(tys: &[&TensorType]) -> String {
-    tys.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+    tys.iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn axes_text(axes: &[AxisRef]) -> String {
-    format!("{{{}}}", axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))
+    format!(
+        "{{{}}}",
+        axes.iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn per_dim_text(dims: &[Vec<AxisRef>]) -> String {
-    format!("[{}]", dims.iter().map(|d| axes_text(d)).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        dims.iter()
+            .map(|d| axes_text(d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn list<T: std::fmt::Display>(v: &[T]) -> String {
-    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn sharding_list(v: &[TensorSharding]) -> String {
-    format!("[{}]", v.iter().map(|s| s.to_bare()).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        v.iter().map(|s| s.to_bare()).collect::<Vec<_>>().join(", ")
+    )
 }
 
 impl Printer {
@@ -153,7 +185,8 @@ impl Printer {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let mut attrs = raw_pairs(f.result_attrs.get(i).map(|v| v.as_slice()).unwrap_or(&[]));
+                let mut attrs =
+                    raw_pairs(f.result_attrs.get(i).map(|v| v.as_slice()).unwrap_or(&[]));
                 if let Some(Some(s)) = f.result_shardings.get(i) {
                     attrs.push(("sdy.sharding".into(), s.to_string()));
                 }
@@ -181,13 +214,21 @@ impl Printer {
     }
 
     fn operands(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
-        op.operands.iter().map(|&v| cx.name(v).to_string()).collect::<Vec<_>>().join(", ")
+        op.operands
+            .iter()
+            .map(|&v| cx.name(v).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// ` {attrs}` of an op (raw ones, its result shardings and its rule), or nothing.
     fn op_attrs(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
         let mut attrs = raw_pairs(&op.attrs);
-        let shardings: Vec<Option<&TensorSharding>> = op.results.iter().map(|&r| cx.f.value(r).sharding.as_ref()).collect();
+        let shardings: Vec<Option<&TensorSharding>> = op
+            .results
+            .iter()
+            .map(|&r| cx.f.value(r).sharding.as_ref())
+            .collect();
         if let Some(first) = shardings.iter().flatten().next() {
             let mesh = first.mesh_name().unwrap_or("mesh").to_string();
             let all: Vec<TensorSharding> = op
@@ -238,7 +279,11 @@ impl Printer {
         if allow_short && outs.len() == 1 && ins.iter().all(|t| *t == outs[0]) {
             return format!(" : {}", outs[0]);
         }
-        let outs_text = if outs.len() == 1 { outs[0].to_string() } else { format!("({})", types_list(&outs)) };
+        let outs_text = if outs.len() == 1 {
+            outs[0].to_string()
+        } else {
+            format!("({})", types_list(&outs))
+        };
         format!(" : ({}) -> {}", types_list(&ins), outs_text)
     }
 
@@ -254,7 +299,11 @@ impl Printer {
             OpKind::Unary(UnaryOp::Square) => {
                 let t = self.result_types(cx, op);
                 let ins = self.operand_types(cx, op);
-                format!("{res}{name} {ops}{attrs} : {} -> {}", types_list(&ins), types_list(&t))
+                format!(
+                    "{res}{name} {ops}{attrs} : {} -> {}",
+                    types_list(&ins),
+                    types_list(&t)
+                )
             }
             OpKind::Unary(_) | OpKind::Binary(_) | OpKind::Clamp | OpKind::Convert => {
                 format!("{res}{name} {ops}{attrs}{}", same(self))
@@ -269,19 +318,43 @@ impl Printer {
                 }
             }
             OpKind::Compare { dir, cmp_type } => {
-                let t = cmp_type.map(|t| format!(", {}", t.name())).unwrap_or_default();
+                let t = cmp_type
+                    .map(|t| format!(", {}", t.name()))
+                    .unwrap_or_default();
                 format!("{res}{name} {}, {ops}{t}{attrs}{}", dir.name(), full(self))
             }
             OpKind::Constant { value, .. } => {
-                let ty = self.result_types(cx, op).first().map(|t| (*t).clone()).unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
+                let ty = self
+                    .result_types(cx, op)
+                    .first()
+                    .map(|t| (*t).clone())
+                    .unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
                 format!("{res}{name}{attrs} {} : {ty}", format_dense(value, &ty))
             }
-            OpKind::Iota { dim } => format!("{res}{name} dim = {dim}{attrs}{}", self.bare_result(cx, op)),
-            OpKind::BroadcastInDim { dims } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(dims), full(self)),
+            OpKind::Iota { dim } => {
+                format!("{res}{name} dim = {dim}{attrs}{}", self.bare_result(cx, op))
+            }
+            OpKind::BroadcastInDim { dims } => format!(
+                "{res}{name} {ops}, dims = {}{attrs}{}",
+                list(dims),
+                full(self)
+            ),
             OpKind::Reshape => format!("{res}{name} {ops}{attrs}{}", full(self)),
-            OpKind::Transpose { perm } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(perm), full(self)),
-            OpKind::Reverse { dims } => format!("{res}{name} {ops}, dims = {}{attrs}{}", list(dims), same(self)),
-            OpKind::Slice { start, limit, strides } => {
+            OpKind::Transpose { perm } => format!(
+                "{res}{name} {ops}, dims = {}{attrs}{}",
+                list(perm),
+                full(self)
+            ),
+            OpKind::Reverse { dims } => format!(
+                "{res}{name} {ops}, dims = {}{attrs}{}",
+                list(dims),
+                same(self)
+            ),
+            OpKind::Slice {
+                start,
+                limit,
+                strides,
+            } => {
                 let parts: Vec<String> = (0..start.len())
                     .map(|i| {
                         let s = strides.get(i).copied().unwrap_or(1);
@@ -293,12 +366,26 @@ impl Printer {
                         }
                     })
                     .collect();
-                format!("{res}{name} {ops} [{}]{attrs}{}", parts.join(", "), full(self))
+                format!(
+                    "{res}{name} {ops} [{}]{attrs}{}",
+                    parts.join(", "),
+                    full(self)
+                )
             }
-            OpKind::DynamicSlice { sizes } => format!("{res}{name} {ops}, sizes = {}{attrs}{}", list(sizes), full(self)),
+            OpKind::DynamicSlice { sizes } => format!(
+                "{res}{name} {ops}, sizes = {}{attrs}{}",
+                list(sizes),
+                full(self)
+            ),
             OpKind::DynamicUpdateSlice => format!("{res}{name} {ops}{attrs}{}", full(self)),
-            OpKind::Concatenate { dim } => format!("{res}{name} {ops}, dim = {dim}{attrs}{}", full(self)),
-            OpKind::Pad { low, high, interior } => format!(
+            OpKind::Concatenate { dim } => {
+                format!("{res}{name} {ops}, dim = {dim}{attrs}{}", full(self))
+            }
+            OpKind::Pad {
+                low,
+                high,
+                interior,
+            } => format!(
                 "{res}{name} {ops}, low = {}, high = {}, interior = {}{attrs}{}",
                 list(low),
                 list(high),
@@ -308,57 +395,129 @@ impl Printer {
             OpKind::DotGeneral { dims, precision } => {
                 let mut s = format!("{res}{name} {ops}");
                 if !dims.lhs_batch.is_empty() || !dims.rhs_batch.is_empty() {
-                    let _ = write!(s, ", batching_dims = {} x {}", list(&dims.lhs_batch), list(&dims.rhs_batch));
+                    let _ = write!(
+                        s,
+                        ", batching_dims = {} x {}",
+                        list(&dims.lhs_batch),
+                        list(&dims.rhs_batch)
+                    );
                 }
-                let _ = write!(s, ", contracting_dims = {} x {}", list(&dims.lhs_contract), list(&dims.rhs_contract));
+                let _ = write!(
+                    s,
+                    ", contracting_dims = {} x {}",
+                    list(&dims.lhs_contract),
+                    list(&dims.rhs_contract)
+                );
                 if !precision.is_empty() {
                     let _ = write!(s, ", precision = [{}]", precision.join(", "));
                 }
                 format!("{s}{attrs}{}", full(self))
             }
             OpKind::Dot { precision } => {
-                let p = if precision.is_empty() { String::new() } else { format!(", precision = [{}]", precision.join(", ")) };
+                let p = if precision.is_empty() {
+                    String::new()
+                } else {
+                    format!(", precision = [{}]", precision.join(", "))
+                };
                 format!("{res}{name} {ops}{p}{attrs}{}", full(self))
             }
             OpKind::Reduce { dims } => return self.reduce(out, cx, op, dims, ind),
             OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
-                format!("{res}{name} {ops} {}{attrs}{}", sharding.to_bare(), same(self))
+                format!(
+                    "{res}{name} {ops} {}{attrs}{}",
+                    sharding.to_bare(),
+                    same(self)
+                )
             }
             OpKind::ShardingGroup { group_id } => {
-                format!("{name} {ops} group_id={group_id}{attrs} : {}", types_list(&self.operand_types(cx, op)))
+                format!(
+                    "{name} {ops} group_id={group_id}{attrs} : {}",
+                    types_list(&self.operand_types(cx, op))
+                )
             }
             OpKind::PropagationBarrier { direction } => {
-                format!("{res}{name} {ops} allowed_direction={}{attrs}{}", direction.name(), same(self))
+                format!(
+                    "{res}{name} {ops} allowed_direction={}{attrs}{}",
+                    direction.name(),
+                    same(self)
+                )
             }
             OpKind::DataFlowEdge { sharding } => {
-                let s = sharding.as_ref().map(|s| format!(" sharding={}", s.to_bare())).unwrap_or_default();
+                let s = sharding
+                    .as_ref()
+                    .map(|s| format!(" sharding={}", s.to_bare()))
+                    .unwrap_or_default();
                 format!("{res}{name} {ops}{s}{attrs}{}", same(self))
             }
-            OpKind::AllGather { gathering_axes: a, out_sharding }
-            | OpKind::AllSlice { slicing_axes: a, out_sharding }
-            | OpKind::ReduceScatter { scatter_axes: a, out_sharding } => {
-                format!("{res}{name} {} {ops} out_sharding={}{attrs}{}", per_dim_text(a), out_sharding.to_bare(), same(self))
+            OpKind::AllGather {
+                gathering_axes: a,
+                out_sharding,
             }
-            OpKind::AllReduce { reduction_axes, out_sharding } => {
-                format!("{res}{name} {} {ops} out_sharding={}{attrs}{}", axes_text(reduction_axes), out_sharding.to_bare(), same(self))
+            | OpKind::AllSlice {
+                slicing_axes: a,
+                out_sharding,
             }
-            OpKind::AllToAll { params, out_sharding } => {
-                let p: Vec<String> = params.iter().map(|p| format!("{}: {}->{}", axes_text(&p.axes), p.src_dim, p.tgt_dim)).collect();
-                format!("{res}{name} [{}] {ops} out_sharding={}{attrs}{}", p.join(", "), out_sharding.to_bare(), same(self))
+            | OpKind::ReduceScatter {
+                scatter_axes: a,
+                out_sharding,
+            } => {
+                format!(
+                    "{res}{name} {} {ops} out_sharding={}{attrs}{}",
+                    per_dim_text(a),
+                    out_sharding.to_bare(),
+                    same(self)
+                )
+            }
+            OpKind::AllReduce {
+                reduction_axes,
+                out_sharding,
+            } => {
+                format!(
+                    "{res}{name} {} {ops} out_sharding={}{attrs}{}",
+                    axes_text(reduction_axes),
+                    out_sharding.to_bare(),
+                    same(self)
+                )
+            }
+            OpKind::AllToAll {
+                params,
+                out_sharding,
+            } => {
+                let p: Vec<String> = params
+                    .iter()
+                    .map(|p| format!("{}: {}->{}", axes_text(&p.axes), p.src_dim, p.tgt_dim))
+                    .collect();
+                format!(
+                    "{res}{name} [{}] {ops} out_sharding={}{attrs}{}",
+                    p.join(", "),
+                    out_sharding.to_bare(),
+                    same(self)
+                )
             }
             OpKind::CollectivePermute { out_sharding } => {
-                format!("{res}{name} {ops} out_sharding={}{attrs}{}", out_sharding.to_bare(), same(self))
+                format!(
+                    "{res}{name} {ops} out_sharding={}{attrs}{}",
+                    out_sharding.to_bare(),
+                    same(self)
+                )
             }
             OpKind::NamedComputation { .. } | OpKind::ManualComputation { .. } => {
                 return self.computation(out, cx, op, ind);
             }
             OpKind::Call { callee } => format!("{res}call @{callee}({ops}){attrs}{}", full(self)),
             OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => {
-                let kw = if matches!(op.kind, OpKind::Return) { "return" } else { name };
+                let kw = if matches!(op.kind, OpKind::Return) {
+                    "return"
+                } else {
+                    name
+                };
                 if op.operands.is_empty() {
                     format!("{kw}{attrs}")
                 } else {
-                    format!("{kw} {ops}{attrs} : {}", types_list(&self.operand_types(cx, op)))
+                    format!(
+                        "{kw} {ops}{attrs} : {}",
+                        types_list(&self.operand_types(cx, op))
+                    )
                 }
             }
         };
@@ -387,11 +546,21 @@ impl Printer {
         }
         let body = cx.f.op(r.ops[0]);
         let ret = cx.f.op(r.ops[1]);
-        let OpKind::Binary(b) = body.kind else { return None };
-        let plain = body.rule.is_none() && body.attrs.is_empty() && body.results.len() == 1 && cx.f.value(body.results[0]).sharding.is_none();
-        let wired = body.operands == [r.args[0], r.args[1]] && matches!(ret.kind, OpKind::StablehloReturn) && ret.operands == body.results && ret.attrs.is_empty() && ret.rule.is_none();
+        let OpKind::Binary(b) = body.kind else {
+            return None;
+        };
+        let plain = body.rule.is_none()
+            && body.attrs.is_empty()
+            && body.results.len() == 1
+            && cx.f.value(body.results[0]).sharding.is_none();
+        let wired = body.operands == [r.args[0], r.args[1]]
+            && matches!(ret.kind, OpKind::StablehloReturn)
+            && ret.operands == body.results
+            && ret.attrs.is_empty()
+            && ret.rule.is_none();
         let init_ty = &cx.f.value(op.operands[1]).ty;
-        let typed = r.args.iter().all(|&a| cx.f.value(a).ty == *init_ty) && cx.f.value(body.results[0]).ty == *init_ty;
+        let typed = r.args.iter().all(|&a| cx.f.value(a).ty == *init_ty)
+            && cx.f.value(body.results[0]).ty == *init_ty;
         (plain && wired && typed).then_some(b.name())
     }
 
@@ -399,15 +568,31 @@ impl Printer {
         let res = self.results_prefix(cx, op);
         let n = op.operands.len() / 2;
         let pairs: Vec<String> = (0..n)
-            .map(|i| format!("({} init: {})", cx.name(op.operands[i]), cx.name(op.operands[n + i])))
+            .map(|i| {
+                format!(
+                    "({} init: {})",
+                    cx.name(op.operands[i]),
+                    cx.name(op.operands[n + i])
+                )
+            })
             .collect();
         let attrs = self.op_attrs(cx, op);
         let sig = self.functional(cx, op, false);
         if let Some(b) = self.compact_reducer(cx, op) {
-            let _ = writeln!(out, "{ind}{res}stablehlo.reduce{} applies {b} across dimensions = {}{attrs}{sig}", pairs.join(", "), list(dims));
+            let _ = writeln!(
+                out,
+                "{ind}{res}stablehlo.reduce{} applies {b} across dimensions = {}{attrs}{sig}",
+                pairs.join(", "),
+                list(dims)
+            );
             return;
         }
-        let _ = writeln!(out, "{ind}{res}stablehlo.reduce{} across dimensions = {}{attrs}{sig}", pairs.join(", "), list(dims));
+        let _ = writeln!(
+            out,
+            "{ind}{res}stablehlo.reduce{} across dimensions = {}{attrs}{sig}",
+            pairs.join(", "),
+            list(dims)
+        );
         let empty = Region::default();
         let r = op.regions.first().unwrap_or(&empty);
         let groups: Vec<String> = (0..n)
@@ -429,7 +614,11 @@ impl Printer {
         let res = self.results_prefix(cx, op);
         let ops = self.operands(cx, op);
         let mut head = match &op.kind {
-            OpKind::NamedComputation { name, in_shardings, out_shardings } => {
+            OpKind::NamedComputation {
+                name,
+                in_shardings,
+                out_shardings,
+            } => {
                 let mut s = format!("{res}sdy.named_computation<\"{name}\">({ops})");
                 if let Some(i) = in_shardings {
                     let _ = write!(s, " in_shardings={}", sharding_list(i));
@@ -439,7 +628,11 @@ impl Printer {
                 }
                 s
             }
-            OpKind::ManualComputation { in_shardings, out_shardings, manual_axes } => {
+            OpKind::ManualComputation {
+                in_shardings,
+                out_shardings,
+                manual_axes,
+            } => {
                 let axes: Vec<String> = manual_axes.iter().map(|a| format!("\"{a}\"")).collect();
                 format!(
                     "{res}sdy.manual_computation({ops}) in_shardings={} out_shardings={} manual_axes={{{}}}",
@@ -452,7 +645,11 @@ impl Printer {
         };
         let empty = Region::default();
         let r = op.regions.first().unwrap_or(&empty);
-        let args: Vec<String> = r.args.iter().map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty)).collect();
+        let args: Vec<String> = r
+            .args
+            .iter()
+            .map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty))
+            .collect();
         let _ = write!(head, " ({}) {{", args.join(", "));
         let _ = writeln!(out, "{ind}{head}");
         let inner = format!("{ind}  ");

@@ -1,0 +1,811 @@
+//! The program-level propagation driver, Shardy's pipeline on our IR:
+//!
+//! 1. import: a sharding constraint's sharding becomes its result's sharding,
+//!    and is applied to its input when that input has none, the constraint is
+//!    fully closed and no other constraint on the input disagrees; sharding
+//!    groups start from their members' common sharding;
+//! 2. propagation: a worklist over ops (pre-order, then LIFO as ops change),
+//!    each op projected onto its rule's factors and updated by factor
+//!    propagation, repeated until nothing changes; function results exchange
+//!    shardings with the returned values before and after. The op-priority
+//!    schedule runs it three times (pass-through ops first, then
+//!    pass-through factors with broadcasts only backward, then everything), and
+//!    user priorities run that schedule once per priority level;
+//! 3. export: every sharding is closed, constraints become `sdy.reshard`, and
+//!    every op with a rule carries it.
+
+use std::collections::BTreeMap;
+
+use crate::ir::{Func, Module, OpId, OpKind, OpShardingRule, ValueId};
+use crate::mesh::Mesh;
+use crate::rules::rule_for;
+use crate::sharding::{MeshRef, TensorSharding};
+
+use super::factor::{propagate_factors, Direction, FactorContext, FactorStrategy};
+use super::projection::{Projection, TensorFactorShardings};
+
+/// The propagation strategy (`--strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Basic factor propagation, every op in both directions.
+    Basic,
+    /// Aggressive factor propagation, every op in both directions.
+    Aggressive,
+    /// The op-priority schedule with aggressive factor propagation.
+    OpPriority,
+    /// User priorities as outer iterations around the op-priority schedule (JAX's default).
+    #[default]
+    UserPriority,
+}
+
+/// Why propagation could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PropagateError {
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One change of a value's sharding, for `--explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The value changed.
+    pub value: ValueId,
+    /// The new sharding.
+    pub sharding: TensorSharding,
+    /// What did it: `import`, an op, `func result`, `sharding group`.
+    pub cause: String,
+    /// The pass: strategy, op-priority level, user-priority level.
+    pub pass: String,
+}
+
+/// What propagation did to a function.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Every change, in order, per function name.
+    pub steps: BTreeMap<String, Vec<Step>>,
+}
+
+/// A unit of propagation: an op with a rule, or an identity edge between values
+/// (named computation arguments/results, data flow edges, barriers).
+#[derive(Debug, Clone)]
+enum Unit {
+    Op {
+        op: OpId,
+        rule: OpShardingRule,
+    },
+    /// Identity between `source` and `target`, restricted to `direction`.
+    Edge {
+        op: OpId,
+        source: ValueId,
+        target: ValueId,
+        direction: Direction,
+    },
+}
+
+impl Unit {
+    fn op(&self) -> OpId {
+        match self {
+            Unit::Op { op, .. } | Unit::Edge { op, .. } => *op,
+        }
+    }
+}
+
+/// Per-function state.
+struct State<'m> {
+    meshes: &'m [(String, Mesh)],
+    units: Vec<Unit>,
+    /// Units touching each value (as operand/source or result/target).
+    touching: Vec<Vec<usize>>,
+    /// Sharding group of each value and the group's members.
+    group_of: Vec<Option<usize>>,
+    groups: Vec<Vec<ValueId>>,
+    steps: Vec<Step>,
+    pass: String,
+}
+
+/// Run propagation on every function of `module` (in place) and report the steps.
+pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
+    let meshes = module.meshes.clone();
+    let mut report = Report::default();
+    for func in &mut module.funcs {
+        let steps = propagate_func(func, &meshes, strategy)?;
+        report.steps.insert(func.name.clone(), steps);
+    }
+    Ok(report)
+}
+
+fn identity_rule(rank: usize) -> OpShardingRule {
+    OpShardingRule {
+        factor_sizes: vec![1; rank],
+        operand_mappings: vec![(0..rank).map(|d| vec![d]).collect()],
+        result_mappings: vec![(0..rank).map(|d| vec![d]).collect()],
+        ..OpShardingRule::default()
+    }
+}
+
+fn propagate_func(
+    func: &mut Func,
+    meshes: &[(String, Mesh)],
+    strategy: Strategy,
+) -> Result<Vec<Step>, PropagateError> {
+    let mut st = State {
+        meshes,
+        units: Vec::new(),
+        touching: vec![Vec::new(); func.values.len()],
+        group_of: vec![None; func.values.len()],
+        groups: Vec::new(),
+        steps: Vec::new(),
+        pass: "import".into(),
+    };
+    import(func, &mut st)?;
+    build_units(func, &mut st);
+
+    let max_priority = max_user_priority(func);
+    match strategy {
+        Strategy::Basic => run(func, &mut st, FactorStrategy::Basic, None, "basic"),
+        Strategy::Aggressive => run(
+            func,
+            &mut st,
+            FactorStrategy::Aggressive,
+            None,
+            "aggressive",
+        ),
+        Strategy::OpPriority => op_priority(func, &mut st, ""),
+        Strategy::UserPriority => match max_priority {
+            None => op_priority(func, &mut st, ""),
+            Some(max) => {
+                // Each level sees only dims of priority <= level; the rest wait.
+                let saved: Vec<Option<TensorSharding>> =
+                    func.values.iter().map(|v| v.sharding.clone()).collect();
+                for level in 0..=max {
+                    restrict_to_priority(func, &saved, level);
+                    op_priority(func, &mut st, &format!("user priority p{level}, "));
+                }
+            }
+        },
+    }
+    export(func, &st);
+    Ok(st.steps)
+}
+
+/// The highest `p<N>` in any sharding of the function.
+fn max_user_priority(func: &Func) -> Option<i64> {
+    func.values
+        .iter()
+        .filter_map(|v| v.sharding.as_ref())
+        .flat_map(|s| s.dims.iter().filter_map(|d| d.priority))
+        .max()
+}
+
+/// Before user-priority level `level`: dims of a weaker priority that nothing
+/// changed yet are emptied and opened; dims of this level get their axes back.
+fn restrict_to_priority(func: &mut Func, saved: &[Option<TensorSharding>], level: i64) {
+    for (v, original) in func.values.iter_mut().zip(saved) {
+        let (Some(cur), Some(orig)) = (v.sharding.as_mut(), original.as_ref()) else {
+            continue;
+        };
+        for (d, od) in cur.dims.iter_mut().zip(&orig.dims) {
+            match od.priority {
+                Some(p) if p > level && d.axes == od.axes => {
+                    d.axes.clear();
+                    d.is_closed = false;
+                }
+                Some(p) if p == level && d.axes.is_empty() => {
+                    d.axes = od.axes.clone();
+                    d.is_closed = od.is_closed;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The three passes of the op-priority schedule.
+fn op_priority(func: &mut Func, st: &mut State<'_>, prefix: &str) {
+    for level in 0..3 {
+        run(
+            func,
+            st,
+            FactorStrategy::Aggressive,
+            Some(level),
+            &format!("{prefix}op priority {level}"),
+        );
+    }
+}
+
+/// Ops whose every factor passes straight through (elementwise, reshape, transpose...).
+fn is_elementwise(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Unary(_)
+            | OpKind::Binary(_)
+            | OpKind::Compare { .. }
+            | OpKind::Select
+            | OpKind::Clamp
+            | OpKind::Convert
+            | OpKind::ShardingConstraint { .. }
+            | OpKind::Reshard { .. }
+            | OpKind::PropagationBarrier { .. }
+    )
+}
+
+/// A factor every tensor shares without reduction, replication or permutation.
+fn is_pass_through(rule: &OpShardingRule, f: usize) -> bool {
+    !rule.reduction_factors.contains(&f)
+        && !rule.need_replication_factors.contains(&f)
+        && !rule.permutation_factors.contains(&f)
+        && !rule.blocked_propagation_factors.contains(&f)
+}
+
+/// The direction an op may propagate factor `f` in op-priority pass `level`
+/// (the union of the schedule's first `level + 1` entries).
+fn op_priority_direction(
+    level: usize,
+    kind: &OpKind,
+    rule: Option<&OpShardingRule>,
+    f: usize,
+) -> Direction {
+    let pass_through_op = if is_elementwise(kind)
+        || matches!(
+            kind,
+            OpKind::Reshape | OpKind::Transpose { .. } | OpKind::DataFlowEdge { .. }
+        ) {
+        Direction::Both
+    } else if matches!(
+        kind,
+        OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice
+    ) {
+        Direction::Forward
+    } else {
+        Direction::None
+    };
+    let mut dir = pass_through_op;
+    if level >= 1 {
+        let second = if rule.is_some_and(|r| !is_pass_through(r, f)) {
+            Direction::None
+        } else if matches!(kind, OpKind::BroadcastInDim { .. }) {
+            Direction::Backward
+        } else {
+            Direction::Both
+        };
+        dir = dir.union(second);
+    }
+    if level >= 2 {
+        dir = Direction::Both;
+    }
+    dir
+}
+
+/// The mesh named by the first sharding among `shardings` (and its name), if
+/// all sharded ones agree on it.
+fn common_mesh<'m>(
+    meshes: &'m [(String, Mesh)],
+    shardings: &[Option<&TensorSharding>],
+) -> Option<(&'m str, &'m Mesh)> {
+    let mut name: Option<&str> = None;
+    for s in shardings.iter().flatten() {
+        let MeshRef::Symbol(n) = &s.mesh else {
+            return None;
+        };
+        match name {
+            None => name = Some(n),
+            Some(m) if m == n => {}
+            Some(_) => return None,
+        }
+    }
+    let name = name?;
+    meshes
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(n, m)| (n.as_str(), m))
+}
+
+/// Import: constraints' shardings onto their results (and inputs), groups unified.
+fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
+    let order = func.walk();
+    let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); func.values.len()];
+    for &id in &order {
+        for &v in &func.op(id).operands {
+            uses[v.0 as usize].push(id);
+        }
+    }
+    for &id in &order {
+        let op = func.op(id);
+        if let OpKind::ShardingConstraint { sharding } = &op.kind {
+            let sharding = sharding.clone();
+            let (input, result) = (op.operands[0], op.results[0]);
+            func.value_mut(result).sharding = Some(sharding.clone());
+            let fully_closed = sharding.dims.iter().all(|d| d.is_closed);
+            let disagrees = uses[input.0 as usize]
+                .iter()
+                .any(|&u| match &func.op(u).kind {
+                    OpKind::ShardingConstraint { sharding: other } => other != &sharding,
+                    _ => false,
+                });
+            if func.value(input).sharding.is_none() && fully_closed && !disagrees {
+                func.value_mut(input).sharding = Some(sharding.clone());
+                st.steps.push(Step {
+                    value: input,
+                    sharding,
+                    cause: format!(
+                        "sharding constraint {} applied to its input",
+                        func.value(result).name
+                    ),
+                    pass: "import".into(),
+                });
+            }
+        }
+    }
+    // Sharding groups: members share one sharding from the start.
+    let mut by_id: BTreeMap<i64, Vec<ValueId>> = BTreeMap::new();
+    for &id in &order {
+        if let OpKind::ShardingGroup { group_id } = &func.op(id).kind {
+            by_id
+                .entry(*group_id)
+                .or_default()
+                .push(func.op(id).operands[0]);
+        }
+    }
+    for (gid, members) in by_id {
+        let mut common: Option<TensorSharding> = None;
+        for &m in &members {
+            if let Some(s) = &func.value(m).sharding {
+                match &common {
+                    None => common = Some(s.clone()),
+                    Some(c) if c == s => {}
+                    Some(c) => {
+                        return Err(PropagateError::Invalid(format!(
+                            "sharding group {gid}: {} has {} but another member has {}",
+                            func.value(m).name,
+                            s.to_bare(),
+                            c.to_bare()
+                        )))
+                    }
+                }
+            }
+        }
+        let g = st.groups.len();
+        for &m in &members {
+            st.group_of[m.0 as usize] = Some(g);
+            if let Some(c) = &common {
+                func.value_mut(m).sharding = Some(c.clone());
+            }
+        }
+        st.groups.push(members);
+    }
+    Ok(())
+}
+
+/// The propagation units of the function, in pre-order.
+fn build_units(func: &Func, st: &mut State<'_>) {
+    for id in func.walk() {
+        let op = func.op(id);
+        let before = st.units.len();
+        match &op.kind {
+            OpKind::PropagationBarrier { direction } => {
+                let direction = match direction {
+                    crate::ir::PropagationDirection::None => Direction::None,
+                    crate::ir::PropagationDirection::Forward => Direction::Forward,
+                    crate::ir::PropagationDirection::Backward => Direction::Backward,
+                    crate::ir::PropagationDirection::Both => Direction::Both,
+                };
+                st.units.push(Unit::Edge {
+                    op: id,
+                    source: op.operands[0],
+                    target: op.results[0],
+                    direction,
+                });
+            }
+            OpKind::DataFlowEdge { .. } => {
+                st.units.push(Unit::Edge {
+                    op: id,
+                    source: op.operands[0],
+                    target: op.results[0],
+                    direction: Direction::Both,
+                });
+            }
+            OpKind::NamedComputation { .. } => {
+                // Propagate through as if inlined: operands <-> block arguments,
+                // returned values <-> results.
+                if let Some(region) = op.regions.first() {
+                    for (&src, &arg) in op.operands.iter().zip(&region.args) {
+                        st.units.push(Unit::Edge {
+                            op: id,
+                            source: src,
+                            target: arg,
+                            direction: Direction::Both,
+                        });
+                    }
+                    if let Some(&ret) = region.ops.last() {
+                        for (&src, &res) in func.op(ret).operands.iter().zip(&op.results) {
+                            st.units.push(Unit::Edge {
+                                op: id,
+                                source: src,
+                                target: res,
+                                direction: Direction::Both,
+                            });
+                        }
+                    }
+                }
+            }
+            _ => {
+                let rule = op.rule.clone().or_else(|| rule_for(func, op));
+                if let Some(rule) = rule {
+                    if rule.operand_mappings.len() == op.operands.len()
+                        && rule.result_mappings.len() == op.results.len()
+                    {
+                        st.units.push(Unit::Op { op: id, rule });
+                    }
+                }
+            }
+        }
+        for u in before..st.units.len() {
+            let values: Vec<ValueId> = match &st.units[u] {
+                Unit::Op { op, .. } => {
+                    let o = func.op(*op);
+                    o.operands.iter().chain(&o.results).copied().collect()
+                }
+                Unit::Edge { source, target, .. } => vec![*source, *target],
+            };
+            for v in values {
+                if !st.touching[v.0 as usize].contains(&u) {
+                    st.touching[v.0 as usize].push(u);
+                }
+            }
+        }
+    }
+}
+
+/// One propagation run to a fixed point: function results, the worklist, function results.
+fn run(
+    func: &mut Func,
+    st: &mut State<'_>,
+    strategy: FactorStrategy,
+    level: Option<usize>,
+    pass: &str,
+) {
+    st.pass = pass.to_string();
+    func_results(func, st, strategy);
+    for _iteration in 0..10 {
+        let mut changed = false;
+        // A stack popped from the back: push in reverse pre-order so units run top-down.
+        let mut stack: Vec<usize> = (0..st.units.len()).rev().collect();
+        let mut queued = vec![true; st.units.len()];
+        while let Some(u) = stack.pop() {
+            queued[u] = false;
+            let touched = propagate_unit(func, st, u, strategy, level);
+            if touched.is_empty() {
+                continue;
+            }
+            changed = true;
+            for v in touched {
+                for &other in &st.touching[v.0 as usize] {
+                    if other != u && !queued[other] {
+                        queued[other] = true;
+                        stack.push(other);
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    func_results(func, st, strategy);
+}
+
+/// Exchange shardings between returned values and the function's result shardings.
+fn func_results(func: &mut Func, st: &mut State<'_>, strategy: FactorStrategy) {
+    let Some(&ret) = func.body.last() else { return };
+    if !func.op(ret).kind.is_terminator() {
+        return;
+    }
+    let returned = func.op(ret).operands.clone();
+    for (i, v) in returned.into_iter().enumerate() {
+        let rank = func.value(v).ty.rank();
+        let rule = identity_rule_sized(&func.value(v).ty.shape, rank);
+        let shardings = [
+            func.value(v).sharding.clone(),
+            func.result_shardings.get(i).cloned().flatten(),
+        ];
+        let Some((name, mesh)) =
+            common_mesh(st.meshes, &[shardings[0].as_ref(), shardings[1].as_ref()])
+        else {
+            continue;
+        };
+        let mut p = Projection {
+            operands: vec![TensorFactorShardings::project(
+                shardings[0].as_ref(),
+                &rule.operand_mappings[0],
+                &rule.factor_sizes,
+                mesh,
+                false,
+            )],
+            results: vec![TensorFactorShardings::project(
+                shardings[1].as_ref(),
+                &rule.result_mappings[0],
+                &rule.factor_sizes,
+                mesh,
+                false,
+            )],
+        };
+        let both = |_: usize| Direction::Both;
+        let ctx = FactorContext {
+            factor_sizes: &rule.factor_sizes,
+            mesh,
+            direction: &both,
+            elementwise: false,
+            conservative: false,
+        };
+        let up = propagate_factors(&mut p, &ctx, strategy);
+        if up.operands[0] {
+            let new =
+                p.operands[0].unproject(&rule.operand_mappings[0], &rule.factor_sizes, name, mesh);
+            set_value(func, st, v, &shardings[0], new, "function result sharding");
+        }
+        if up.results[0] {
+            let new =
+                p.results[0].unproject(&rule.result_mappings[0], &rule.factor_sizes, name, mesh);
+            if accept(&shardings[1], &new) {
+                if func.result_shardings.len() <= i {
+                    func.result_shardings.resize(i + 1, None);
+                }
+                func.result_shardings[i] = Some(new);
+            }
+        }
+    }
+}
+
+/// An identity rule with the tensor's dim sizes as factor sizes.
+fn identity_rule_sized(shape: &[u64], rank: usize) -> OpShardingRule {
+    let mut r = identity_rule(rank);
+    r.factor_sizes = shape.to_vec();
+    r
+}
+
+/// A new sharding is worth setting when it differs and is not an empty first sharding.
+fn accept(old: &Option<TensorSharding>, new: &TensorSharding) -> bool {
+    let empty = new.dims.iter().all(|d| d.axes.is_empty());
+    !(old.is_none() && empty) && old.as_ref() != Some(new)
+}
+
+/// Set `v`'s sharding (and its sharding group's), recording why; returns the
+/// values whose sharding changed.
+fn set_value(
+    func: &mut Func,
+    st: &mut State<'_>,
+    v: ValueId,
+    old: &Option<TensorSharding>,
+    new: TensorSharding,
+    cause: &str,
+) -> Vec<ValueId> {
+    if !accept(old, &new) {
+        return Vec::new();
+    }
+    let mut changed = vec![v];
+    func.value_mut(v).sharding = Some(new.clone());
+    st.steps.push(Step {
+        value: v,
+        sharding: new.clone(),
+        cause: cause.to_string(),
+        pass: st.pass.clone(),
+    });
+    if let Some(g) = st.group_of[v.0 as usize] {
+        for &m in &st.groups[g].clone() {
+            if m != v && func.value(m).sharding.as_ref() != Some(&new) {
+                func.value_mut(m).sharding = Some(new.clone());
+                st.steps.push(Step {
+                    value: m,
+                    sharding: new.clone(),
+                    cause: format!("sharding group with {}", func.value(v).name),
+                    pass: st.pass.clone(),
+                });
+                changed.push(m);
+            }
+        }
+    }
+    changed
+}
+
+/// Propagate through one unit; returns the values whose sharding changed.
+fn propagate_unit(
+    func: &mut Func,
+    st: &mut State<'_>,
+    u: usize,
+    strategy: FactorStrategy,
+    level: Option<usize>,
+) -> Vec<ValueId> {
+    let unit = st.units[u].clone();
+    let op_id = unit.op();
+    let kind = func.op(op_id).kind.clone();
+    let (operands, results, rule, fixed_dir): (
+        Vec<ValueId>,
+        Vec<ValueId>,
+        OpShardingRule,
+        Option<Direction>,
+    ) = match unit {
+        Unit::Op { rule, .. } => {
+            let o = func.op(op_id);
+            (o.operands.clone(), o.results.clone(), rule, None)
+        }
+        Unit::Edge {
+            source,
+            target,
+            direction,
+            ..
+        } => {
+            let ty = &func.value(source).ty;
+            (
+                vec![source],
+                vec![target],
+                identity_rule_sized(&ty.shape, ty.rank()),
+                Some(direction),
+            )
+        }
+    };
+    let old: Vec<Option<TensorSharding>> = operands
+        .iter()
+        .chain(&results)
+        .map(|&v| func.value(v).sharding.clone())
+        .collect();
+    let refs: Vec<Option<&TensorSharding>> = old.iter().map(Option::as_ref).collect();
+    let Some((mesh_name, mesh)) = common_mesh(st.meshes, &refs) else {
+        return Vec::new();
+    };
+    let n_ops = operands.len();
+    let mut p = Projection {
+        operands: (0..n_ops)
+            .map(|i| {
+                TensorFactorShardings::project(
+                    refs[i],
+                    &rule.operand_mappings[i],
+                    &rule.factor_sizes,
+                    mesh,
+                    false,
+                )
+            })
+            .collect(),
+        results: (0..results.len())
+            .map(|i| {
+                TensorFactorShardings::project(
+                    refs[n_ops + i],
+                    &rule.result_mappings[i],
+                    &rule.factor_sizes,
+                    mesh,
+                    false,
+                )
+            })
+            .collect(),
+    };
+    let is_barrier = matches!(kind, OpKind::PropagationBarrier { .. });
+    let direction = |f: usize| -> Direction {
+        if rule.blocked_propagation_factors.contains(&f) {
+            return Direction::None;
+        }
+        match (fixed_dir, level) {
+            (Some(d), _) if is_barrier => d,
+            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, &kind, None, f)),
+            (Some(d), None) => d,
+            (None, Some(l)) => op_priority_direction(l, &kind, Some(&rule), f),
+            (None, None) => Direction::Both,
+        }
+    };
+    let ctx = FactorContext {
+        factor_sizes: &rule.factor_sizes,
+        mesh,
+        direction: &direction,
+        elementwise: is_elementwise(&kind),
+        conservative: false,
+    };
+    let up = propagate_factors(&mut p, &ctx, strategy);
+    if !up.any() {
+        return Vec::new();
+    }
+    let cause = format!(
+        "{} {}",
+        func.value(results.first().copied().unwrap_or(operands[0]))
+            .name,
+        kind.name()
+    );
+    let mut changed = Vec::new();
+    for (i, &v) in operands.iter().enumerate() {
+        if up.operands[i] {
+            let new = p.operands[i].unproject(
+                &rule.operand_mappings[i],
+                &rule.factor_sizes,
+                mesh_name,
+                mesh,
+            );
+            changed.extend(set_value(
+                func,
+                st,
+                v,
+                &old[i],
+                new,
+                &format!("operand {i} of {cause}"),
+            ));
+        }
+    }
+    for (i, &v) in results.iter().enumerate() {
+        if up.results[i] {
+            let new = p.results[i].unproject(
+                &rule.result_mappings[i],
+                &rule.factor_sizes,
+                mesh_name,
+                mesh,
+            );
+            changed.extend(set_value(
+                func,
+                st,
+                v,
+                &old[n_ops + i],
+                new,
+                &format!("result {i} of {cause}"),
+            ));
+        }
+    }
+    changed
+}
+
+/// Export: close every sharding, turn constraints into reshards, attach rules.
+fn export(func: &mut Func, st: &State<'_>) {
+    let close = |s: &mut TensorSharding| {
+        for d in &mut s.dims {
+            d.is_closed = true;
+            d.priority = None;
+        }
+    };
+    for v in &mut func.values {
+        if let Some(s) = v.sharding.as_mut() {
+            close(s);
+        }
+    }
+    for s in func.result_shardings.iter_mut().flatten() {
+        close(s);
+    }
+    // Function inputs and outputs are sharded evenly and without sub-axes:
+    // each dim keeps its axes up to the first sub-axis or the first axis that
+    // would leave the dim not divisible.
+    let meshes = st.meshes;
+    let even = |s: &mut TensorSharding, shape: &[u64]| {
+        let Some((_, mesh)) = common_mesh(meshes, &[Some(&*s)]) else {
+            return;
+        };
+        for (d, &size) in s.dims.iter_mut().zip(shape) {
+            let mut product = 1u64;
+            let keep = d
+                .axes
+                .iter()
+                .take_while(|a| {
+                    product *= a.size(mesh).unwrap_or(1);
+                    a.sub.is_none() && size % product == 0
+                })
+                .count();
+            d.axes.truncate(keep);
+        }
+    };
+    for (s, ty) in func.result_shardings.iter_mut().zip(&func.result_types) {
+        if let Some(s) = s.as_mut() {
+            even(s, &ty.shape);
+        }
+    }
+    for &a in &func.args.clone() {
+        let shape = func.value(a).ty.shape.clone();
+        if let Some(s) = func.value_mut(a).sharding.as_mut() {
+            even(s, &shape);
+        }
+    }
+    for unit in &st.units {
+        if let Unit::Op { op, rule } = unit {
+            func.op_mut(*op).rule = Some(rule.clone());
+        }
+    }
+    for id in func.walk() {
+        if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
+            let result = func.op(id).results[0];
+            if let Some(s) = func.value(result).sharding.clone() {
+                func.op_mut(id).kind = OpKind::Reshard { sharding: s };
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Incremental construction of an op sharding rule, one factor at a time.
+
+use crate::ir::OpShardingRule;
+
+/// The kind of a factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactorKind {
+    Default,
+    Reduction,
+    NeedReplication,
+    Permutation,
+}
+
+/// Builds a rule for an op with the given operand and result ranks.
+#[derive(Debug, Clone)]
+pub struct RuleBuilder {
+    rule: OpShardingRule,
+}
+
+impl RuleBuilder {
+    /// A rule with no factors yet for tensors of these ranks.
+    pub fn new(operand_ranks: &[usize], result_ranks: &[usize]) -> Self {
+        RuleBuilder {
+            rule: OpShardingRule {
+                operand_mappings: operand_ranks.iter().map(|&r| vec![Vec::new(); r]).collect(),
+                result_mappings: result_ranks.iter().map(|&r| vec![Vec::new(); r]).collect(),
+                ..OpShardingRule::default()
+            },
+        }
+    }
+
+    /// Add a factor of `size` mapped to `operand_dims[i]` of operand i and
+    /// `result_dims[j]` of result j (None: not mapped).
+    pub fn factor(
+        &mut self,
+        operand_dims: &[Option<usize>],
+        result_dims: &[Option<usize>],
+        size: u64,
+        kind: FactorKind,
+    ) -> usize {
+        let f = self.rule.factor_sizes.len();
+        self.rule.factor_sizes.push(size);
+        for (t, d) in operand_dims.iter().enumerate() {
+            if let Some(d) = d {
+                self.rule.operand_mappings[t][*d].push(f);
+            }
+        }
+        for (t, d) in result_dims.iter().enumerate() {
+            if let Some(d) = d {
+                self.rule.result_mappings[t][*d].push(f);
+            }
+        }
+        match kind {
+            FactorKind::Default => {}
+            FactorKind::Reduction => self.rule.reduction_factors.push(f),
+            FactorKind::NeedReplication => self.rule.need_replication_factors.push(f),
+            FactorKind::Permutation => self.rule.permutation_factors.push(f),
+        }
+        f
+    }
+
+    /// Mark factor `f` as blocked for propagation too.
+    pub fn block(&mut self, f: usize) {
+        self.rule.blocked_propagation_factors.push(f);
+    }
+
+    /// Mark factor `f` as also needing replication.
+    pub fn need_replication(&mut self, f: usize) {
+        self.rule.need_replication_factors.push(f);
+    }
+
+    /// One factor per dim of `shape`, mapped to that dim of every tensor of the
+    /// same rank (tensors of another rank, such as scalar operands, are unmapped);
+    /// `kind(dim)` gives each factor's kind.
+    pub fn pointwise(
+        &mut self,
+        shape: &[u64],
+        operand_ranks: &[usize],
+        result_ranks: &[usize],
+        kind: &dyn Fn(usize) -> FactorKind,
+    ) -> &mut Self {
+        for (d, &size) in shape.iter().enumerate() {
+            let ops: Vec<Option<usize>> = operand_ranks
+                .iter()
+                .map(|&r| (r == shape.len()).then_some(d))
+                .collect();
+            let res: Vec<Option<usize>> = result_ranks
+                .iter()
+                .map(|&r| (r == shape.len()).then_some(d))
+                .collect();
+            self.factor(&ops, &res, size, kind(d));
+        }
+        self
+    }
+
+    /// The finished rule (kind lists sorted).
+    pub fn build(mut self) -> OpShardingRule {
+        for v in [
+            &mut self.rule.reduction_factors,
+            &mut self.rule.need_replication_factors,
+            &mut self.rule.permutation_factors,
+            &mut self.rule.blocked_propagation_factors,
+        ] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        self.rule
+    }
+}

@@ -1,0 +1,316 @@
+//! The rule of each op kind, following Shardy's registry: pointwise ops map
+//! every dim to one factor; dot_general orders factors batch, lhs free, rhs
+//! free, contracting (reduction); reduce maps input dims in order (reduced dims
+//! are reductions); transpose orders factors by result dim; reshape builds
+//! compound factors from the gcd of operand and result dims; slice, pad and
+//! reverse mark changed dims as permutation factors; concatenate marks the
+//! concatenated dim as needing replication; dynamic_slice blocks and needs
+//! replication on sliced dims; broadcast_in_dim gives expanded size-1 dims
+//! their own factor.
+
+use crate::base::TensorType;
+use crate::ir::{Func, Op, OpKind, OpShardingRule};
+
+use super::builder::{FactorKind, RuleBuilder};
+
+/// The rule of `op` in `func`, or None for ops without one (constants,
+/// terminators, calls, region ops, collectives).
+pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
+    let operands: Vec<&TensorType> = op.operands.iter().map(|&v| &func.value(v).ty).collect();
+    let results: Vec<&TensorType> = op.results.iter().map(|&v| &func.value(v).ty).collect();
+    rule_for_types(&op.kind, &operands, &results)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The rule of an op of `kind` with these operand and result types.
+pub fn rule_for_types(
+    kind: &OpKind,
+    operands: &[&TensorType],
+    results: &[&TensorType],
+) -> Option<OpShardingRule> {
+    let op_ranks: Vec<usize> = operands.iter().map(|t| t.rank()).collect();
+    let res_ranks: Vec<usize> = results.iter().map(|t| t.rank()).collect();
+    let mut b = RuleBuilder::new(&op_ranks, &res_ranks);
+    let default = |_: usize| FactorKind::Default;
+    let out = results.first().map(|t| t.shape.as_slice());
+    match kind {
+        OpKind::Unary(_)
+        | OpKind::Binary(_)
+        | OpKind::Compare { .. }
+        | OpKind::Select
+        | OpKind::Clamp
+        | OpKind::Convert
+        | OpKind::Iota { .. }
+        | OpKind::ShardingConstraint { .. }
+        | OpKind::Reshard { .. } => {
+            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        }
+        OpKind::Reverse { dims } => {
+            let dims = dims.clone();
+            b.pointwise(out?, &op_ranks, &res_ranks, &|d| {
+                if dims.contains(&(d as u64)) {
+                    FactorKind::Permutation
+                } else {
+                    FactorKind::Default
+                }
+            });
+        }
+        OpKind::Concatenate { dim } => {
+            let dim = *dim as usize;
+            b.pointwise(out?, &op_ranks, &res_ranks, &|d| {
+                if d == dim {
+                    FactorKind::NeedReplication
+                } else {
+                    FactorKind::Default
+                }
+            });
+        }
+        OpKind::Slice { .. } | OpKind::Pad { .. } => {
+            // Dims whose size changes are permutation factors of the operand's size;
+            // the padding value (pad's second operand) is a scalar and unmapped.
+            let input = &operands.first()?.shape;
+            let output = out?;
+            for (d, (&i, &o)) in input.iter().zip(output).enumerate() {
+                let mut ops = vec![None; operands.len()];
+                ops[0] = Some(d);
+                let kind = if i == o {
+                    FactorKind::Default
+                } else {
+                    FactorKind::Permutation
+                };
+                b.factor(&ops, &[Some(d)], i, kind);
+            }
+        }
+        OpKind::DynamicSlice { .. } => {
+            let input = &operands.first()?.shape;
+            let output = out?;
+            for (d, (&i, &o)) in input.iter().zip(output).enumerate() {
+                let mut ops = vec![None; operands.len()];
+                ops[0] = Some(d);
+                if i == o {
+                    b.factor(&ops, &[Some(d)], i, FactorKind::Default);
+                } else {
+                    let f = b.factor(&ops, &[Some(d)], i, FactorKind::NeedReplication);
+                    b.block(f);
+                }
+            }
+        }
+        OpKind::DynamicUpdateSlice => {
+            let input = &operands.first()?.shape;
+            let update = &operands.get(1)?.shape;
+            for (d, (&i, &u)) in input.iter().zip(update).enumerate() {
+                let mut ops = vec![None; operands.len()];
+                ops[0] = Some(d);
+                if i == u {
+                    ops[1] = Some(d);
+                    b.factor(&ops, &[Some(d)], i, FactorKind::Default);
+                } else {
+                    b.factor(&ops, &[Some(d)], i, FactorKind::Default);
+                    let mut upd = vec![None; operands.len()];
+                    upd[1] = Some(d);
+                    b.factor(&upd, &[None], u, FactorKind::NeedReplication);
+                }
+            }
+        }
+        OpKind::BroadcastInDim { dims } => {
+            let input = &operands.first()?.shape;
+            let output = out?;
+            let mut out_to_in = vec![None; output.len()];
+            for (i, &o) in dims.iter().enumerate() {
+                *out_to_in.get_mut(o as usize)? = Some(i);
+            }
+            for (o, &size) in output.iter().enumerate() {
+                let mut in_dim = out_to_in[o];
+                if let Some(i) = in_dim {
+                    if input[i] == 1 && size != 1 {
+                        // Expanded in place: the operand dim gets its own size-1 factor.
+                        b.factor(&[Some(i)], &[None], 1, FactorKind::Default);
+                        in_dim = None;
+                    }
+                }
+                b.factor(&[in_dim], &[Some(o)], size, FactorKind::Default);
+            }
+        }
+        OpKind::Transpose { perm } => {
+            let input = &operands.first()?.shape;
+            for (o, &i) in perm.iter().enumerate() {
+                b.factor(
+                    &[Some(i as usize)],
+                    &[Some(o)],
+                    *input.get(i as usize)?,
+                    FactorKind::Default,
+                );
+            }
+        }
+        OpKind::DotGeneral { dims, .. } => {
+            let (lhs, rhs) = (&operands.first()?.shape, &operands.get(1)?.shape);
+            let mut out_dim = 0;
+            for (&l, &r) in dims.lhs_batch.iter().zip(&dims.rhs_batch) {
+                b.factor(
+                    &[Some(l as usize), Some(r as usize)],
+                    &[Some(out_dim)],
+                    lhs[l as usize],
+                    FactorKind::Default,
+                );
+                out_dim += 1;
+            }
+            for (d, &size) in lhs.iter().enumerate() {
+                let d64 = d as u64;
+                if !dims.lhs_batch.contains(&d64) && !dims.lhs_contract.contains(&d64) {
+                    b.factor(
+                        &[Some(d), None],
+                        &[Some(out_dim)],
+                        size,
+                        FactorKind::Default,
+                    );
+                    out_dim += 1;
+                }
+            }
+            for (d, &size) in rhs.iter().enumerate() {
+                let d64 = d as u64;
+                if !dims.rhs_batch.contains(&d64) && !dims.rhs_contract.contains(&d64) {
+                    b.factor(
+                        &[None, Some(d)],
+                        &[Some(out_dim)],
+                        size,
+                        FactorKind::Default,
+                    );
+                    out_dim += 1;
+                }
+            }
+            for (&l, &r) in dims.lhs_contract.iter().zip(&dims.rhs_contract) {
+                b.factor(
+                    &[Some(l as usize), Some(r as usize)],
+                    &[None],
+                    lhs[l as usize],
+                    FactorKind::Reduction,
+                );
+            }
+        }
+        OpKind::Dot { .. } => {
+            let (lhs, rhs) = (&operands.first()?.shape, &operands.get(1)?.shape);
+            let lhs_matrix = lhs.len() == 2;
+            if lhs_matrix {
+                b.factor(&[Some(0), None], &[Some(0)], lhs[0], FactorKind::Default);
+            }
+            if rhs.len() == 2 {
+                b.factor(
+                    &[None, Some(1)],
+                    &[Some(usize::from(lhs_matrix))],
+                    rhs[1],
+                    FactorKind::Default,
+                );
+            }
+            b.factor(
+                &[Some(usize::from(lhs_matrix)), Some(0)],
+                &[None],
+                rhs[0],
+                FactorKind::Reduction,
+            );
+        }
+        OpKind::Reduce { dims } => {
+            let n = results.len();
+            let input = &operands.first()?.shape;
+            let mut out_dim = 0;
+            for (d, &size) in input.iter().enumerate() {
+                let mut ops = vec![None; operands.len()];
+                ops[..n].fill(Some(d));
+                if dims.contains(&(d as u64)) {
+                    b.factor(&ops, &vec![None; n], size, FactorKind::Reduction);
+                } else {
+                    b.factor(&ops, &vec![Some(out_dim); n], size, FactorKind::Default);
+                    out_dim += 1;
+                }
+            }
+        }
+        OpKind::Reshape => reshape_rule(&mut b, &operands.first()?.shape, out?)?,
+        _ => return None,
+    }
+    Some(b.build())
+}
+
+/// Compound factors for a reshape: walk operand and result dims together,
+/// giving size-1 dims their own factor and splitting the rest by gcd so that
+/// each factor lies in one operand dim and one result dim where possible.
+fn reshape_rule(b: &mut RuleBuilder, input: &[u64], output: &[u64]) -> Option<()> {
+    if input.iter().product::<u64>() == 0
+        || input.iter().product::<u64>() != output.iter().product::<u64>()
+    {
+        return None;
+    }
+    let (mut i, mut o) = (0usize, 0usize);
+    let (mut dims_in, mut dims_out) = (1u64, 1u64);
+    let (mut fac_in, mut fac_out) = (1u64, 1u64);
+    let (ri, ro) = (input.len(), output.len());
+    // Factor of `next` that lets the lagging side catch up, or keeps the gcd.
+    let diverged = |next: u64, smaller: u64, larger: u64, g: u64| {
+        if larger % smaller == 0 && next % (larger / smaller) == 0 {
+            larger / smaller
+        } else if next > g {
+            next / g
+        } else {
+            next
+        }
+    };
+    let mut guard = 0usize;
+    while i < ri || o < ro {
+        guard += 1;
+        if guard > 4 * (ri + ro) + 64 {
+            return None;
+        }
+        if i < ri && input[i] == 1 {
+            b.factor(&[Some(i)], &[None], 1, FactorKind::Default);
+            i += 1;
+            continue;
+        }
+        if o < ro && output[o] == 1 {
+            b.factor(&[None], &[Some(o)], 1, FactorKind::Default);
+            o += 1;
+            continue;
+        }
+        if i < ri && dims_in == fac_in {
+            dims_in *= input[i];
+        }
+        if o < ro && dims_out == fac_out {
+            dims_out *= output[o];
+        }
+        let next_in = dims_in / fac_in;
+        let next_out = dims_out / fac_out;
+        let g = gcd(next_in, next_out);
+        let (in_dim, out_dim) = ((i < ri).then_some(i), (o < ro).then_some(o));
+        if fac_in == fac_out {
+            if g > 1 {
+                b.factor(&[in_dim], &[out_dim], g, FactorKind::Default);
+                fac_in *= g;
+                fac_out *= g;
+            } else {
+                b.factor(&[in_dim], &[None], next_in, FactorKind::Default);
+                fac_in *= next_in;
+                b.factor(&[None], &[out_dim], next_out, FactorKind::Default);
+                fac_out *= next_out;
+            }
+        } else if fac_in < fac_out {
+            let f = diverged(next_in, fac_in, fac_out, g);
+            b.factor(&[in_dim], &[None], f, FactorKind::Default);
+            fac_in *= f;
+        } else {
+            let f = diverged(next_out, fac_out, fac_in, g);
+            b.factor(&[None], &[out_dim], f, FactorKind::Default);
+            fac_out *= f;
+        }
+        if i < ri && dims_in == fac_in {
+            i += 1;
+        }
+        if o < ro && dims_out == fac_out {
+            o += 1;
+        }
+    }
+    Some(())
+}

@@ -1,0 +1,225 @@
+//! Data-driven checks against every JAX fixture: our rule for each op equals
+//! the `sdy.sharding_rule` Shardy printed in `after.mlir`, and propagating
+//! `before.mlir` gives every value the sharding it has in `after.mlir`.
+//!
+//! XLA rewrites a module around propagation (it folds and deduplicates
+//! constants and broadcasts), so values are matched structurally: a value's key
+//! is its op, the op's attributes and its operands' keys (function arguments by
+//! position), not its printed name.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use shardsim::ir::mlir::parse_and_verify;
+use shardsim::ir::{Func, Module, OpKind, ValueDef};
+use shardsim::propagate::{propagate_module, Strategy};
+use shardsim::rules::rule_for;
+use shardsim::sharding::TensorSharding;
+
+fn cases() -> Vec<PathBuf> {
+    let root = crate::common::fixture("jax");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("before.mlir").exists() && p.join("after.mlir").exists())
+        .collect();
+    out.sort();
+    out
+}
+
+fn load(path: &Path) -> Module {
+    let text = std::fs::read_to_string(path).unwrap();
+    parse_and_verify(&text).unwrap_or_else(|e| panic!("{}", e.in_file(&path.display().to_string())))
+}
+
+/// A structural key per value (see module doc).
+fn value_keys(func: &Func) -> Vec<u64> {
+    let mut keys = vec![0u64; func.values.len()];
+    for (i, v) in func.values.iter().enumerate() {
+        if let ValueDef::FuncArg(a) = v.def {
+            let mut h = DefaultHasher::new();
+            ("arg", a).hash(&mut h);
+            keys[i] = h.finish();
+        }
+    }
+    for id in func.walk() {
+        let op = func.op(id);
+        let kind = match &op.kind {
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                format!("reshard {}", sharding.to_bare())
+            }
+            OpKind::Constant { value, .. } => format!("constant {value:?}"),
+            k => format!("{k:?}"),
+        };
+        for (r, &res) in op.results.iter().enumerate() {
+            let mut h = DefaultHasher::new();
+            kind.hash(&mut h);
+            r.hash(&mut h);
+            func.value(res).ty.hash(&mut h);
+            for &o in &op.operands {
+                keys[o.0 as usize].hash(&mut h);
+            }
+            keys[res.0 as usize] = h.finish();
+        }
+    }
+    keys
+}
+
+/// The sharding a value has: for a reshard or constraint result, the op's own.
+fn sharding_of(func: &Func, v: usize) -> Option<&TensorSharding> {
+    if let ValueDef::Result { op, .. } = func.values[v].def {
+        if let OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } =
+            &func.op(op).kind
+        {
+            return Some(sharding);
+        }
+    }
+    func.values[v].sharding.as_ref()
+}
+
+/// A sharding as the axes of each dim (None and empty mean replicated).
+fn effective(s: Option<&TensorSharding>, rank: usize) -> String {
+    match s {
+        Some(s) => s
+            .dims
+            .iter()
+            .map(|d| {
+                format!(
+                    "{:?}",
+                    d.axes.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => vec!["[]"; rank].join(" "),
+    }
+}
+
+#[test]
+fn rules_match_shardy_on_every_fixture() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in cases() {
+        let m = load(&case.join("after.mlir"));
+        for func in &m.funcs {
+            for id in func.walk() {
+                let op = func.op(id);
+                let Some(expected) = &op.rule else { continue };
+                checked += 1;
+                match rule_for(func, op) {
+                    Some(ours) if &ours == expected => {}
+                    other => failures.push(format!(
+                        "{}: {} at {}: shardy {:?}, ours {:?}",
+                        case.file_name().unwrap().to_string_lossy(),
+                        op.kind.name(),
+                        op.loc,
+                        expected,
+                        other
+                    )),
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} rules in the fixtures");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} rules differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Propagate `before.mlir` and compare with `after.mlir`; returns the mismatches.
+fn compare_case(case: &Path) -> Vec<String> {
+    let mut ours = load(&case.join("before.mlir"));
+    propagate_module(&mut ours, Strategy::default()).unwrap();
+    let theirs = load(&case.join("after.mlir"));
+    let name = case.file_name().unwrap().to_string_lossy().to_string();
+    let mut out = Vec::new();
+    for (f_ours, f_theirs) in ours.funcs.iter().zip(&theirs.funcs) {
+        let k_ours = value_keys(f_ours);
+        let k_theirs = value_keys(f_theirs);
+        // Values with equal keys are paired in program order; XLA may have merged
+        // duplicates, in which case every remaining one of ours is compared with the last.
+        let mut by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (i, k) in k_ours.iter().enumerate() {
+            by_key.entry(*k).or_default().push(i);
+        }
+        let mut theirs_by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (j, k) in k_theirs.iter().enumerate() {
+            theirs_by_key.entry(*k).or_default().push(j);
+        }
+        for (j, v) in f_theirs.values.iter().enumerate() {
+            if matches!(v.def, ValueDef::BlockArg { .. }) {
+                continue;
+            }
+            let want = effective(sharding_of(f_theirs, j), v.ty.rank());
+            let Some(matches) = by_key.get(&k_theirs[j]) else {
+                out.push(format!(
+                    "{name}: {} has no counterpart in before.mlir",
+                    v.name
+                ));
+                continue;
+            };
+            let twins = &theirs_by_key[&k_theirs[j]];
+            let rank = twins.iter().position(|&t| t == j).unwrap_or(0);
+            let mine: Vec<usize> = if rank + 1 == twins.len() {
+                matches.iter().skip(rank).copied().collect()
+            } else {
+                matches.get(rank).copied().into_iter().collect()
+            };
+            for i in mine {
+                let got = effective(sharding_of(f_ours, i), v.ty.rank());
+                if got != want {
+                    out.push(format!(
+                        "{name}: {} (ours {}): shardy [{want}], ours [{got}]",
+                        v.name, f_ours.values[i].name
+                    ));
+                }
+            }
+        }
+        for (i, (a, b)) in f_ours
+            .result_shardings
+            .iter()
+            .zip(&f_theirs.result_shardings)
+            .enumerate()
+        {
+            let rank = f_theirs.result_types[i].rank();
+            if effective(a.as_ref(), rank) != effective(b.as_ref(), rank) {
+                out.push(format!(
+                    "{name}: result {i}: shardy [{}], ours [{}]",
+                    effective(b.as_ref(), rank),
+                    effective(a.as_ref(), rank)
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn propagation_matches_shardy_on_every_fixture() {
+    let cases = cases();
+    assert!(
+        cases.len() >= 33,
+        "expected the 8 shared and 25+ own fixtures, found {}",
+        cases.len()
+    );
+    let mut failures = Vec::new();
+    let mut failed_cases = 0;
+    for case in &cases {
+        let f = compare_case(case);
+        if !f.is_empty() {
+            failed_cases += 1;
+        }
+        failures.extend(f);
+    }
+    assert!(
+        failures.is_empty(),
+        "{failed_cases} of {} cases differ:\n{}",
+        cases.len(),
+        failures.join("\n")
+    );
+}

@@ -1,0 +1,4 @@
+//! Sharding rules and propagation, against Shardy's own output in the JAX fixtures.
+
+mod core;
+mod fixtures;
