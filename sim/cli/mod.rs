@@ -3,6 +3,7 @@
 
 mod mesh_cmd;
 mod output;
+mod propagate_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -19,11 +20,14 @@ pub enum Command {
     /// Show a device mesh in Shardy, TF DTensor and TVM form, every device's
     /// coordinates and, with --sharding and --tensor, each device's shard.
     Mesh(mesh_cmd::MeshArgs),
+    /// Complete a program's shardings as Shardy (JAX's propagator) would.
+    Propagate(propagate_cmd::PropagateArgs),
 }
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Mesh(args) => mesh_cmd::run(args),
+        Command::Propagate(args) => propagate_cmd::run(args),
     }
 }

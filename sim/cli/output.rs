@@ -22,3 +22,35 @@ pub fn parse_u64_list(text: &str, what: &str) -> anyhow::Result<Vec<u64>> {
         })
         .collect()
 }
+
+/// Write `content` to `path` through a temporary file and a rename (never
+/// half-written), or to stdout when there is no path.
+pub fn write_output(path: Option<&std::path::Path>, content: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    match path {
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(content.as_bytes())?;
+            out.flush()?;
+        }
+        Some(p) => {
+            let tmp = p.with_extension(format!(
+                "{}.tmp",
+                p.extension().and_then(|e| e.to_str()).unwrap_or("out")
+            ));
+            std::fs::write(&tmp, content)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Read a program file and parse and verify it; errors name the file, line and column.
+pub fn read_module(path: &std::path::Path) -> anyhow::Result<shardsim::ir::Module> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    shardsim::ir::mlir::parse_and_verify(&text)
+        .map_err(|e| anyhow::anyhow!("{}", e.in_file(&path.display().to_string())))
+}

@@ -376,9 +376,27 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
     Ok(())
 }
 
+/// For each op, whether it sits in a reduce body (scalar code, not distributed values).
+fn in_reduce_body(func: &Func) -> Vec<bool> {
+    let mut inside = vec![false; func.ops.len()];
+    for id in func.walk() {
+        let op = func.op(id);
+        if matches!(op.kind, OpKind::Reduce { .. }) || inside[id.0 as usize] {
+            for &inner in op.regions.iter().flat_map(|r| &r.ops) {
+                inside[inner.0 as usize] = true;
+            }
+        }
+    }
+    inside
+}
+
 /// The propagation units of the function, in pre-order.
 fn build_units(func: &Func, st: &mut State<'_>) {
+    let skip = in_reduce_body(func);
     for id in func.walk() {
+        if skip[id.0 as usize] {
+            continue;
+        }
         let op = func.op(id);
         let before = st.units.len();
         match &op.kind {
@@ -701,12 +719,42 @@ fn propagate_unit(
     if !up.any() {
         return Vec::new();
     }
-    let cause = format!(
-        "{} {}",
-        func.value(results.first().copied().unwrap_or(operands[0]))
-            .name,
-        kind.name()
-    );
+    let op_label = match func.op(op_id).results.first() {
+        Some(&r) => format!("{} = {}", func.value(r).name, kind.name()),
+        None => kind.name().to_string(),
+    };
+    let names: Vec<String> = operands
+        .iter()
+        .chain(&results)
+        .map(|&v| func.value(v).name.clone())
+        .collect();
+    // The neighbours that were sharded before this step: where the axes came from.
+    let sources = |me: usize| -> String {
+        let from: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| {
+                t != me
+                    && old[t]
+                        .as_ref()
+                        .is_some_and(|s| s.dims.iter().any(|d| !d.axes.is_empty()))
+            })
+            .map(|(t, name)| {
+                let role = if t < n_ops {
+                    format!("operand {t}")
+                } else {
+                    format!("result {}", t - n_ops)
+                };
+                let was = old[t].as_ref().map(|s| s.to_bare()).unwrap_or_default();
+                format!("{role} {name} {was}")
+            })
+            .collect();
+        if from.is_empty() {
+            String::new()
+        } else {
+            format!(", from {}", from.join(" and "))
+        }
+    };
     let mut changed = Vec::new();
     for (i, &v) in operands.iter().enumerate() {
         if up.operands[i] {
@@ -716,14 +764,8 @@ fn propagate_unit(
                 mesh_name,
                 mesh,
             );
-            changed.extend(set_value(
-                func,
-                st,
-                v,
-                &old[i],
-                new,
-                &format!("operand {i} of {cause}"),
-            ));
+            let cause = format!("as operand {i} of {op_label}{}", sources(i));
+            changed.extend(set_value(func, st, v, &old[i], new, &cause));
         }
     }
     for (i, &v) in results.iter().enumerate() {
@@ -734,14 +776,8 @@ fn propagate_unit(
                 mesh_name,
                 mesh,
             );
-            changed.extend(set_value(
-                func,
-                st,
-                v,
-                &old[n_ops + i],
-                new,
-                &format!("result {i} of {cause}"),
-            ));
+            let cause = format!("as result {i} of {op_label}{}", sources(n_ops + i));
+            changed.extend(set_value(func, st, v, &old[n_ops + i], new, &cause));
         }
     }
     changed

@@ -2,3 +2,4 @@
 
 mod core;
 mod fixtures;
+mod props;
