@@ -1,6 +1,7 @@
 //! Subcommands of the `shardsim` binary: argument parsing (clap derive) and
 //! dispatch. Each subcommand lives in its own module.
 
+mod bench_propagate;
 mod mesh_cmd;
 mod output;
 mod propagate_cmd;
@@ -22,6 +23,16 @@ pub enum Command {
     Mesh(mesh_cmd::MeshArgs),
     /// Complete a program's shardings as Shardy (JAX's propagator) would.
     Propagate(propagate_cmd::PropagateArgs),
+    /// Benchmarks (figures for the issue notes; not tests).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// `shardsim bench ...`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Parse + propagate a generated transformer-like module.
+    Propagate(bench_propagate::BenchPropagateArgs),
 }
 
 /// Run a parsed command line.
@@ -29,5 +40,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Propagate(args) => propagate_cmd::run(args),
+        Command::Bench(BenchCommand::Propagate(args)) => bench_propagate::run(args),
     }
 }

@@ -72,6 +72,7 @@ enum Unit {
     Op {
         op: OpId,
         rule: OpShardingRule,
+        class: OpClass,
     },
     /// Identity between `source` and `target`, restricted to `direction`.
     Edge {
@@ -79,7 +80,45 @@ enum Unit {
         source: ValueId,
         target: ValueId,
         direction: Direction,
+        class: OpClass,
     },
+}
+
+/// What the op-priority schedule needs to know about an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpClass {
+    /// Elementwise ops (and constraints, reshards): pass-through, no sideways propagation.
+    Elementwise,
+    /// Reshape, transpose, data-flow edges: pass-through.
+    PassThrough,
+    /// dynamic_slice, dynamic_update_slice: pass-through forward only.
+    ForwardOnly,
+    /// broadcast_in_dim: backward in the second pass.
+    Broadcast,
+    /// A propagation barrier: its own direction in every pass.
+    Barrier,
+    Other,
+}
+
+fn classify(kind: &OpKind) -> OpClass {
+    match kind {
+        OpKind::Unary(_)
+        | OpKind::Binary(_)
+        | OpKind::Compare { .. }
+        | OpKind::Select
+        | OpKind::Clamp
+        | OpKind::Convert
+        | OpKind::ShardingConstraint { .. }
+        | OpKind::Reshard { .. } => OpClass::Elementwise,
+        OpKind::PropagationBarrier { .. } => OpClass::Barrier,
+        OpKind::Reshape
+        | OpKind::Transpose { .. }
+        | OpKind::DataFlowEdge { .. }
+        | OpKind::NamedComputation { .. } => OpClass::PassThrough,
+        OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice => OpClass::ForwardOnly,
+        OpKind::BroadcastInDim { .. } => OpClass::Broadcast,
+        _ => OpClass::Other,
+    }
 }
 
 impl Unit {
@@ -93,7 +132,7 @@ impl Unit {
 /// Per-function state.
 struct State<'m> {
     meshes: &'m [(String, Mesh)],
-    units: Vec<Unit>,
+    units: std::rc::Rc<Vec<Unit>>,
     /// Units touching each value (as operand/source or result/target).
     touching: Vec<Vec<usize>>,
     /// Sharding group of each value and the group's members.
@@ -130,7 +169,7 @@ fn propagate_func(
 ) -> Result<Vec<Step>, PropagateError> {
     let mut st = State {
         meshes,
-        units: Vec::new(),
+        units: std::rc::Rc::new(Vec::new()),
         touching: vec![Vec::new(); func.values.len()],
         group_of: vec![None; func.values.len()],
         groups: Vec::new(),
@@ -213,22 +252,6 @@ fn op_priority(func: &mut Func, st: &mut State<'_>, prefix: &str) {
     }
 }
 
-/// Ops whose every factor passes straight through (elementwise, reshape, transpose...).
-fn is_elementwise(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Unary(_)
-            | OpKind::Binary(_)
-            | OpKind::Compare { .. }
-            | OpKind::Select
-            | OpKind::Clamp
-            | OpKind::Convert
-            | OpKind::ShardingConstraint { .. }
-            | OpKind::Reshard { .. }
-            | OpKind::PropagationBarrier { .. }
-    )
-}
-
 /// A factor every tensor shares without reduction, replication or permutation.
 fn is_pass_through(rule: &OpShardingRule, f: usize) -> bool {
     !rule.reduction_factors.contains(&f)
@@ -241,29 +264,19 @@ fn is_pass_through(rule: &OpShardingRule, f: usize) -> bool {
 /// (the union of the schedule's first `level + 1` entries).
 fn op_priority_direction(
     level: usize,
-    kind: &OpKind,
+    class: OpClass,
     rule: Option<&OpShardingRule>,
     f: usize,
 ) -> Direction {
-    let pass_through_op = if is_elementwise(kind)
-        || matches!(
-            kind,
-            OpKind::Reshape | OpKind::Transpose { .. } | OpKind::DataFlowEdge { .. }
-        ) {
-        Direction::Both
-    } else if matches!(
-        kind,
-        OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice
-    ) {
-        Direction::Forward
-    } else {
-        Direction::None
+    let mut dir = match class {
+        OpClass::Elementwise | OpClass::PassThrough | OpClass::Barrier => Direction::Both,
+        OpClass::ForwardOnly => Direction::Forward,
+        OpClass::Broadcast | OpClass::Other => Direction::None,
     };
-    let mut dir = pass_through_op;
     if level >= 1 {
         let second = if rule.is_some_and(|r| !is_pass_through(r, f)) {
             Direction::None
-        } else if matches!(kind, OpKind::BroadcastInDim { .. }) {
+        } else if class == OpClass::Broadcast {
             Direction::Backward
         } else {
             Direction::Both
@@ -393,12 +406,14 @@ fn in_reduce_body(func: &Func) -> Vec<bool> {
 /// The propagation units of the function, in pre-order.
 fn build_units(func: &Func, st: &mut State<'_>) {
     let skip = in_reduce_body(func);
+    let mut units: Vec<Unit> = Vec::new();
     for id in func.walk() {
         if skip[id.0 as usize] {
             continue;
         }
         let op = func.op(id);
-        let before = st.units.len();
+        let before = units.len();
+        let class = classify(&op.kind);
         match &op.kind {
             OpKind::PropagationBarrier { direction } => {
                 let direction = match direction {
@@ -407,19 +422,21 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     crate::ir::PropagationDirection::Backward => Direction::Backward,
                     crate::ir::PropagationDirection::Both => Direction::Both,
                 };
-                st.units.push(Unit::Edge {
+                units.push(Unit::Edge {
                     op: id,
                     source: op.operands[0],
                     target: op.results[0],
                     direction,
+                    class,
                 });
             }
             OpKind::DataFlowEdge { .. } => {
-                st.units.push(Unit::Edge {
+                units.push(Unit::Edge {
                     op: id,
                     source: op.operands[0],
                     target: op.results[0],
                     direction: Direction::Both,
+                    class,
                 });
             }
             OpKind::NamedComputation { .. } => {
@@ -427,20 +444,22 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 // returned values <-> results.
                 if let Some(region) = op.regions.first() {
                     for (&src, &arg) in op.operands.iter().zip(&region.args) {
-                        st.units.push(Unit::Edge {
+                        units.push(Unit::Edge {
                             op: id,
                             source: src,
                             target: arg,
                             direction: Direction::Both,
+                            class,
                         });
                     }
                     if let Some(&ret) = region.ops.last() {
                         for (&src, &res) in func.op(ret).operands.iter().zip(&op.results) {
-                            st.units.push(Unit::Edge {
+                            units.push(Unit::Edge {
                                 op: id,
                                 source: src,
                                 target: res,
                                 direction: Direction::Both,
+                                class,
                             });
                         }
                     }
@@ -452,13 +471,17 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     if rule.operand_mappings.len() == op.operands.len()
                         && rule.result_mappings.len() == op.results.len()
                     {
-                        st.units.push(Unit::Op { op: id, rule });
+                        units.push(Unit::Op {
+                            op: id,
+                            rule,
+                            class,
+                        });
                     }
                 }
             }
         }
-        for u in before..st.units.len() {
-            let values: Vec<ValueId> = match &st.units[u] {
+        for u in before..units.len() {
+            let values: Vec<ValueId> = match &units[u] {
                 Unit::Op { op, .. } => {
                     let o = func.op(*op);
                     o.operands.iter().chain(&o.results).copied().collect()
@@ -472,6 +495,7 @@ fn build_units(func: &Func, st: &mut State<'_>) {
             }
         }
     }
+    st.units = std::rc::Rc::new(units);
 }
 
 /// One propagation run to a fixed point: function results, the worklist, function results.
@@ -484,29 +508,21 @@ fn run(
 ) {
     st.pass = pass.to_string();
     func_results(func, st, strategy);
-    for _iteration in 0..10 {
-        let mut changed = false;
-        // A stack popped from the back: push in reverse pre-order so units run top-down.
-        let mut stack: Vec<usize> = (0..st.units.len()).rev().collect();
-        let mut queued = vec![true; st.units.len()];
-        while let Some(u) = stack.pop() {
-            queued[u] = false;
-            let touched = propagate_unit(func, st, u, strategy, level);
-            if touched.is_empty() {
-                continue;
-            }
-            changed = true;
-            for v in touched {
-                for &other in &st.touching[v.0 as usize] {
-                    if other != u && !queued[other] {
-                        queued[other] = true;
-                        stack.push(other);
-                    }
+    // One sweep suffices: every unit touching a changed value is queued again,
+    // so the worklist runs to the fixed point (Shardy's driver only re-checks it).
+    let n = st.units.len();
+    // A stack popped from the back: push in reverse pre-order so units run top-down.
+    let mut stack: Vec<usize> = (0..n).rev().collect();
+    let mut queued = vec![true; n];
+    while let Some(u) = stack.pop() {
+        queued[u] = false;
+        for v in propagate_unit(func, st, u, strategy, level) {
+            for &other in &st.touching[v.0 as usize] {
+                if other != u && !queued[other] {
+                    queued[other] = true;
+                    stack.push(other);
                 }
             }
-        }
-        if !changed {
-            break;
         }
     }
     func_results(func, st, strategy);
@@ -633,78 +649,73 @@ fn propagate_unit(
     strategy: FactorStrategy,
     level: Option<usize>,
 ) -> Vec<ValueId> {
-    let unit = st.units[u].clone();
+    let units = std::rc::Rc::clone(&st.units);
+    let unit = &units[u];
     let op_id = unit.op();
-    let kind = func.op(op_id).kind.clone();
-    let (operands, results, rule, fixed_dir): (
+    let edge_rule;
+    let (operands, results, rule, fixed_dir, class): (
         Vec<ValueId>,
         Vec<ValueId>,
-        OpShardingRule,
+        &OpShardingRule,
         Option<Direction>,
+        OpClass,
     ) = match unit {
-        Unit::Op { rule, .. } => {
+        Unit::Op { rule, class, .. } => {
             let o = func.op(op_id);
-            (o.operands.clone(), o.results.clone(), rule, None)
+            (o.operands.clone(), o.results.clone(), rule, None, *class)
         }
         Unit::Edge {
             source,
             target,
             direction,
+            class,
             ..
         } => {
-            let ty = &func.value(source).ty;
+            let ty = &func.value(*source).ty;
+            edge_rule = identity_rule_sized(&ty.shape, ty.rank());
             (
-                vec![source],
-                vec![target],
-                identity_rule_sized(&ty.shape, ty.rank()),
-                Some(direction),
+                vec![*source],
+                vec![*target],
+                &edge_rule,
+                Some(*direction),
+                *class,
             )
         }
     };
-    let old: Vec<Option<TensorSharding>> = operands
-        .iter()
-        .chain(&results)
-        .map(|&v| func.value(v).sharding.clone())
-        .collect();
-    let refs: Vec<Option<&TensorSharding>> = old.iter().map(Option::as_ref).collect();
-    let Some((mesh_name, mesh)) = common_mesh(st.meshes, &refs) else {
-        return Vec::new();
-    };
     let n_ops = operands.len();
-    let mut p = Projection {
-        operands: (0..n_ops)
-            .map(|i| {
-                TensorFactorShardings::project(
-                    refs[i],
-                    &rule.operand_mappings[i],
-                    &rule.factor_sizes,
-                    mesh,
-                    false,
-                )
-            })
-            .collect(),
-        results: (0..results.len())
-            .map(|i| {
-                TensorFactorShardings::project(
-                    refs[n_ops + i],
-                    &rule.result_mappings[i],
-                    &rule.factor_sizes,
-                    mesh,
-                    false,
-                )
-            })
-            .collect(),
+    let tensors: Vec<ValueId> = operands.iter().chain(&results).copied().collect();
+    // Borrow the current shardings only to build the projection: most visits change nothing.
+    let (mesh_name, mesh, mut p) = {
+        let refs: Vec<Option<&TensorSharding>> = tensors
+            .iter()
+            .map(|&v| func.value(v).sharding.as_ref())
+            .collect();
+        let Some((mesh_name, mesh)) = common_mesh(st.meshes, &refs) else {
+            return Vec::new();
+        };
+        let project = |i: usize, mapping: &[Vec<usize>]| {
+            TensorFactorShardings::project(refs[i], mapping, &rule.factor_sizes, mesh, false)
+        };
+        let p = Projection {
+            operands: (0..n_ops)
+                .map(|i| project(i, &rule.operand_mappings[i]))
+                .collect(),
+            results: (0..results.len())
+                .map(|i| project(n_ops + i, &rule.result_mappings[i]))
+                .collect(),
+        };
+        (mesh_name, mesh, p)
     };
-    let is_barrier = matches!(kind, OpKind::PropagationBarrier { .. });
+    let is_barrier = class == OpClass::Barrier;
     let direction = |f: usize| -> Direction {
         if rule.blocked_propagation_factors.contains(&f) {
             return Direction::None;
         }
         match (fixed_dir, level) {
             (Some(d), _) if is_barrier => d,
-            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, &kind, None, f)),
+            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f)),
             (Some(d), None) => d,
-            (None, Some(l)) => op_priority_direction(l, &kind, Some(&rule), f),
+            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f),
             (None, None) => Direction::Both,
         }
     };
@@ -712,16 +723,20 @@ fn propagate_unit(
         factor_sizes: &rule.factor_sizes,
         mesh,
         direction: &direction,
-        elementwise: is_elementwise(&kind),
+        elementwise: matches!(class, OpClass::Elementwise | OpClass::Barrier),
         conservative: false,
     };
     let up = propagate_factors(&mut p, &ctx, strategy);
     if !up.any() {
         return Vec::new();
     }
+    let old: Vec<Option<TensorSharding>> = tensors
+        .iter()
+        .map(|&v| func.value(v).sharding.clone())
+        .collect();
     let op_label = match func.op(op_id).results.first() {
-        Some(&r) => format!("{} = {}", func.value(r).name, kind.name()),
-        None => kind.name().to_string(),
+        Some(&r) => format!("{} = {}", func.value(r).name, func.op(op_id).kind.name()),
+        None => func.op(op_id).kind.name().to_string(),
     };
     let names: Vec<String> = operands
         .iter()
@@ -831,8 +846,8 @@ fn export(func: &mut Func, st: &State<'_>) {
             even(s, &shape);
         }
     }
-    for unit in &st.units {
-        if let Unit::Op { op, rule } = unit {
+    for unit in st.units.iter() {
+        if let Unit::Op { op, rule, .. } = unit {
             func.op_mut(*op).rule = Some(rule.clone());
         }
     }
