@@ -11,3 +11,4 @@ pub mod mesh;
 pub mod propagate;
 pub mod rules;
 pub mod sharding;
+pub mod tensor;

@@ -1,0 +1,85 @@
+//! Dense tensors and the numeric kernels of every StableHLO op shardsim supports,
+//! plus `.npy` I/O. This is the numerics reference under the single-device
+//! interpreter, the multi-device executor and the collective algorithms.
+//!
+//! Nothing here knows about the program IR: kernels take tensors and plain
+//! parameters (dims, permutations, directions) so the interpreter maps each IR op
+//! to one call. Kernels validate shapes and element types and return
+//! [`TensorError`] instead of panicking.
+//!
+//! Numerics: f32 computes in f32 and f64 in f64; bf16/f16 compute in f32 and round
+//! once to the result. `dot_general` and `reduce` accumulate floats in f64 and round
+//! once; integers wrap (two's complement) as XLA does.
+
+mod data;
+pub mod half;
+mod index;
+mod scalar;
+mod tensor;
+
+mod buffers;
+mod convert;
+mod dot;
+mod elementwise;
+mod int_elem;
+pub mod npy;
+mod reduce;
+mod select;
+mod shape_ops;
+
+pub use buffers::{
+    accumulate_into, concat_pieces, extract_block, insert_block, pad_to_shape, reduce_buffers, split,
+    CollectiveReduction,
+};
+pub use convert::convert;
+pub use data::Data;
+pub use dot::{dot_general, DotDims};
+pub use elementwise::{
+    abs, add, and, atan2, binary, ceil, cosine, divide, exponential, exponential_minus_one, floor,
+    is_finite, log, log_plus_one, logistic, maximum, minimum, multiply, negate, not, or, power,
+    remainder, round_nearest_even, rsqrt, sign, sine, sqrt, subtract, tanh, unary, xor, BinaryOp,
+    UnaryOp,
+};
+pub use index::row_major_strides;
+pub use reduce::{reduce, reduce_with, ReduceKind};
+pub use scalar::Scalar;
+pub use select::{clamp, compare, select, CompareDirection};
+pub use shape_ops::{
+    broadcast_in_dim, concatenate, constant_list, constant_splat, dynamic_slice, dynamic_update_slice,
+    iota, pad, reshape, reverse, slice, transpose,
+};
+pub use tensor::{allclose, max_abs_rel_error, Tensor};
+
+/// Why a kernel refused its inputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TensorError {
+    /// Shapes, dims or parameters that do not fit together.
+    #[error("{op}: {message}")]
+    Invalid { op: String, message: String },
+    /// An element type the op does not define.
+    #[error("{op}: element type {dtype} is not supported (expected {expected})")]
+    UnsupportedDType {
+        op: String,
+        dtype: crate::base::DType,
+        expected: String,
+    },
+}
+
+impl TensorError {
+    /// An `Invalid` error for `op`.
+    pub fn invalid(op: &str, message: impl Into<String>) -> Self {
+        TensorError::Invalid {
+            op: op.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// An `UnsupportedDType` error for `op`.
+    pub fn dtype(op: &str, dtype: crate::base::DType, expected: &str) -> Self {
+        TensorError::UnsupportedDType {
+            op: op.to_string(),
+            dtype,
+            expected: expected.to_string(),
+        }
+    }
+}

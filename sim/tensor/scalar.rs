@@ -1,0 +1,169 @@
+//! One typed element (`Scalar`) and the element conversion rules shared by the
+//! `convert` kernel, constants and reduction inits.
+
+use std::fmt;
+
+use crate::base::DType;
+
+use super::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, f64_to_bf16, f64_to_f16};
+
+/// A single element of any supported type (bf16/f16 as raw bits).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    F32(f32),
+    F64(f64),
+    BF16(u16),
+    F16(u16),
+    I1(bool),
+    I8(i8),
+    I32(i32),
+    I64(i64),
+    UI8(u8),
+    UI32(u32),
+    UI64(u64),
+}
+
+/// An element widened without loss: every float fits f64, every integer fits i128.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Wide {
+    F(f64),
+    I(i128),
+    B(bool),
+}
+
+impl Scalar {
+    /// Its element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Scalar::F32(_) => DType::F32,
+            Scalar::F64(_) => DType::F64,
+            Scalar::BF16(_) => DType::BF16,
+            Scalar::F16(_) => DType::F16,
+            Scalar::I1(_) => DType::I1,
+            Scalar::I8(_) => DType::I8,
+            Scalar::I32(_) => DType::I32,
+            Scalar::I64(_) => DType::I64,
+            Scalar::UI8(_) => DType::UI8,
+            Scalar::UI32(_) => DType::UI32,
+            Scalar::UI64(_) => DType::UI64,
+        }
+    }
+
+    pub(crate) fn wide(self) -> Wide {
+        match self {
+            Scalar::F32(x) => Wide::F(x as f64),
+            Scalar::F64(x) => Wide::F(x),
+            Scalar::BF16(x) => Wide::F(bf16_to_f32(x) as f64),
+            Scalar::F16(x) => Wide::F(f16_to_f32(x) as f64),
+            Scalar::I1(b) => Wide::B(b),
+            Scalar::I8(x) => Wide::I(x as i128),
+            Scalar::I32(x) => Wide::I(x as i128),
+            Scalar::I64(x) => Wide::I(x as i128),
+            Scalar::UI8(x) => Wide::I(x as i128),
+            Scalar::UI32(x) => Wide::I(x as i128),
+            Scalar::UI64(x) => Wide::I(x as i128),
+        }
+    }
+
+    pub(crate) fn from_wide(w: Wide, to: DType) -> Scalar {
+        match w {
+            Wide::F(x) => Scalar::from_f64(to, x),
+            Wide::I(i) => Scalar::from_i128(to, i),
+            Wide::B(b) => Scalar::from_i128(to, b as i128),
+        }
+    }
+
+    /// The value as f64 (exact for floats and bool; integers past 2^53 round).
+    pub fn to_f64(self) -> f64 {
+        match self.wide() {
+            Wide::F(x) => x,
+            Wide::I(i) => i as f64,
+            Wide::B(b) => b as u8 as f64,
+        }
+    }
+
+    /// The value as i128 for integer and bool scalars; `None` for floats.
+    pub fn to_i128(self) -> Option<i128> {
+        match self.wide() {
+            Wide::F(_) => None,
+            Wide::I(i) => Some(i),
+            Wide::B(b) => Some(b as i128),
+        }
+    }
+
+    /// `x` converted to `to` like StableHLO `convert`: floats round to nearest even
+    /// (once), integers truncate toward zero and saturate (NaN gives 0), bool is `x != 0`.
+    pub fn from_f64(to: DType, x: f64) -> Scalar {
+        match to {
+            DType::F32 => Scalar::F32(x as f32),
+            DType::F64 => Scalar::F64(x),
+            DType::BF16 => Scalar::BF16(f64_to_bf16(x)),
+            DType::F16 => Scalar::F16(f64_to_f16(x)),
+            DType::I1 => Scalar::I1(x != 0.0),
+            // Rust's float-to-int `as` truncates toward zero, saturates and maps NaN to 0, as XLA does.
+            DType::I8 => Scalar::I8(x as i8),
+            DType::I32 => Scalar::I32(x as i32),
+            DType::I64 => Scalar::I64(x as i64),
+            DType::UI8 => Scalar::UI8(x as u8),
+            DType::UI32 => Scalar::UI32(x as u32),
+            DType::UI64 => Scalar::UI64(x as u64),
+        }
+    }
+
+    /// Integer `i` converted to `to`: integers wrap (two's complement, like C), floats
+    /// round to nearest, bool is `i != 0`.
+    pub fn from_i128(to: DType, i: i128) -> Scalar {
+        match to {
+            DType::F32 => Scalar::F32(i as f32),
+            DType::F64 => Scalar::F64(i as f64),
+            DType::BF16 => Scalar::BF16(if i.unsigned_abs() < (1 << 24) {
+                f32_to_bf16(i as f32)
+            } else {
+                f64_to_bf16(i as f64)
+            }),
+            DType::F16 => Scalar::F16(if i.unsigned_abs() < (1 << 24) {
+                f32_to_f16(i as f32)
+            } else {
+                f64_to_f16(i as f64)
+            }),
+            DType::I1 => Scalar::I1(i != 0),
+            DType::I8 => Scalar::I8(i as i8),
+            DType::I32 => Scalar::I32(i as i32),
+            DType::I64 => Scalar::I64(i as i64),
+            DType::UI8 => Scalar::UI8(i as u8),
+            DType::UI32 => Scalar::UI32(i as u32),
+            DType::UI64 => Scalar::UI64(i as u64),
+        }
+    }
+
+    /// This value converted to `to` (the per-element rule of `convert`).
+    pub fn convert(self, to: DType) -> Scalar {
+        Scalar::from_wide(self.wide(), to)
+    }
+
+    /// Zero of `dtype` (false for i1).
+    pub fn zero(dtype: DType) -> Scalar {
+        Scalar::from_i128(dtype, 0)
+    }
+
+    /// One of `dtype` (true for i1).
+    pub fn one(dtype: DType) -> Scalar {
+        Scalar::from_i128(dtype, 1)
+    }
+
+    /// True when this is a NaN.
+    pub fn is_nan(self) -> bool {
+        matches!(self.wide(), Wide::F(x) if x.is_nan())
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.wide() {
+            Wide::F(x) => write!(f, "{x:?}")?,
+            Wide::I(i) => write!(f, "{i}")?,
+            Wide::B(b) => write!(f, "{b}")?,
+        }
+        write!(f, " : {}", self.dtype())
+    }
+}
