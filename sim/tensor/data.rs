@@ -259,29 +259,15 @@ impl Data {
     pub fn to_le_bytes(&self) -> Vec<u8> {
         match self {
             Data::I1(v) => v.iter().map(|&b| b as u8).collect(),
-            _ => with_data!(self, v => v.iter().flat_map(|x| LeBytes::le(*x)).collect()),
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::BF16(v) | Data::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::UI8(v) => v.clone(),
+            Data::UI32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::UI64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
-    }
-}
-
-/// Little-endian encoding of one element.
-pub(crate) trait LeBytes: Copy {
-    fn le(self) -> Vec<u8>;
-}
-
-macro_rules! le_bytes {
-    ($($t:ty),*) => {$(
-        impl LeBytes for $t {
-            fn le(self) -> Vec<u8> {
-                self.to_le_bytes().to_vec()
-            }
-        }
-    )*};
-}
-le_bytes!(f32, f64, u16, i8, i32, i64, u8, u32, u64);
-
-impl LeBytes for bool {
-    fn le(self) -> Vec<u8> {
-        vec![self as u8]
     }
 }
