@@ -8,3 +8,4 @@ mod mesh;
 mod propagate;
 mod sharding;
 mod strategies;
+mod tensor;
