@@ -12,13 +12,25 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
-/// Number of elements of `shape`, or an error when it does not fit in memory indices.
+/// The most elements one tensor may hold here (2^31): a reference interpreter that
+/// materializes every value refuses larger ones with an error instead of aborting
+/// on a failed allocation.
+pub const MAX_ELEMENTS: u64 = 1 << 31;
+
+/// Number of elements of `shape`, or an error above [`MAX_ELEMENTS`].
 pub fn element_count(op: &str, shape: &[u64]) -> Result<usize, TensorError> {
     let mut n: u64 = 1;
     for &d in shape {
-        n = n.checked_mul(d).ok_or_else(|| {
-            TensorError::invalid(op, format!("shape {shape:?} has more elements than fit in 64 bits"))
-        })?;
+        n = n.saturating_mul(d);
+    }
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    if n > MAX_ELEMENTS {
+        return Err(TensorError::invalid(
+            op,
+            format!("shape {shape:?} has more than the {MAX_ELEMENTS} elements a tensor may hold"),
+        ));
     }
     usize::try_from(n).map_err(|_| TensorError::invalid(op, format!("shape {shape:?} is too large")))
 }

@@ -5,3 +5,4 @@
 mod cases;
 mod npy_files;
 mod props;
+mod errors;
