@@ -54,7 +54,13 @@ pub fn split(x: &Tensor, dim: usize, parts: u64) -> Result<Vec<Tensor>, TensorEr
     (0..parts)
         .map(|p| {
             let ranges: Vec<(u64, u64)> = (0..x.rank())
-                .map(|d| if d == dim { (p * step, (p + 1) * step) } else { (0, x.shape()[d]) })
+                .map(|d| {
+                    if d == dim {
+                        (p * step, (p + 1) * step)
+                    } else {
+                        (0, x.shape()[d])
+                    }
+                })
                 .collect();
             extract_block(x, &ranges)
         })
@@ -71,7 +77,11 @@ pub fn extract_block(x: &Tensor, ranges: &[(u64, u64)]) -> Result<Tensor, Tensor
     if ranges.len() != x.rank() {
         return Err(TensorError::invalid(
             "extract_block",
-            format!("expected {} ranges (one per dim), found {}", x.rank(), ranges.len()),
+            format!(
+                "expected {} ranges (one per dim), found {}",
+                x.rank(),
+                ranges.len()
+            ),
         ));
     }
     let starts: Vec<u64> = ranges.iter().map(|r| r.0).collect();
@@ -123,7 +133,10 @@ pub fn pad_to_shape(x: &Tensor, shape: &[u64], value: Scalar) -> Result<Tensor, 
     if shape.len() != x.rank() || shape.iter().zip(x.shape()).any(|(s, d)| s < d) {
         return Err(TensorError::invalid(
             "pad_to_shape",
-            format!("cannot pad {:?} to {shape:?}: expected the same rank and no smaller dim", x.shape()),
+            format!(
+                "cannot pad {:?} to {shape:?}: expected the same rank and no smaller dim",
+                x.shape()
+            ),
         ));
     }
     let high: Vec<i64> = shape
@@ -137,7 +150,11 @@ pub fn pad_to_shape(x: &Tensor, shape: &[u64], value: Scalar) -> Result<Tensor, 
 
 /// `acc = acc (kind) x` elementwise, in the element type (`Avg` adds; divide with
 /// [`reduce_buffers`] or by hand at the end).
-pub fn accumulate_into(acc: &mut Tensor, x: &Tensor, kind: CollectiveReduction) -> Result<(), TensorError> {
+pub fn accumulate_into(
+    acc: &mut Tensor,
+    x: &Tensor,
+    kind: CollectiveReduction,
+) -> Result<(), TensorError> {
     *acc = binary(kind.op(), acc, x)?;
     Ok(())
 }
@@ -149,14 +166,21 @@ pub fn reduce_buffers(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tens
         .split_first()
         .ok_or_else(|| TensorError::invalid("reduce_buffers", "expected at least one buffer"))?;
     if kind == CollectiveReduction::Avg && first.dtype() == DType::I1 {
-        return Err(TensorError::dtype("reduce_buffers", DType::I1, "a float or integer type for avg"));
+        return Err(TensorError::dtype(
+            "reduce_buffers",
+            DType::I1,
+            "a float or integer type for avg",
+        ));
     }
     let mut acc = first.clone();
     for b in rest {
         accumulate_into(&mut acc, b, kind)?;
     }
     if kind == CollectiveReduction::Avg {
-        let n = Tensor::splat(acc.shape().to_vec(), Scalar::from_i128(acc.dtype(), bufs.len() as i128))?;
+        let n = Tensor::splat(
+            acc.shape().to_vec(),
+            Scalar::from_i128(acc.dtype(), bufs.len() as i128),
+        )?;
         acc = binary(BinaryOp::Divide, &acc, &n)?;
     }
     Ok(acc)

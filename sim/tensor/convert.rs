@@ -6,8 +6,8 @@
 use crate::base::DType;
 
 use super::data::Data;
-use super::{Scalar, Tensor};
 use super::TensorError;
+use super::{Scalar, Tensor};
 
 /// `x` converted to element type `to`.
 pub fn convert(x: &Tensor, to: DType) -> Result<Tensor, TensorError> {

@@ -33,7 +33,12 @@ impl DotDims {
 const OP: &str = "dot_general";
 
 /// Free dims of an operand (neither batch nor contracting), checking the others.
-fn free_dims(side: &str, t: &Tensor, batch: &[usize], contract: &[usize]) -> Result<Vec<usize>, TensorError> {
+fn free_dims(
+    side: &str,
+    t: &Tensor,
+    batch: &[usize],
+    contract: &[usize],
+) -> Result<Vec<usize>, TensorError> {
     let mut used = vec![false; t.rank()];
     for &d in batch.iter().chain(contract) {
         if d >= t.rank() || std::mem::replace(&mut used[d], true) {
@@ -50,8 +55,15 @@ fn free_dims(side: &str, t: &Tensor, batch: &[usize], contract: &[usize]) -> Res
 }
 
 /// `dot_general(lhs, rhs)` with result element type `out`.
-pub fn dot_general(lhs: &Tensor, rhs: &Tensor, dims: &DotDims, out: DType) -> Result<Tensor, TensorError> {
-    if dims.lhs_batch.len() != dims.rhs_batch.len() || dims.lhs_contract.len() != dims.rhs_contract.len() {
+pub fn dot_general(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    dims: &DotDims,
+    out: DType,
+) -> Result<Tensor, TensorError> {
+    if dims.lhs_batch.len() != dims.rhs_batch.len()
+        || dims.lhs_contract.len() != dims.rhs_contract.len()
+    {
         return Err(TensorError::invalid(
             OP,
             format!("lhs and rhs need as many batch and contracting dims, found {dims:?}"),
@@ -63,7 +75,11 @@ pub fn dot_general(lhs: &Tensor, rhs: &Tensor, dims: &DotDims, out: DType) -> Re
         }
     }
     if out == DType::I1 {
-        return Err(TensorError::dtype(OP, DType::I1, "a float or integer result type"));
+        return Err(TensorError::dtype(
+            OP,
+            DType::I1,
+            "a float or integer result type",
+        ));
     }
     let lhs_free = free_dims("lhs", lhs, &dims.lhs_batch, &dims.lhs_contract)?;
     let rhs_free = free_dims("rhs", rhs, &dims.rhs_batch, &dims.rhs_contract)?;
@@ -84,7 +100,8 @@ pub fn dot_general(lhs: &Tensor, rhs: &Tensor, dims: &DotDims, out: DType) -> Re
             }
         }
     }
-    let size = |t: &Tensor, ds: &[usize]| -> usize { ds.iter().map(|&d| t.shape()[d] as usize).product() };
+    let size =
+        |t: &Tensor, ds: &[usize]| -> usize { ds.iter().map(|&d| t.shape()[d] as usize).product() };
     let (b, m, n, k) = (
         size(lhs, &dims.lhs_batch),
         size(lhs, &lhs_free),
@@ -103,15 +120,24 @@ pub fn dot_general(lhs: &Tensor, rhs: &Tensor, dims: &DotDims, out: DType) -> Re
     let int_path = !lhs.dtype().is_float() && !rhs.dtype().is_float() && !out.is_float();
     let mut values = Vec::with_capacity(b * m * n);
     if int_path {
-        let (Data::I64(lv), Data::I64(rv)) = (convert(&l, DType::I64)?.into_data(), convert(&r, DType::I64)?.into_data()) else {
-            return Err(TensorError::invalid(OP, "integer operands did not widen to i64"));
+        let (Data::I64(lv), Data::I64(rv)) = (
+            convert(&l, DType::I64)?.into_data(),
+            convert(&r, DType::I64)?.into_data(),
+        ) else {
+            return Err(TensorError::invalid(
+                OP,
+                "integer operands did not widen to i64",
+            ));
         };
         for bi in 0..b {
             for mi in 0..m {
                 let lrow = &lv[(bi * m + mi) * k..][..k];
                 for ni in 0..n {
                     let rrow = &rv[(bi * n + ni) * k..][..k];
-                    let acc = lrow.iter().zip(rrow).fold(0i64, |acc, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
+                    let acc = lrow
+                        .iter()
+                        .zip(rrow)
+                        .fold(0i64, |acc, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
                     values.push(Scalar::from_i128(out, acc as i128));
                 }
             }

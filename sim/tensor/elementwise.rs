@@ -248,8 +248,17 @@ fn map16(v: &[u16], dec: fn(u16) -> f32, enc: fn(f32) -> u16, f: impl Fn(f32) ->
     v.iter().map(|&x| enc(f(dec(x)))).collect()
 }
 
-fn zip16(a: &[u16], b: &[u16], dec: fn(u16) -> f32, enc: fn(f32) -> u16, f: impl Fn(f32, f32) -> f32) -> Vec<u16> {
-    a.iter().zip(b).map(|(&x, &y)| enc(f(dec(x), dec(y)))).collect()
+fn zip16(
+    a: &[u16],
+    b: &[u16],
+    dec: fn(u16) -> f32,
+    enc: fn(f32) -> u16,
+    f: impl Fn(f32, f32) -> f32,
+) -> Vec<u16> {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| enc(f(dec(x), dec(y))))
+        .collect()
 }
 
 /// Check that `op` is defined on `dtype`.
@@ -283,8 +292,12 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor, TensorError> {
         match x.data() {
             Data::F32(v) => Data::F32(v.iter().map(|&a| float_unary!(op, a, f32)).collect()),
             Data::F64(v) => Data::F64(v.iter().map(|&a| float_unary!(op, a, f64)).collect()),
-            Data::BF16(v) => Data::BF16(map16(v, bf16_to_f32, f32_to_bf16, |a| float_unary!(op, a, f32))),
-            Data::F16(v) => Data::F16(map16(v, f16_to_f32, f32_to_f16, |a| float_unary!(op, a, f32))),
+            Data::BF16(v) => Data::BF16(map16(v, bf16_to_f32, f32_to_bf16, |a| {
+                float_unary!(op, a, f32)
+            })),
+            Data::F16(v) => Data::F16(map16(v, f16_to_f32, f32_to_f16, |a| {
+                float_unary!(op, a, f32)
+            })),
             Data::I1(v) => Data::I1(v.iter().map(|&b| !b).collect()),
             Data::I8(v) => Data::I8(int_unary(op, v)),
             Data::I32(v) => Data::I32(int_unary(op, v)),
@@ -308,7 +321,11 @@ pub(crate) fn check_same(op: &str, a: &Tensor, b: &Tensor) -> Result<(), TensorE
     if a.dtype() != b.dtype() {
         return Err(TensorError::invalid(
             op,
-            format!("operand element types differ: {} vs {}", a.dtype(), b.dtype()),
+            format!(
+                "operand element types differ: {} vs {}",
+                a.dtype(),
+                b.dtype()
+            ),
         ));
     }
     Ok(())
@@ -318,9 +335,10 @@ fn check_binary(op: BinaryOp, dtype: DType) -> Result<(), TensorError> {
     let (ok, expected) = match (op, dtype) {
         (BinaryOp::Atan2, d) => (d.is_float(), "a float type"),
         (o, d) if o.is_bitwise() => (!d.is_float(), "i1 or an integer type"),
-        (BinaryOp::Subtract | BinaryOp::Divide | BinaryOp::Power | BinaryOp::Remainder, DType::I1) => {
-            (false, "a float or integer type")
-        }
+        (
+            BinaryOp::Subtract | BinaryOp::Divide | BinaryOp::Power | BinaryOp::Remainder,
+            DType::I1,
+        ) => (false, "a float or integer type"),
         _ => (true, ""),
     };
     if ok {
@@ -335,15 +353,23 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErro
     check_same(op.name(), a, b)?;
     check_binary(op, a.dtype())?;
     let data = match (a.data(), b.data()) {
-        (Data::F32(x), Data::F32(y)) => {
-            Data::F32(x.iter().zip(y).map(|(&p, &q)| float_binary!(op, p, q, f32)).collect())
+        (Data::F32(x), Data::F32(y)) => Data::F32(
+            x.iter()
+                .zip(y)
+                .map(|(&p, &q)| float_binary!(op, p, q, f32))
+                .collect(),
+        ),
+        (Data::F64(x), Data::F64(y)) => Data::F64(
+            x.iter()
+                .zip(y)
+                .map(|(&p, &q)| float_binary!(op, p, q, f64))
+                .collect(),
+        ),
+        (Data::BF16(x), Data::BF16(y)) => {
+            Data::BF16(zip16(x, y, bf16_to_f32, f32_to_bf16, |p, q| {
+                float_binary!(op, p, q, f32)
+            }))
         }
-        (Data::F64(x), Data::F64(y)) => {
-            Data::F64(x.iter().zip(y).map(|(&p, &q)| float_binary!(op, p, q, f64)).collect())
-        }
-        (Data::BF16(x), Data::BF16(y)) => Data::BF16(zip16(x, y, bf16_to_f32, f32_to_bf16, |p, q| {
-            float_binary!(op, p, q, f32)
-        })),
         (Data::F16(x), Data::F16(y)) => Data::F16(zip16(x, y, f16_to_f32, f32_to_f16, |p, q| {
             float_binary!(op, p, q, f32)
         })),
@@ -361,7 +387,12 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErro
         (Data::UI8(x), Data::UI8(y)) => Data::UI8(int_binary(op, x, y)),
         (Data::UI32(x), Data::UI32(y)) => Data::UI32(int_binary(op, x, y)),
         (Data::UI64(x), Data::UI64(y)) => Data::UI64(int_binary(op, x, y)),
-        _ => return Err(TensorError::invalid(op.name(), "operand element types differ")),
+        _ => {
+            return Err(TensorError::invalid(
+                op.name(),
+                "operand element types differ",
+            ))
+        }
     };
     Tensor::new(a.shape().to_vec(), data)
 }

@@ -46,7 +46,11 @@ pub fn f32_to_f16(x: f32) -> u16 {
     let exp = ((b >> 23) & 0xFF) as i32;
     let man = b & 0x7F_FFFF;
     if exp == 0xFF {
-        let nan_bits = if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
+        let nan_bits = if man != 0 {
+            0x200 | (man >> 13) as u16
+        } else {
+            0
+        };
         return sign | 0x7C00 | nan_bits;
     }
     let e = exp - 127 + 15;

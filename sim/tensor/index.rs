@@ -32,7 +32,8 @@ pub fn element_count(op: &str, shape: &[u64]) -> Result<usize, TensorError> {
             format!("shape {shape:?} has more than the {MAX_ELEMENTS} elements a tensor may hold"),
         ));
     }
-    usize::try_from(n).map_err(|_| TensorError::invalid(op, format!("shape {shape:?} is too large")))
+    usize::try_from(n)
+        .map_err(|_| TensorError::invalid(op, format!("shape {shape:?} is too large")))
 }
 
 /// Shape as usize (callers have checked the element count, so every dim fits).

@@ -12,10 +12,10 @@
 //! once; integers wrap (two's complement) as XLA does.
 
 mod data;
+mod dense;
 pub mod half;
 mod index;
 mod scalar;
-mod tensor;
 
 mod buffers;
 mod convert;
@@ -28,11 +28,12 @@ mod select;
 mod shape_ops;
 
 pub use buffers::{
-    accumulate_into, concat_pieces, extract_block, insert_block, pad_to_shape, reduce_buffers, split,
-    CollectiveReduction,
+    accumulate_into, concat_pieces, extract_block, insert_block, pad_to_shape, reduce_buffers,
+    split, CollectiveReduction,
 };
 pub use convert::convert;
 pub use data::Data;
+pub use dense::{allclose, max_abs_rel_error, Tensor};
 pub use dot::{dot_general, DotDims};
 pub use elementwise::{
     abs, add, and, atan2, binary, ceil, cosine, divide, exponential, exponential_minus_one, floor,
@@ -45,10 +46,9 @@ pub use reduce::{reduce, reduce_with, ReduceKind};
 pub use scalar::Scalar;
 pub use select::{clamp, compare, select, CompareDirection};
 pub use shape_ops::{
-    broadcast_in_dim, concatenate, constant_list, constant_splat, dynamic_slice, dynamic_update_slice,
-    iota, pad, reshape, reverse, slice, transpose,
+    broadcast_in_dim, concatenate, constant_list, constant_splat, dynamic_slice,
+    dynamic_update_slice, iota, pad, reshape, reverse, slice, transpose,
 };
-pub use tensor::{allclose, max_abs_rel_error, Tensor};
 
 /// Why a kernel refused its inputs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

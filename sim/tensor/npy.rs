@@ -140,7 +140,10 @@ impl HeaderParser<'_> {
     }
 
     fn found(&self) -> String {
-        let rest: String = self.s[self.pos.min(self.s.len())..].iter().take(20).collect();
+        let rest: String = self.s[self.pos.min(self.s.len())..]
+            .iter()
+            .take(20)
+            .collect();
         if rest.is_empty() {
             "the end of the header".to_string()
         } else {
@@ -173,16 +176,19 @@ impl HeaderParser<'_> {
             _ => return Err(header_err("a quoted string", self.found())),
         };
         let start = self.pos + 1;
-        let len = self.s[start..].iter().position(|&c| c == quote).ok_or_else(|| {
-            header_err("a closing quote", "an unterminated string")
-        })?;
+        let len = self.s[start..]
+            .iter()
+            .position(|&c| c == quote)
+            .ok_or_else(|| header_err("a closing quote", "an unterminated string"))?;
         self.pos = start + len + 1;
         Ok(self.s[start..start + len].iter().collect())
     }
 
     fn word(&mut self, w: &str) -> bool {
         let n = w.chars().count();
-        if self.s.len() >= self.pos + n && self.s[self.pos..self.pos + n].iter().copied().eq(w.chars()) {
+        if self.s.len() >= self.pos + n
+            && self.s[self.pos..self.pos + n].iter().copied().eq(w.chars())
+        {
             self.pos += n;
             true
         } else {
@@ -226,7 +232,10 @@ impl HeaderParser<'_> {
             }
             _ if self.word("True") => Ok(Value::Bool(true)),
             _ if self.word("False") => Ok(Value::Bool(false)),
-            _ => Err(header_err("a string, True, False or a tuple of sizes", self.found())),
+            _ => Err(header_err(
+                "a string, True, False or a tuple of sizes",
+                self.found(),
+            )),
         }
     }
 }
@@ -268,7 +277,10 @@ fn parse_header(text: &str) -> Result<Header, NpyError> {
     }
     p.ws();
     if p.pos != chars.len() {
-        return Err(header_err("only spaces and a newline after the dict", p.found()));
+        return Err(header_err(
+            "only spaces and a newline after the dict",
+            p.found(),
+        ));
     }
     let missing = |k: &str| header_err(format!("the key '{k}'"), "a header without it");
     let descr = descr.ok_or_else(|| missing("descr"))?;
@@ -279,7 +291,11 @@ fn parse_header(text: &str) -> Result<Header, NpyError> {
     if fortran && shape.len() > 1 {
         return Err(NpyError::FortranOrder);
     }
-    Ok(Header { descr, dtype, shape })
+    Ok(Header {
+        descr,
+        dtype,
+        shape,
+    })
 }
 
 /// Decode a whole `.npy` file held in memory.
@@ -299,7 +315,10 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
     };
     let len_end = 8 + len_size;
     if bytes.len() < len_end {
-        return Err(header_err(format!("a {len_size}-byte header length"), "the end of the file"));
+        return Err(header_err(
+            format!("a {len_size}-byte header length"),
+            "the end of the file",
+        ));
     }
     let mut len_bytes = [0u8; 4];
     len_bytes[..len_size].copy_from_slice(&bytes[8..len_end]);
@@ -324,9 +343,12 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
     let header = parse_header(&text)?;
     let n = super::index::element_count("npy", &header.shape)?;
     let width = header.dtype.size_bytes() as usize;
-    let expected = n
-        .checked_mul(width)
-        .ok_or_else(|| header_err("a shape whose byte size fits in memory", format!("{:?}", header.shape)))?;
+    let expected = n.checked_mul(width).ok_or_else(|| {
+        header_err(
+            "a shape whose byte size fits in memory",
+            format!("{:?}", header.shape),
+        )
+    })?;
     let data = &bytes[data_start..];
     if data.len() < expected {
         return Err(NpyError::Truncated {
@@ -363,7 +385,11 @@ fn header_text(descr: &str, shape: &[u64]) -> String {
         [d] => format!("({d},)"),
         _ => format!(
             "({})",
-            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_repr}, }}");
@@ -395,7 +421,7 @@ pub fn to_npy_bytes_version(t: &Tensor, major: u8) -> Result<Vec<u8>, NpyError> 
     out.extend_from_slice(&[major, 0]);
     out.extend_from_slice(&(total as u32).to_le_bytes()[..len_size]);
     out.extend_from_slice(header.as_bytes());
-    out.extend(std::iter::repeat_n(b' ', pad));
+    out.extend(vec![b' '; pad]);
     out.push(b'\n');
     out.extend_from_slice(&t.data().to_le_bytes());
     Ok(out)
@@ -416,7 +442,10 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
         path: path.display().to_string(),
         source,
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, &bytes).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(|e| {

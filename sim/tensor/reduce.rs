@@ -48,7 +48,9 @@ fn plan(op: &str, shape: &[u64], dims: &[usize]) -> Result<Plan, TensorError> {
     let offsets = |ds: &[usize]| {
         let sub: Vec<usize> = ds.iter().map(|&d| sizes[d]).collect();
         let mut out = Vec::new();
-        for_each_index(&sub, |i| out.push(i.iter().zip(ds).map(|(&x, &d)| x * strides[d]).sum()));
+        for_each_index(&sub, |i| {
+            out.push(i.iter().zip(ds).map(|(&x, &d)| x * strides[d]).sum())
+        });
         out
     };
     Ok(Plan {
@@ -59,17 +61,30 @@ fn plan(op: &str, shape: &[u64], dims: &[usize]) -> Result<Plan, TensorError> {
 }
 
 /// Reduce `x` over `dims` with `kind`, starting from `init` (of `x`'s type).
-pub fn reduce(x: &Tensor, init: Scalar, dims: &[usize], kind: ReduceKind) -> Result<Tensor, TensorError> {
+pub fn reduce(
+    x: &Tensor,
+    init: Scalar,
+    dims: &[usize],
+    kind: ReduceKind,
+) -> Result<Tensor, TensorError> {
     const OP: &str = "reduce";
     if init.dtype() != x.dtype() {
         return Err(TensorError::invalid(
             OP,
-            format!("init value has type {}, operand has {}", init.dtype(), x.dtype()),
+            format!(
+                "init value has type {}, operand has {}",
+                init.dtype(),
+                x.dtype()
+            ),
         ));
     }
     let dtype = x.dtype();
     if dtype.is_float() && matches!(kind, ReduceKind::And | ReduceKind::Or) {
-        return Err(TensorError::dtype(OP, dtype, "i1 or an integer type for and/or"));
+        return Err(TensorError::dtype(
+            OP,
+            dtype,
+            "i1 or an integer type for and/or",
+        ));
     }
     let p = plan(OP, x.shape(), dims)?;
     let mut values = Vec::with_capacity(p.out_base.len());
@@ -135,20 +150,32 @@ pub fn reduce_with(
     if inits.len() != inputs.len() {
         return Err(TensorError::invalid(
             OP,
-            format!("{} operands need as many init values, found {}", inputs.len(), inits.len()),
+            format!(
+                "{} operands need as many init values, found {}",
+                inputs.len(),
+                inits.len()
+            ),
         ));
     }
     for (i, (t, init)) in inputs.iter().zip(inits).enumerate() {
         if t.shape() != first.shape() {
             return Err(TensorError::invalid(
                 OP,
-                format!("operand {i} has shape {:?}, operand 0 has {:?}", t.shape(), first.shape()),
+                format!(
+                    "operand {i} has shape {:?}, operand 0 has {:?}",
+                    t.shape(),
+                    first.shape()
+                ),
             ));
         }
         if init.dtype() != t.dtype() {
             return Err(TensorError::invalid(
                 OP,
-                format!("init value {i} has type {}, operand has {}", init.dtype(), t.dtype()),
+                format!(
+                    "init value {i} has type {}, operand has {}",
+                    init.dtype(),
+                    t.dtype()
+                ),
             ));
         }
     }
@@ -161,7 +188,9 @@ pub fn reduce_with(
             elems.clear();
             elems.extend(inputs.iter().filter_map(|t| t.get_flat(base + off)));
             let next = body(&acc, &elems)?;
-            if next.len() != inputs.len() || next.iter().zip(inits).any(|(a, b)| a.dtype() != b.dtype()) {
+            if next.len() != inputs.len()
+                || next.iter().zip(inits).any(|(a, b)| a.dtype() != b.dtype())
+            {
                 return Err(TensorError::invalid(
                     OP,
                     format!(

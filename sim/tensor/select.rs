@@ -48,7 +48,10 @@ fn cmp_vec<T: PartialOrd + Copy>(dir: CompareDirection, a: &[T], b: &[T]) -> Vec
 }
 
 fn cmp16(dir: CompareDirection, a: &[u16], b: &[u16], dec: fn(u16) -> f32) -> Vec<bool> {
-    a.iter().zip(b).map(|(&x, &y)| dir.holds(dec(x), dec(y))).collect()
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| dir.holds(dec(x), dec(y)))
+        .collect()
 }
 
 /// Elementwise comparison giving i1. Floats follow IEEE (any comparison with NaN is
@@ -68,7 +71,12 @@ pub fn compare(a: &Tensor, b: &Tensor, dir: CompareDirection) -> Result<Tensor, 
         (Data::UI8(x), Data::UI8(y)) => cmp_vec(dir, x, y),
         (Data::UI32(x), Data::UI32(y)) => cmp_vec(dir, x, y),
         (Data::UI64(x), Data::UI64(y)) => cmp_vec(dir, x, y),
-        _ => return Err(TensorError::invalid("compare", "operand element types differ")),
+        _ => {
+            return Err(TensorError::invalid(
+                "compare",
+                "operand element types differ",
+            ))
+        }
     };
     Tensor::new(a.shape().to_vec(), Data::I1(out))
 }
@@ -78,10 +86,18 @@ pub fn compare(a: &Tensor, b: &Tensor, dir: CompareDirection) -> Result<Tensor, 
 pub fn select(pred: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor, TensorError> {
     check_same("select", on_true, on_false)?;
     let Data::I1(p) = pred.data() else {
-        return Err(TensorError::dtype("select", pred.dtype(), "i1 for the predicate"));
+        return Err(TensorError::dtype(
+            "select",
+            pred.dtype(),
+            "i1 for the predicate",
+        ));
     };
     if pred.rank() == 0 {
-        return Ok(if p[0] { on_true.clone() } else { on_false.clone() });
+        return Ok(if p[0] {
+            on_true.clone()
+        } else {
+            on_false.clone()
+        });
     }
     if pred.shape() != on_true.shape() {
         return Err(TensorError::invalid(
@@ -93,9 +109,15 @@ pub fn select(pred: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tens
             ),
         ));
     }
-    let picked: Vec<usize> = p.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
+    let picked: Vec<usize> = p
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b)
+        .map(|(i, _)| i)
+        .collect();
     let mut out = on_false.clone();
-    out.data_mut().scatter_from(&on_true.data().take(&picked), &picked);
+    out.data_mut()
+        .scatter_from(&on_true.data().take(&picked), &picked);
     Ok(out)
 }
 
@@ -106,7 +128,11 @@ pub fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor) -> Result<Tensor, TensorError
         if bound.dtype() != x.dtype() {
             return Err(TensorError::invalid(
                 "clamp",
-                format!("{what} has element type {}, operand has {}", bound.dtype(), x.dtype()),
+                format!(
+                    "{what} has element type {}, operand has {}",
+                    bound.dtype(),
+                    x.dtype()
+                ),
             ));
         }
         if bound.rank() == 0 {
@@ -125,7 +151,11 @@ pub fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor) -> Result<Tensor, TensorError
         }
     };
     if x.dtype() == DType::I1 {
-        return Err(TensorError::dtype("clamp", DType::I1, "a float or integer type"));
+        return Err(TensorError::dtype(
+            "clamp",
+            DType::I1,
+            "a float or integer type",
+        ));
     }
     let lo = widen(lo, "min")?;
     let hi = widen(hi, "max")?;

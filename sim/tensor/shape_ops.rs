@@ -21,7 +21,11 @@ fn check_len(op: &str, what: &str, got: usize, rank: usize) -> Result<(), Tensor
 }
 
 /// Gather `x` at the source positions computed for each output index.
-fn gather(x: &Tensor, out_shape: Vec<u64>, mut src: impl FnMut(&[usize]) -> usize) -> Result<Tensor, TensorError> {
+fn gather(
+    x: &Tensor,
+    out_shape: Vec<u64>,
+    mut src: impl FnMut(&[usize]) -> usize,
+) -> Result<Tensor, TensorError> {
     let out_dims: Vec<usize> = out_shape.iter().map(|&d| d as usize).collect();
     let mut idx = Vec::with_capacity(element_count("gather", &out_shape)?);
     for_each_index(&out_dims, |i| idx.push(src(i)));
@@ -34,7 +38,11 @@ pub fn constant_splat(shape: Vec<u64>, value: Scalar) -> Result<Tensor, TensorEr
 }
 
 /// StableHLO `constant` with one value per element (row-major), each converted to `dtype`.
-pub fn constant_list(shape: Vec<u64>, dtype: DType, values: &[Scalar]) -> Result<Tensor, TensorError> {
+pub fn constant_list(
+    shape: Vec<u64>,
+    dtype: DType,
+    values: &[Scalar],
+) -> Result<Tensor, TensorError> {
     let n = element_count("constant", &shape)?;
     if values.len() != n {
         return Err(TensorError::invalid(
@@ -50,7 +58,10 @@ pub fn iota(shape: Vec<u64>, dim: usize, dtype: DType) -> Result<Tensor, TensorE
     if dim >= shape.len() {
         return Err(TensorError::invalid(
             "iota",
-            format!("iota_dimension {dim} is out of range for rank {}", shape.len()),
+            format!(
+                "iota_dimension {dim} is out of range for rank {}",
+                shape.len()
+            ),
         ));
     }
     let n = element_count("iota", &shape)?;
@@ -66,18 +77,28 @@ pub fn iota(shape: Vec<u64>, dim: usize, dtype: DType) -> Result<Tensor, TensorE
 
 /// StableHLO `broadcast_in_dim`: operand dim `i` maps to result dim `dims[i]` and
 /// must be 1 or equal to it.
-pub fn broadcast_in_dim(x: &Tensor, out_shape: &[u64], dims: &[usize]) -> Result<Tensor, TensorError> {
+pub fn broadcast_in_dim(
+    x: &Tensor,
+    out_shape: &[u64],
+    dims: &[usize],
+) -> Result<Tensor, TensorError> {
     const OP: &str = "broadcast_in_dim";
     check_len(OP, "broadcast_dimensions", dims.len(), x.rank())?;
     for (i, &d) in dims.iter().enumerate() {
         if d >= out_shape.len() {
             return Err(TensorError::invalid(
                 OP,
-                format!("broadcast_dimensions[{i}] = {d} is out of range for result rank {}", out_shape.len()),
+                format!(
+                    "broadcast_dimensions[{i}] = {d} is out of range for result rank {}",
+                    out_shape.len()
+                ),
             ));
         }
         if dims[..i].contains(&d) {
-            return Err(TensorError::invalid(OP, format!("broadcast_dimensions {dims:?} repeat {d}")));
+            return Err(TensorError::invalid(
+                OP,
+                format!("broadcast_dimensions {dims:?} repeat {d}"),
+            ));
         }
         let size = x.shape()[i];
         if size != 1 && size != out_shape[d] {
@@ -95,7 +116,13 @@ pub fn broadcast_in_dim(x: &Tensor, out_shape: &[u64], dims: &[usize]) -> Result
     gather(x, out_shape.to_vec(), |idx| {
         dims.iter()
             .enumerate()
-            .map(|(i, &d)| if in_shape[i] == 1 { 0 } else { idx[d] * strides[i] })
+            .map(|(i, &d)| {
+                if in_shape[i] == 1 {
+                    0
+                } else {
+                    idx[d] * strides[i]
+                }
+            })
             .sum()
     })
 }
@@ -130,11 +157,18 @@ pub fn transpose(x: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
     }
     let strides = row_major_strides(&x.dims());
     let out_shape: Vec<u64> = perm.iter().map(|&p| x.shape()[p]).collect();
-    gather(x, out_shape, |idx| idx.iter().zip(perm).map(|(&i, &p)| i * strides[p]).sum())
+    gather(x, out_shape, |idx| {
+        idx.iter().zip(perm).map(|(&i, &p)| i * strides[p]).sum()
+    })
 }
 
 /// StableHLO `slice`: `[start, limit)` with a positive stride per dim.
-pub fn slice(x: &Tensor, starts: &[u64], limits: &[u64], strides: &[u64]) -> Result<Tensor, TensorError> {
+pub fn slice(
+    x: &Tensor,
+    starts: &[u64],
+    limits: &[u64],
+    strides: &[u64],
+) -> Result<Tensor, TensorError> {
     const OP: &str = "slice";
     check_len(OP, "start indices", starts.len(), x.rank())?;
     check_len(OP, "limit indices", limits.len(), x.rank())?;
@@ -159,7 +193,12 @@ pub fn slice(x: &Tensor, starts: &[u64], limits: &[u64], strides: &[u64]) -> Res
 }
 
 /// Clamp StableHLO start indices into `[0, size - len]` per dim.
-fn clamp_starts(op: &str, shape: &[u64], sizes: &[u64], starts: &[i64]) -> Result<Vec<u64>, TensorError> {
+fn clamp_starts(
+    op: &str,
+    shape: &[u64],
+    sizes: &[u64],
+    starts: &[i64],
+) -> Result<Vec<u64>, TensorError> {
     check_len(op, "start indices", starts.len(), shape.len())?;
     shape
         .iter()
@@ -187,12 +226,20 @@ pub fn dynamic_slice(x: &Tensor, starts: &[i64], sizes: &[u64]) -> Result<Tensor
 }
 
 /// StableHLO `dynamic_update_slice`: `update` written at the clamped start indices.
-pub fn dynamic_update_slice(x: &Tensor, update: &Tensor, starts: &[i64]) -> Result<Tensor, TensorError> {
+pub fn dynamic_update_slice(
+    x: &Tensor,
+    update: &Tensor,
+    starts: &[i64],
+) -> Result<Tensor, TensorError> {
     const OP: &str = "dynamic_update_slice";
     if update.dtype() != x.dtype() {
         return Err(TensorError::invalid(
             OP,
-            format!("update has element type {}, operand has {}", update.dtype(), x.dtype()),
+            format!(
+                "update has element type {}, operand has {}",
+                update.dtype(),
+                x.dtype()
+            ),
         ));
     }
     check_len(OP, "update dimensions", update.rank(), x.rank())?;
@@ -246,7 +293,13 @@ pub fn concatenate(tensors: &[Tensor], dim: usize) -> Result<Tensor, TensorError
 
 /// StableHLO `pad`: `low`/`high` may be negative (cropping); `interior` inserts
 /// that many padding elements between neighbours.
-pub fn pad(x: &Tensor, value: Scalar, low: &[i64], high: &[i64], interior: &[u64]) -> Result<Tensor, TensorError> {
+pub fn pad(
+    x: &Tensor,
+    value: Scalar,
+    low: &[i64],
+    high: &[i64],
+    interior: &[u64],
+) -> Result<Tensor, TensorError> {
     const OP: &str = "pad";
     check_len(OP, "edge_padding_low entries", low.len(), x.rank())?;
     check_len(OP, "edge_padding_high entries", high.len(), x.rank())?;
@@ -254,13 +307,21 @@ pub fn pad(x: &Tensor, value: Scalar, low: &[i64], high: &[i64], interior: &[u64
     if value.dtype() != x.dtype() {
         return Err(TensorError::invalid(
             OP,
-            format!("padding value has type {}, operand has {}", value.dtype(), x.dtype()),
+            format!(
+                "padding value has type {}, operand has {}",
+                value.dtype(),
+                x.dtype()
+            ),
         ));
     }
     let mut out_shape = Vec::with_capacity(x.rank());
     for d in 0..x.rank() {
         let size = x.shape()[d] as i128;
-        let dilated = if size == 0 { 0 } else { size + (size - 1) * interior[d] as i128 };
+        let dilated = if size == 0 {
+            0
+        } else {
+            size + (size - 1) * interior[d] as i128
+        };
         let n = low[d] as i128 + dilated + high[d] as i128;
         if n < 0 || n > u64::MAX as i128 {
             return Err(TensorError::invalid(
@@ -297,7 +358,10 @@ pub fn reverse(x: &Tensor, dims: &[usize]) -> Result<Tensor, TensorError> {
         if d >= x.rank() || std::mem::replace(&mut flip[d], true) {
             return Err(TensorError::invalid(
                 "reverse",
-                format!("dimensions {dims:?} must be distinct and below rank {}", x.rank()),
+                format!(
+                    "dimensions {dims:?} must be distinct and below rank {}",
+                    x.rank()
+                ),
             ));
         }
     }

@@ -10,7 +10,8 @@ use crate::common::fixture;
 
 fn load(spec: &Value) -> Tensor {
     let file = spec["file"].as_str().expect("file");
-    let tensor = read_npy(&fixture(&format!("tensor/cases/{file}"))).unwrap_or_else(|e| panic!("{e}"));
+    let tensor =
+        read_npy(&fixture(&format!("tensor/cases/{file}"))).unwrap_or_else(|e| panic!("{e}"));
     match spec.get("as").and_then(Value::as_str) {
         // Stored as f32; every value is a bf16 value, so this conversion is exact.
         Some("bf16") => t::convert(&tensor, DType::BF16).expect("to bf16"),
@@ -20,19 +21,38 @@ fn load(spec: &Value) -> Tensor {
 }
 
 fn usizes(p: &Value, key: &str) -> Vec<usize> {
-    p[key].as_array().unwrap_or_else(|| panic!("param {key}")).iter().map(|v| v.as_u64().unwrap() as usize).collect()
+    p[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("param {key}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect()
 }
 
 fn u64s(p: &Value, key: &str) -> Vec<u64> {
-    p[key].as_array().unwrap_or_else(|| panic!("param {key}")).iter().map(|v| v.as_u64().unwrap()).collect()
+    p[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("param {key}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
 }
 
 fn i64s(p: &Value, key: &str) -> Vec<i64> {
-    p[key].as_array().unwrap_or_else(|| panic!("param {key}")).iter().map(|v| v.as_i64().unwrap()).collect()
+    p[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("param {key}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect()
 }
 
 fn dtype(p: &Value, key: &str) -> DType {
-    p[key].as_str().unwrap_or_else(|| panic!("param {key}")).parse().unwrap()
+    p[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("param {key}"))
+        .parse()
+        .unwrap()
 }
 
 /// A scalar parameter of element type `dtype`: a JSON integer, float, bool or "inf"/"-inf".
@@ -65,8 +85,15 @@ fn argmax_body(acc: &[Scalar], elem: &[Scalar]) -> Result<Vec<Scalar>, TensorErr
 fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError> {
     let one = |r: Result<Tensor, TensorError>| r.map(|t| vec![t]);
     match kernel {
-        "unary" => one(t::unary(t::UnaryOp::from_name(p["op"].as_str().unwrap()).unwrap(), &x[0])),
-        "binary" => one(t::binary(t::BinaryOp::from_name(p["op"].as_str().unwrap()).unwrap(), &x[0], &x[1])),
+        "unary" => one(t::unary(
+            t::UnaryOp::from_name(p["op"].as_str().unwrap()).unwrap(),
+            &x[0],
+        )),
+        "binary" => one(t::binary(
+            t::BinaryOp::from_name(p["op"].as_str().unwrap()).unwrap(),
+            &x[0],
+            &x[1],
+        )),
         "compare" => one(t::compare(
             &x[0],
             &x[1],
@@ -75,12 +102,29 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
         "select" => one(t::select(&x[0], &x[1], &x[2])),
         "clamp" => one(t::clamp(&x[0], &x[1], &x[2])),
         "convert" => one(t::convert(&x[0], dtype(p, "to"))),
-        "iota" => one(t::iota(u64s(p, "shape"), p["dim"].as_u64().unwrap() as usize, dtype(p, "dtype"))),
-        "broadcast_in_dim" => one(t::broadcast_in_dim(&x[0], &u64s(p, "shape"), &usizes(p, "dims"))),
+        "iota" => one(t::iota(
+            u64s(p, "shape"),
+            p["dim"].as_u64().unwrap() as usize,
+            dtype(p, "dtype"),
+        )),
+        "broadcast_in_dim" => one(t::broadcast_in_dim(
+            &x[0],
+            &u64s(p, "shape"),
+            &usizes(p, "dims"),
+        )),
         "reshape" => one(t::reshape(&x[0], &u64s(p, "shape"))),
         "transpose" => one(t::transpose(&x[0], &usizes(p, "perm"))),
-        "slice" => one(t::slice(&x[0], &u64s(p, "starts"), &u64s(p, "limits"), &u64s(p, "strides"))),
-        "dynamic_slice" => one(t::dynamic_slice(&x[0], &i64s(p, "starts"), &u64s(p, "sizes"))),
+        "slice" => one(t::slice(
+            &x[0],
+            &u64s(p, "starts"),
+            &u64s(p, "limits"),
+            &u64s(p, "strides"),
+        )),
+        "dynamic_slice" => one(t::dynamic_slice(
+            &x[0],
+            &i64s(p, "starts"),
+            &u64s(p, "sizes"),
+        )),
         "dynamic_update_slice" => one(t::dynamic_update_slice(&x[0], &x[1], &i64s(p, "starts"))),
         "concatenate" => one(t::concatenate(x, p["dim"].as_u64().unwrap() as usize)),
         "pad" => one(t::pad(
@@ -110,7 +154,12 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
                 "or" => t::ReduceKind::Or,
                 k => panic!("unknown reduce kind {k}"),
             };
-            one(t::reduce(&x[0], scalar(&p["init"], x[0].dtype()), &usizes(p, "dims"), kind))
+            one(t::reduce(
+                &x[0],
+                scalar(&p["init"], x[0].dtype()),
+                &usizes(p, "dims"),
+                kind,
+            ))
         }
         "argmax" => {
             let dim = p["dim"].as_u64().unwrap() as usize;
@@ -118,7 +167,11 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
             let inits = [Scalar::F32(f32::NEG_INFINITY), Scalar::I32(0)];
             t::reduce_with(&[x[0].clone(), idx], &inits, &[dim], &mut argmax_body)
         }
-        "split" => t::split(&x[0], p["dim"].as_u64().unwrap() as usize, p["parts"].as_u64().unwrap()),
+        "split" => t::split(
+            &x[0],
+            p["dim"].as_u64().unwrap() as usize,
+            p["parts"].as_u64().unwrap(),
+        ),
         "reduce_buffers" => {
             let kind = match p["kind"].as_str().unwrap() {
                 "sum" => t::CollectiveReduction::Sum,
@@ -144,7 +197,11 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
             t::insert_block(&mut out, &x[1], &u64s(p, "starts"))?;
             Ok(vec![out])
         }
-        "pad_to_shape" => one(t::pad_to_shape(&x[0], &u64s(p, "shape"), scalar(&p["value"], x[0].dtype()))),
+        "pad_to_shape" => one(t::pad_to_shape(
+            &x[0],
+            &u64s(p, "shape"),
+            scalar(&p["value"], x[0].dtype()),
+        )),
         k => panic!("unknown kernel {k}"),
     }
 }
@@ -152,7 +209,11 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
 /// Why `got` does not match `want`, or `None` when it does.
 fn mismatch(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Option<String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
-        return Some(format!("got {}, expected {}", got.tensor_type(), want.tensor_type()));
+        return Some(format!(
+            "got {}, expected {}",
+            got.tensor_type(),
+            want.tensor_type()
+        ));
     }
     if got.dtype().is_float() {
         if !t::allclose(got, want, rtol, atol).unwrap() {
@@ -174,7 +235,11 @@ fn every_kernel_matches_numpy() {
     let text = std::fs::read_to_string(fixture("tensor/manifest.json")).unwrap();
     let manifest: Value = serde_json::from_str(&text).unwrap();
     let cases = manifest["cases"].as_array().unwrap();
-    assert!(cases.len() > 250, "manifest lists only {} cases", cases.len());
+    assert!(
+        cases.len() > 250,
+        "manifest lists only {} cases",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for c in cases {
         let name = c["name"].as_str().unwrap();
@@ -183,9 +248,11 @@ fn every_kernel_matches_numpy() {
         let (rtol, atol) = (c["rtol"].as_f64().unwrap(), c["atol"].as_f64().unwrap());
         match run(c["kernel"].as_str().unwrap(), &c["params"], &inputs) {
             Err(e) => failures.push(format!("{name}: error {e}")),
-            Ok(got) if got.len() != want.len() => {
-                failures.push(format!("{name}: {} outputs, expected {}", got.len(), want.len()))
-            }
+            Ok(got) if got.len() != want.len() => failures.push(format!(
+                "{name}: {} outputs, expected {}",
+                got.len(),
+                want.len()
+            )),
             Ok(got) => {
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     if let Some(why) = mismatch(g, w, rtol, atol) {
@@ -195,5 +262,11 @@ fn every_kernel_matches_numpy() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases fail:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

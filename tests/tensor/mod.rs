@@ -3,6 +3,6 @@
 //! by numpy, and properties checked with proptest.
 
 mod cases;
+mod errors;
 mod npy_files;
 mod props;
-mod errors;

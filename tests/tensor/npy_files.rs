@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use shardsim::base::DType;
-use shardsim::tensor::npy::{descr_of, parse_npy, read_npy, to_npy_bytes, to_npy_bytes_version, write_npy, NpyError};
+use shardsim::tensor::npy::{
+    descr_of, parse_npy, read_npy, to_npy_bytes, to_npy_bytes_version, write_npy, NpyError,
+};
 use shardsim::tensor::{Data, Scalar, Tensor};
 
 use crate::common::fixture;
@@ -25,7 +27,10 @@ fn npy_path(entry: &Value) -> PathBuf {
 fn same_value(got: Scalar, want: &Value) -> bool {
     match got.to_i128() {
         Some(i) if !got.dtype().is_float() => {
-            want.as_i64().map(i128::from).or_else(|| want.as_u64().map(i128::from)) == Some(i)
+            want.as_i64()
+                .map(i128::from)
+                .or_else(|| want.as_u64().map(i128::from))
+                == Some(i)
         }
         _ => {
             let w: f64 = want.as_str().unwrap().parse().unwrap();
@@ -44,18 +49,33 @@ fn reads_every_numpy_file_and_writes_identical_bytes() {
         let t = read_npy(&path).unwrap_or_else(|err| panic!("{err}"));
         let name = e["file"].as_str().unwrap();
         assert_eq!(descr_of(t.dtype()), e["dtype"].as_str(), "{name}");
-        let shape: Vec<u64> = e["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let shape: Vec<u64> = e["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         assert_eq!(t.shape(), &shape[..], "{name}");
         let values = e["values"].as_array().unwrap();
         assert_eq!(t.num_elements(), values.len(), "{name}");
         for (i, v) in values.iter().enumerate() {
-            assert!(same_value(t.get_flat(i).unwrap(), v), "{name} element {i}: {:?} vs {v}", t.get_flat(i));
+            assert!(
+                same_value(t.get_flat(i).unwrap(), v),
+                "{name} element {i}: {:?} vs {v}",
+                t.get_flat(i)
+            );
         }
         let major = e["version"][0].as_u64().unwrap() as u8;
         let ours = to_npy_bytes_version(&t, major).unwrap();
-        assert!(ours == std::fs::read(&path).unwrap(), "{name}: our bytes differ from numpy's");
+        assert!(
+            ours == std::fs::read(&path).unwrap(),
+            "{name}: our bytes differ from numpy's"
+        );
         if major == 1 {
-            assert!(to_npy_bytes(&t).unwrap() == ours, "{name}: default version is not 1.0");
+            assert!(
+                to_npy_bytes(&t).unwrap() == ours,
+                "{name}: default version is not 1.0"
+            );
         }
         checked += 1;
     }
@@ -65,10 +85,15 @@ fn reads_every_numpy_file_and_writes_identical_bytes() {
 #[test]
 fn unsupported_numpy_files_give_clear_errors() {
     for e in manifest_npy().iter().filter(|e| e.get("error").is_some()) {
-        let err = read_npy(&npy_path(e)).expect_err("must be rejected").to_string();
+        let err = read_npy(&npy_path(e))
+            .expect_err("must be rejected")
+            .to_string();
         let want = e["error"].as_str().unwrap();
         assert!(err.contains(want), "{err:?} should mention {want:?}");
-        assert!(err.contains(e["file"].as_str().unwrap()), "{err:?} should name the file");
+        assert!(
+            err.contains(e["file"].as_str().unwrap()),
+            "{err:?} should name the file"
+        );
     }
 }
 
@@ -79,15 +104,24 @@ fn truncated_and_corrupted_files_are_errors() {
     for cut in 0..bytes.len() {
         let err = parse_npy(&bytes[..cut]).expect_err("a truncated file must be rejected");
         if cut > header_end {
-            assert!(matches!(err, NpyError::Truncated { expected: 24, .. }), "cut {cut}: {err}");
+            assert!(
+                matches!(err, NpyError::Truncated { expected: 24, .. }),
+                "cut {cut}: {err}"
+            );
         }
     }
     let mut extra = bytes.clone();
     extra.push(0);
-    assert!(matches!(parse_npy(&extra), Err(NpyError::TrailingBytes { extra: 1 })));
+    assert!(matches!(
+        parse_npy(&extra),
+        Err(NpyError::TrailingBytes { extra: 1 })
+    ));
     let mut version = bytes.clone();
     version[6] = 4;
-    assert!(matches!(parse_npy(&version), Err(NpyError::UnsupportedVersion { major: 4, minor: 0 })));
+    assert!(matches!(
+        parse_npy(&version),
+        Err(NpyError::UnsupportedVersion { major: 4, minor: 0 })
+    ));
     let mut magic = bytes.clone();
     magic[1] = b'X';
     assert!(parse_npy(&magic).unwrap_err().to_string().contains("magic"));
@@ -105,26 +139,58 @@ fn with_header(header: &str, data: &[u8]) -> Vec<u8> {
 #[test]
 fn malformed_headers_say_what_was_expected() {
     let cases = [
-        ("{'descr': '<f4', 'shape': (2,), }\n", "the key 'fortran_order'"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}\n", "a string, True, False or a tuple"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 'y'}\n", "the keys 'descr'"),
-        ("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}\n", "a string, True, False or a tuple"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,-1)}\n", "a non-negative dimension size"),
+        (
+            "{'descr': '<f4', 'shape': (2,), }\n",
+            "the key 'fortran_order'",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}\n",
+            "a string, True, False or a tuple",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 'y'}\n",
+            "the keys 'descr'",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}\n",
+            "a string, True, False or a tuple",
+        ),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,-1)}\n",
+            "a non-negative dimension size",
+        ),
         ("['descr']\n", "'{'"),
-        ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk\n", "only spaces and a newline"),
+        (
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk\n",
+            "only spaces and a newline",
+        ),
         ("{'descr: '<f4'}\n", "':'"),
     ];
     for (header, want) in cases {
-        let err = parse_npy(&with_header(header, &[0; 8])).expect_err(header).to_string();
-        assert!(err.contains(want), "{header:?}: {err:?} should contain {want:?}");
+        let err = parse_npy(&with_header(header, &[0; 8]))
+            .expect_err(header)
+            .to_string();
+        assert!(
+            err.contains(want),
+            "{header:?}: {err:?} should contain {want:?}"
+        );
     }
     // Python-2 style long sizes and double quotes are accepted.
-    let ok = parse_npy(&with_header("{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2L,)}\n", &[1, 0, 0, 0, 2, 0, 0, 0]))
-        .unwrap();
+    let ok = parse_npy(&with_header(
+        "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2L,)}\n",
+        &[1, 0, 0, 0, 2, 0, 0, 0],
+    ))
+    .unwrap();
     assert_eq!(ok, Tensor::from_vec(vec![2], vec![1i32, 2]).unwrap());
     // Fortran order of a rank-1 array is the same layout as C order.
-    let f1 = parse_npy(&with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (1,)}\n", &1.0f32.to_le_bytes()));
-    assert_eq!(f1.unwrap(), Tensor::from_vec(vec![1], vec![1.0f32]).unwrap());
+    let f1 = parse_npy(&with_header(
+        "{'descr': '<f4', 'fortran_order': True, 'shape': (1,)}\n",
+        &1.0f32.to_le_bytes(),
+    ));
+    assert_eq!(
+        f1.unwrap(),
+        Tensor::from_vec(vec![1], vec![1.0f32]).unwrap()
+    );
 }
 
 #[test]
@@ -135,11 +201,21 @@ fn writes_atomically_and_rejects_bf16() {
     let t = Tensor::from_vec(vec![2, 2], vec![1.5f64, -2.0, 0.0, 1e300]).unwrap();
     write_npy(&path, &t).unwrap();
     assert_eq!(read_npy(&path).unwrap(), t);
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers.len(), 1, "temporary files left: {leftovers:?}");
     let bf16 = Tensor::new(vec![1], Data::BF16(vec![0x3F80])).unwrap();
-    assert!(matches!(write_npy(&path, &bf16), Err(NpyError::NoNpyDType(DType::BF16))));
-    assert_eq!(read_npy(&path).unwrap(), t, "a failed write must leave the old file");
+    assert!(matches!(
+        write_npy(&path, &bf16),
+        Err(NpyError::NoNpyDType(DType::BF16))
+    ));
+    assert_eq!(
+        read_npy(&path).unwrap(),
+        t,
+        "a failed write must leave the old file"
+    );
     let missing = read_npy(&dir.join("missing.npy")).unwrap_err().to_string();
     assert!(missing.contains("missing.npy"), "{missing}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -14,21 +14,29 @@ fn shape() -> impl Strategy<Value = Vec<u64>> {
 fn int_tensor() -> impl Strategy<Value = Tensor> {
     shape().prop_flat_map(|s| {
         let n = s.iter().product::<u64>() as usize;
-        prop::collection::vec(-1000i64..1000, n).prop_map(move |v| Tensor::from_vec(s.clone(), v).unwrap())
+        prop::collection::vec(-1000i64..1000, n)
+            .prop_map(move |v| Tensor::from_vec(s.clone(), v).unwrap())
     })
 }
 
 /// A tensor of any element type that .npy can hold (values from small integers,
 /// converted), with possibly empty dims.
 fn npy_tensor() -> impl Strategy<Value = Tensor> {
-    let dtypes: Vec<DType> = DType::ALL.into_iter().filter(|&d| d != DType::BF16).collect();
-    (prop::collection::vec(0u64..=3, 0..=4), prop::sample::select(dtypes)).prop_flat_map(|(s, d)| {
-        let n = s.iter().product::<u64>() as usize;
-        prop::collection::vec(-300i64..300, n).prop_map(move |v| {
-            let x = Tensor::from_vec(s.clone(), v).unwrap();
-            t::convert(&x, d).unwrap()
+    let dtypes: Vec<DType> = DType::ALL
+        .into_iter()
+        .filter(|&d| d != DType::BF16)
+        .collect();
+    (
+        prop::collection::vec(0u64..=3, 0..=4),
+        prop::sample::select(dtypes),
+    )
+        .prop_flat_map(|(s, d)| {
+            let n = s.iter().product::<u64>() as usize;
+            prop::collection::vec(-300i64..300, n).prop_map(move |v| {
+                let x = Tensor::from_vec(s.clone(), v).unwrap();
+                t::convert(&x, d).unwrap()
+            })
         })
-    })
 }
 
 fn inverse(perm: &[usize]) -> Vec<usize> {

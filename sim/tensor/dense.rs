@@ -34,7 +34,10 @@ impl Tensor {
         if data.len() != n {
             return Err(TensorError::invalid(
                 "tensor",
-                format!("shape {shape:?} needs {n} elements, data has {}", data.len()),
+                format!(
+                    "shape {shape:?} needs {n} elements, data has {}",
+                    data.len()
+                ),
             ));
         }
         Ok(Tensor {
@@ -72,13 +75,21 @@ impl Tensor {
 
     /// From f64 values, each rounded to `dtype` like `convert` (round to nearest even,
     /// integers truncated and saturated).
-    pub fn from_f64_values(shape: Vec<u64>, dtype: DType, values: &[f64]) -> Result<Tensor, TensorError> {
+    pub fn from_f64_values(
+        shape: Vec<u64>,
+        dtype: DType,
+        values: &[f64],
+    ) -> Result<Tensor, TensorError> {
         let scalars: Vec<Scalar> = values.iter().map(|&x| Scalar::from_f64(dtype, x)).collect();
         Tensor::from_scalars(shape, dtype, &scalars)
     }
 
     /// From scalars, each converted to `dtype` like `convert`.
-    pub fn from_scalars(shape: Vec<u64>, dtype: DType, values: &[Scalar]) -> Result<Tensor, TensorError> {
+    pub fn from_scalars(
+        shape: Vec<u64>,
+        dtype: DType,
+        values: &[Scalar],
+    ) -> Result<Tensor, TensorError> {
         let mut data = Data::filled(Scalar::zero(dtype), values.len());
         for (i, v) in values.iter().enumerate() {
             data.set(i, v.convert(dtype));
@@ -88,7 +99,11 @@ impl Tensor {
 
     /// From little-endian bytes (bool: one byte per element, nonzero is true), the
     /// layout of `.npy` data and MLIR hex constants.
-    pub fn from_le_bytes(shape: Vec<u64>, dtype: DType, bytes: &[u8]) -> Result<Tensor, TensorError> {
+    pub fn from_le_bytes(
+        shape: Vec<u64>,
+        dtype: DType,
+        bytes: &[u8],
+    ) -> Result<Tensor, TensorError> {
         let n = element_count("from_le_bytes", &shape)?;
         let width = dtype.size_bytes() as usize;
         if bytes.len() != n * width {
@@ -167,7 +182,10 @@ impl Tensor {
 
     /// Row-major strides in elements.
     pub fn strides(&self) -> Vec<u64> {
-        row_major_strides(&self.dims()).into_iter().map(|s| s as u64).collect()
+        row_major_strides(&self.dims())
+            .into_iter()
+            .map(|s| s as u64)
+            .collect()
     }
 
     /// Flat row-major position of multi-index `idx`.
@@ -179,7 +197,11 @@ impl Tensor {
             ));
         }
         let strides = self.strides();
-        Ok(idx.iter().zip(&strides).map(|(i, s)| (i * s) as usize).sum())
+        Ok(idx
+            .iter()
+            .zip(&strides)
+            .map(|(i, s)| (i * s) as usize)
+            .sum())
     }
 
     /// Element at multi-index `idx`.
@@ -201,7 +223,10 @@ impl Tensor {
         if value.dtype() != self.dtype {
             return Err(TensorError::invalid(
                 "set",
-                format!("value {value} does not have the tensor's type {}", self.dtype),
+                format!(
+                    "value {value} does not have the tensor's type {}",
+                    self.dtype
+                ),
             ));
         }
         self.data.set(i, value);
@@ -219,7 +244,11 @@ impl Tensor {
             (1, Some(s)) => Ok(s),
             _ => Err(TensorError::invalid(
                 "to_scalar",
-                format!("expected one element, shape {:?} has {}", self.shape, self.num_elements()),
+                format!(
+                    "expected one element, shape {:?} has {}",
+                    self.shape,
+                    self.num_elements()
+                ),
             )),
         }
     }
@@ -272,13 +301,16 @@ pub fn max_abs_rel_error(a: &Tensor, b: &Tensor) -> Result<(f64, f64), TensorErr
 /// |a - b| <= atol + rtol * |b|; infinities must match exactly; NaN matches NaN.
 pub fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<bool, TensorError> {
     same_shape("allclose", a, b)?;
-    Ok(a.to_f64_vec().into_iter().zip(b.to_f64_vec()).all(|(x, y)| {
-        if x.is_nan() || y.is_nan() {
-            x.is_nan() && y.is_nan()
-        } else if x.is_infinite() || y.is_infinite() {
-            x == y
-        } else {
-            (x - y).abs() <= atol + rtol * y.abs()
-        }
-    }))
+    Ok(a.to_f64_vec()
+        .into_iter()
+        .zip(b.to_f64_vec())
+        .all(|(x, y)| {
+            if x.is_nan() || y.is_nan() {
+                x.is_nan() && y.is_nan()
+            } else if x.is_infinite() || y.is_infinite() {
+                x == y
+            } else {
+                (x - y).abs() <= atol + rtol * y.abs()
+            }
+        }))
 }
