@@ -20,10 +20,11 @@ pub struct DotDims {
 }
 
 impl DotDims {
-    /// A plain matrix product (`stablehlo.dot` on rank-2 operands): contract lhs dim 1 with rhs dim 0.
-    pub fn matmul() -> DotDims {
+    /// The dims of `stablehlo.dot` (lhs rank 1 or 2, rhs rank 1 or 2): contract the
+    /// last lhs dim with the first rhs dim, no batch dims.
+    pub fn plain_dot(lhs_rank: usize) -> DotDims {
         DotDims {
-            lhs_contract: vec![1],
+            lhs_contract: vec![lhs_rank.saturating_sub(1)],
             rhs_contract: vec![0],
             ..DotDims::default()
         }

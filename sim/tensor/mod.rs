@@ -44,7 +44,7 @@ pub use elementwise::{
 pub use index::{row_major_strides, MAX_ELEMENTS};
 pub use reduce::{reduce, reduce_with, ReduceKind};
 pub use scalar::Scalar;
-pub use select::{clamp, compare, select, CompareDirection};
+pub use select::{clamp, compare, compare_total_order, select, CompareDirection};
 pub use shape_ops::{
     broadcast_in_dim, concatenate, constant_list, constant_splat, dynamic_slice,
     dynamic_update_slice, iota, pad, reshape, reverse, slice, transpose,

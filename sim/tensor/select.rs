@@ -31,6 +31,18 @@ impl CompareDirection {
         })
     }
 
+    fn holds_ord(self, ord: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareDirection::Eq => ord == Equal,
+            CompareDirection::Ne => ord != Equal,
+            CompareDirection::Lt => ord == Less,
+            CompareDirection::Le => ord != Greater,
+            CompareDirection::Gt => ord == Greater,
+            CompareDirection::Ge => ord != Less,
+        }
+    }
+
     fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {
             CompareDirection::Eq => a == b,
@@ -77,6 +89,39 @@ pub fn compare(a: &Tensor, b: &Tensor, dir: CompareDirection) -> Result<Tensor, 
                 "operand element types differ",
             ))
         }
+    };
+    Tensor::new(a.shape().to_vec(), Data::I1(out))
+}
+
+/// `compare` with StableHLO's `TOTALORDER` compare type: floats follow IEEE 754
+/// totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN, so NaN equals
+/// itself); other element types compare as in [`compare`].
+pub fn compare_total_order(
+    a: &Tensor,
+    b: &Tensor,
+    dir: CompareDirection,
+) -> Result<Tensor, TensorError> {
+    check_same("compare", a, b)?;
+    let total = |x: f64, y: f64| dir.holds_ord(x.total_cmp(&y));
+    let out: Vec<bool> = match (a.data(), b.data()) {
+        (Data::F32(x), Data::F32(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| dir.holds_ord(p.total_cmp(q)))
+            .collect(),
+        (Data::F64(x), Data::F64(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| dir.holds_ord(p.total_cmp(q)))
+            .collect(),
+        // bf16/f16 widen exactly and monotonically (NaN payloads included), so f64 totalOrder agrees.
+        (Data::BF16(_), Data::BF16(_)) | (Data::F16(_), Data::F16(_)) => a
+            .to_f64_vec()
+            .into_iter()
+            .zip(b.to_f64_vec())
+            .map(|(p, q)| total(p, q))
+            .collect(),
+        _ => return compare(a, b, dir),
     };
     Tensor::new(a.shape().to_vec(), Data::I1(out))
 }

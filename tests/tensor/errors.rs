@@ -162,3 +162,30 @@ fn integer_division_by_zero_follows_xla() {
         Tensor::from_vec(vec![3], vec![7i32, 0, -7]).unwrap()
     );
 }
+
+/// IEEE 754 totalOrder, StableHLO's `TOTALORDER` compare type.
+#[test]
+fn total_order_compare_orders_nan_and_signed_zero() {
+    let a = Tensor::from_vec(vec![5], vec![-0.0f32, f32::NAN, f32::NAN, -f32::NAN, 1.0]).unwrap();
+    let b = Tensor::from_vec(
+        vec![5],
+        vec![0.0f32, f32::INFINITY, f32::NAN, f32::NEG_INFINITY, 1.0],
+    )
+    .unwrap();
+    let lt = t::compare_total_order(&a, &b, t::CompareDirection::Lt).unwrap();
+    assert_eq!(
+        lt,
+        Tensor::from_vec(vec![5], vec![true, false, false, true, false]).unwrap()
+    );
+    let eq = t::compare_total_order(&a, &b, t::CompareDirection::Eq).unwrap();
+    assert_eq!(
+        eq,
+        Tensor::from_vec(vec![5], vec![false, false, true, false, true]).unwrap()
+    );
+    // The default (FLOAT) comparison differs exactly on these.
+    let float_eq = t::compare(&a, &b, t::CompareDirection::Eq).unwrap();
+    assert_eq!(
+        float_eq,
+        Tensor::from_vec(vec![5], vec![true, false, false, false, true]).unwrap()
+    );
+}

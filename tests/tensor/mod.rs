@@ -1,8 +1,10 @@
 //! Tensor kernels and .npy I/O: every kernel against numpy-computed fixtures
 //! (`tests/fixtures/tensor/manifest.json`, made by `gen.py`), .npy files written
-//! by numpy, and properties checked with proptest.
+//! by numpy, JAX programs transcribed op by op against JAX's outputs, and
+//! properties checked with proptest.
 
 mod cases;
 mod errors;
+mod jax_programs;
 mod npy_files;
 mod props;
