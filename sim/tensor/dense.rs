@@ -180,6 +180,11 @@ impl Tensor {
         to_usize(&self.shape)
     }
 
+    /// Size of the elements in bytes (i1 takes a byte), as a device stores them.
+    pub fn size_bytes(&self) -> u64 {
+        self.num_elements() as u64 * self.dtype.size_bytes()
+    }
+
     /// Row-major strides in elements.
     pub fn strides(&self) -> Vec<u64> {
         row_major_strides(&self.dims())

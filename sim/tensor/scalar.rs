@@ -91,6 +91,29 @@ impl Scalar {
         }
     }
 
+    /// A start index for `dynamic_slice`/`dynamic_update_slice` from an integer
+    /// scalar, saturated into i64 (the kernels clamp it into range); `None` for
+    /// floats and bool.
+    pub fn to_index(self) -> Option<i64> {
+        match self.wide() {
+            Wide::I(i) => Some(i.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
+            _ => None,
+        }
+    }
+
+    /// The element of type `dtype` whose bit pattern is the low bits of `bits` (MLIR
+    /// writes splat hex constants such as `0xFF800000` this way); bool is `bits != 0`.
+    pub fn from_bits(dtype: DType, bits: u64) -> Scalar {
+        match dtype {
+            DType::F32 => Scalar::F32(f32::from_bits(bits as u32)),
+            DType::F64 => Scalar::F64(f64::from_bits(bits)),
+            DType::BF16 => Scalar::BF16(bits as u16),
+            DType::F16 => Scalar::F16(bits as u16),
+            DType::I1 => Scalar::I1(bits != 0),
+            _ => Scalar::from_i128(dtype, bits as i128),
+        }
+    }
+
     /// `x` converted to `to` like StableHLO `convert`: floats round to nearest even
     /// (once), integers truncate toward zero and saturate (NaN gives 0), bool is `x != 0`.
     pub fn from_f64(to: DType, x: f64) -> Scalar {

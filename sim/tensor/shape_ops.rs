@@ -20,16 +20,48 @@ fn check_len(op: &str, what: &str, got: usize, rank: usize) -> Result<(), Tensor
     Ok(())
 }
 
-/// Gather `x` at the source positions computed for each output index.
-fn gather(
+/// Gather `x` where the source of output index `i` is `base + sum(i[d] * strides[d])`
+/// (transpose, broadcast, slice and reverse are all of this form). Offsets are
+/// updated incrementally, odometer style, instead of recomputed per element.
+fn affine_gather(
     x: &Tensor,
     out_shape: Vec<u64>,
-    mut src: impl FnMut(&[usize]) -> usize,
+    strides: &[isize],
+    base: isize,
 ) -> Result<Tensor, TensorError> {
-    let out_dims: Vec<usize> = out_shape.iter().map(|&d| d as usize).collect();
-    let mut idx = Vec::with_capacity(element_count("gather", &out_shape)?);
-    for_each_index(&out_dims, |i| idx.push(src(i)));
+    let n = element_count("gather", &out_shape)?;
+    let dims: Vec<usize> = out_shape.iter().map(|&d| d as usize).collect();
+    let mut idx = Vec::with_capacity(n);
+    if n > 0 {
+        let mut pos = vec![0usize; dims.len()];
+        let mut off = base;
+        'all: loop {
+            idx.push(off as usize);
+            let mut d = dims.len();
+            loop {
+                if d == 0 {
+                    break 'all;
+                }
+                d -= 1;
+                pos[d] += 1;
+                off += strides[d];
+                if pos[d] < dims[d] {
+                    break;
+                }
+                off -= strides[d] * dims[d] as isize;
+                pos[d] = 0;
+            }
+        }
+    }
     Tensor::new(out_shape, x.data().take(&idx))
+}
+
+/// Row-major strides of `x` as signed offsets.
+fn signed_strides(x: &Tensor) -> Vec<isize> {
+    row_major_strides(&x.dims())
+        .into_iter()
+        .map(|s| s as isize)
+        .collect()
 }
 
 /// StableHLO `constant` with a splat value.
@@ -111,20 +143,14 @@ pub fn broadcast_in_dim(
             ));
         }
     }
-    let strides = row_major_strides(&x.dims());
-    let in_shape = x.shape().to_vec();
-    gather(x, out_shape.to_vec(), |idx| {
-        dims.iter()
-            .enumerate()
-            .map(|(i, &d)| {
-                if in_shape[i] == 1 {
-                    0
-                } else {
-                    idx[d] * strides[i]
-                }
-            })
-            .sum()
-    })
+    let in_strides = signed_strides(x);
+    let mut strides = vec![0isize; out_shape.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if x.shape()[i] != 1 {
+            strides[d] = in_strides[i];
+        }
+    }
+    affine_gather(x, out_shape.to_vec(), &strides, 0)
 }
 
 /// StableHLO `reshape` (row-major order is kept).
@@ -155,11 +181,10 @@ pub fn transpose(x: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
             ));
         }
     }
-    let strides = row_major_strides(&x.dims());
+    let in_strides = signed_strides(x);
     let out_shape: Vec<u64> = perm.iter().map(|&p| x.shape()[p]).collect();
-    gather(x, out_shape, |idx| {
-        idx.iter().zip(perm).map(|(&i, &p)| i * strides[p]).sum()
-    })
+    let strides: Vec<isize> = perm.iter().map(|&p| in_strides[p]).collect();
+    affine_gather(x, out_shape, &strides, 0)
 }
 
 /// StableHLO `slice`: `[start, limit)` with a positive stride per dim.
@@ -184,12 +209,21 @@ pub fn slice(
         }
         out_shape.push((l - s).div_ceil(st));
     }
-    let in_strides = row_major_strides(&x.dims());
-    gather(x, out_shape, |idx| {
-        (0..idx.len())
-            .map(|d| (starts[d] as usize + idx[d] * strides[d] as usize) * in_strides[d])
-            .sum()
-    })
+    let in_strides = signed_strides(x);
+    // A dim with one output element never steps (its stride may be huge).
+    let steps: Vec<isize> = (0..x.rank())
+        .map(|d| {
+            if out_shape[d] <= 1 {
+                0
+            } else {
+                in_strides[d] * strides[d] as isize
+            }
+        })
+        .collect();
+    let base: isize = (0..x.rank())
+        .map(|d| in_strides[d] * starts[d] as isize)
+        .sum();
+    affine_gather(x, out_shape, &steps, base)
 }
 
 /// Clamp StableHLO start indices into `[0, size - len]` per dim.
@@ -365,11 +399,20 @@ pub fn reverse(x: &Tensor, dims: &[usize]) -> Result<Tensor, TensorError> {
             ));
         }
     }
-    let in_dims = x.dims();
-    let strides = row_major_strides(&in_dims);
-    gather(x, x.shape().to_vec(), |idx| {
-        (0..idx.len())
-            .map(|d| if flip[d] { in_dims[d] - 1 - idx[d] } else { idx[d] } * strides[d])
-            .sum()
-    })
+    let in_strides = signed_strides(x);
+    let strides: Vec<isize> = (0..x.rank())
+        .map(|d| {
+            if flip[d] {
+                -in_strides[d]
+            } else {
+                in_strides[d]
+            }
+        })
+        .collect();
+    // Flipped dims start at their last element (never read when a dim is empty).
+    let base: isize = (0..x.rank())
+        .filter(|&d| flip[d])
+        .map(|d| (x.shape()[d] as isize - 1) * in_strides[d])
+        .sum();
+    affine_gather(x, x.shape().to_vec(), &strides, base)
 }

@@ -189,3 +189,29 @@ fn total_order_compare_orders_nan_and_signed_zero() {
         Tensor::from_vec(vec![5], vec![true, false, false, false, true]).unwrap()
     );
 }
+
+/// MLIR splat hex constants are bit patterns; dynamic start indices saturate.
+#[test]
+fn scalar_bit_patterns_and_indices() {
+    assert_eq!(
+        Scalar::from_bits(DType::F32, 0xFF80_0000),
+        Scalar::F32(f32::NEG_INFINITY)
+    );
+    assert_eq!(Scalar::from_bits(DType::BF16, 0x3F80).to_f64(), 1.0);
+    assert_eq!(Scalar::from_bits(DType::F16, 0x3C00).to_f64(), 1.0);
+    assert_eq!(Scalar::from_bits(DType::I32, 0xFFFF_FFFF), Scalar::I32(-1));
+    assert_eq!(Scalar::UI64(u64::MAX).to_index(), Some(i64::MAX));
+    assert_eq!(Scalar::I32(-3).to_index(), Some(-3));
+    assert_eq!(Scalar::F32(1.0).to_index(), None);
+    let x = Tensor::zeros(vec![2, 3], DType::BF16).unwrap();
+    assert_eq!(x.size_bytes(), 12);
+    assert_eq!(x.strides(), vec![3, 1]);
+}
+
+/// A stride larger than the dim takes just the start element (no overflow).
+#[test]
+fn slice_with_a_huge_stride_takes_the_start() {
+    let x = Tensor::from_vec(vec![2, 3], vec![1i32, 2, 3, 4, 5, 6]).unwrap();
+    let s = t::slice(&x, &[1, 1], &[2, 3], &[u64::MAX, 1]).unwrap();
+    assert_eq!(s, Tensor::from_vec(vec![1, 2], vec![5i32, 6]).unwrap());
+}
