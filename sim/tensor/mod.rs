@@ -42,7 +42,7 @@ pub use elementwise::{
     UnaryOp,
 };
 pub use index::{row_major_strides, MAX_ELEMENTS};
-pub use reduce::{reduce, reduce_with, ReduceKind};
+pub use reduce::{reduce, reduce_with, ReduceBody, ReduceKind};
 pub use scalar::Scalar;
 pub use select::{clamp, compare, compare_total_order, select, CompareDirection};
 pub use shape_ops::{
