@@ -3,7 +3,7 @@
 
 use crate::base::DType;
 
-use super::half::{bf16_to_f32, f16_to_f32};
+use super::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, f64_to_bf16, f64_to_f16};
 use super::Scalar;
 
 /// The elements of a tensor, row-major, one vector per element type.
@@ -236,6 +236,69 @@ impl Data {
             _ => return false,
         }
         true
+    }
+
+    /// f64 values converted to `dtype` like StableHLO `convert`: floats round to
+    /// nearest even once, integers truncate toward zero and saturate (NaN gives 0,
+    /// as XLA; Rust's float-to-int `as` does exactly this), i1 is `x != 0`.
+    pub fn from_f64s(dtype: DType, v: &[f64]) -> Data {
+        match dtype {
+            DType::F32 => Data::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F64 => Data::F64(v.to_vec()),
+            DType::BF16 => Data::BF16(v.iter().map(|&x| f64_to_bf16(x)).collect()),
+            DType::F16 => Data::F16(v.iter().map(|&x| f64_to_f16(x)).collect()),
+            DType::I1 => Data::I1(v.iter().map(|&x| x != 0.0).collect()),
+            DType::I8 => Data::I8(v.iter().map(|&x| x as i8).collect()),
+            DType::I32 => Data::I32(v.iter().map(|&x| x as i32).collect()),
+            DType::I64 => Data::I64(v.iter().map(|&x| x as i64).collect()),
+            DType::UI8 => Data::UI8(v.iter().map(|&x| x as u8).collect()),
+            DType::UI32 => Data::UI32(v.iter().map(|&x| x as u32).collect()),
+            DType::UI64 => Data::UI64(v.iter().map(|&x| x as u64).collect()),
+        }
+    }
+
+    /// Integer values converted to `dtype`: integers wrap (two's complement, like
+    /// C), floats round to nearest even once, i1 is `i != 0`.
+    pub fn from_i128s(dtype: DType, v: &[i128]) -> Data {
+        // Below 2^24 an integer is exact in f32, so one f32 rounding is the only one.
+        let to16 = |i: i128, narrow: fn(f32) -> u16, wide: fn(f64) -> u16| {
+            if i.unsigned_abs() < (1 << 24) {
+                narrow(i as f32)
+            } else {
+                wide(i as f64)
+            }
+        };
+        match dtype {
+            DType::F32 => Data::F32(v.iter().map(|&i| i as f32).collect()),
+            DType::F64 => Data::F64(v.iter().map(|&i| i as f64).collect()),
+            DType::BF16 => Data::BF16(
+                v.iter()
+                    .map(|&i| to16(i, f32_to_bf16, f64_to_bf16))
+                    .collect(),
+            ),
+            DType::F16 => Data::F16(v.iter().map(|&i| to16(i, f32_to_f16, f64_to_f16)).collect()),
+            DType::I1 => Data::I1(v.iter().map(|&i| i != 0).collect()),
+            DType::I8 => Data::I8(v.iter().map(|&i| i as i8).collect()),
+            DType::I32 => Data::I32(v.iter().map(|&i| i as i32).collect()),
+            DType::I64 => Data::I64(v.iter().map(|&i| i as i64).collect()),
+            DType::UI8 => Data::UI8(v.iter().map(|&i| i as u8).collect()),
+            DType::UI32 => Data::UI32(v.iter().map(|&i| i as u32).collect()),
+            DType::UI64 => Data::UI64(v.iter().map(|&i| i as u64).collect()),
+        }
+    }
+
+    /// Every integer or bool element as i128 (exact); `None` for float storage.
+    pub fn to_i128_vec(&self) -> Option<Vec<i128>> {
+        Some(match self {
+            Data::F32(_) | Data::F64(_) | Data::BF16(_) | Data::F16(_) => return None,
+            Data::I1(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::I8(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::I32(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::I64(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::UI8(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::UI32(v) => v.iter().map(|&x| x as i128).collect(),
+            Data::UI64(v) => v.iter().map(|&x| x as i128).collect(),
+        })
     }
 
     /// Every element as f64 (floats exactly; integers rounded past 2^53; bool as 0/1).

@@ -80,8 +80,7 @@ impl Tensor {
         dtype: DType,
         values: &[f64],
     ) -> Result<Tensor, TensorError> {
-        let scalars: Vec<Scalar> = values.iter().map(|&x| Scalar::from_f64(dtype, x)).collect();
-        Tensor::from_scalars(shape, dtype, &scalars)
+        Tensor::new(shape, Data::from_f64s(dtype, values))
     }
 
     /// From scalars, each converted to `dtype` like `convert`.
@@ -90,10 +89,23 @@ impl Tensor {
         dtype: DType,
         values: &[Scalar],
     ) -> Result<Tensor, TensorError> {
-        let mut data = Data::filled(Scalar::zero(dtype), values.len());
-        for (i, v) in values.iter().enumerate() {
-            data.set(i, v.convert(dtype));
-        }
+        let floats: Option<Vec<f64>> = values
+            .iter()
+            .map(|v| v.dtype().is_float().then(|| v.to_f64()))
+            .collect();
+        let ints: Option<Vec<i128>> = values.iter().map(|v| v.to_i128()).collect();
+        let data = match (floats, ints) {
+            (Some(f), _) => Data::from_f64s(dtype, &f),
+            (_, Some(i)) => Data::from_i128s(dtype, &i),
+            // A mix of float and integer scalars: convert one by one.
+            _ => {
+                let mut data = Data::filled(Scalar::zero(dtype), values.len());
+                for (i, v) in values.iter().enumerate() {
+                    data.set(i, v.convert(dtype));
+                }
+                data
+            }
+        };
         Tensor::new(shape, data)
     }
 

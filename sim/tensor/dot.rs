@@ -8,7 +8,7 @@ use crate::base::DType;
 use super::convert::convert;
 use super::data::Data;
 use super::shape_ops::transpose;
-use super::{Scalar, Tensor, TensorError};
+use super::{Tensor, TensorError};
 
 /// The dimension numbers of a `dot_general`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -119,7 +119,7 @@ pub fn dot_general(
     out_shape.extend(rhs_free.iter().map(|&d| rhs.shape()[d]));
 
     let int_path = !lhs.dtype().is_float() && !rhs.dtype().is_float() && !out.is_float();
-    let mut values = Vec::with_capacity(b * m * n);
+    let (mut ints, mut floats) = (Vec::new(), Vec::with_capacity(b * m * n));
     if int_path {
         let (Data::I64(lv), Data::I64(rv)) = (
             convert(&l, DType::I64)?.into_data(),
@@ -139,7 +139,7 @@ pub fn dot_general(
                         .iter()
                         .zip(rrow)
                         .fold(0i64, |acc, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
-                    values.push(Scalar::from_i128(out, acc as i128));
+                    ints.push(acc as i128);
                 }
             }
         }
@@ -151,10 +151,15 @@ pub fn dot_general(
                 for ni in 0..n {
                     let rrow = &rv[(bi * n + ni) * k..][..k];
                     let acc: f64 = lrow.iter().zip(rrow).map(|(&x, &y)| x * y).sum();
-                    values.push(Scalar::from_f64(out, acc));
+                    floats.push(acc);
                 }
             }
         }
     }
-    Tensor::from_scalars(out_shape, out, &values)
+    let data = if int_path {
+        Data::from_i128s(out, &ints)
+    } else {
+        Data::from_f64s(out, &floats)
+    };
+    Tensor::new(out_shape, data)
 }

@@ -8,6 +8,7 @@
 
 use crate::base::DType;
 
+use super::data::Data;
 use super::index::{for_each_index, row_major_strides};
 use super::{Scalar, Tensor, TensorError};
 
@@ -87,7 +88,7 @@ pub fn reduce(
         ));
     }
     let p = plan(OP, x.shape(), dims)?;
-    let mut values = Vec::with_capacity(p.out_base.len());
+    let (mut floats, mut ints) = (Vec::new(), Vec::new());
     if dtype.is_float() {
         let v = x.to_f64_vec();
         for &base in &p.out_base {
@@ -102,12 +103,10 @@ pub fn reduce(
                     _ => acc.min(e),
                 };
             }
-            values.push(Scalar::from_f64(dtype, acc));
+            floats.push(acc);
         }
     } else {
-        let v: Vec<i128> = (0..x.num_elements())
-            .map(|i| x.get_flat(i).and_then(Scalar::to_i128).unwrap_or(0))
-            .collect();
+        let v = x.data().to_i128_vec().unwrap_or_default();
         let boolean = dtype == DType::I1;
         for &base in &p.out_base {
             let mut acc = init.to_i128().unwrap_or(0);
@@ -124,10 +123,15 @@ pub fn reduce(
                     (ReduceKind::Or, false) => acc | e,
                 };
             }
-            values.push(Scalar::from_i128(dtype, acc));
+            ints.push(acc);
         }
     }
-    Tensor::from_scalars(p.out_shape, dtype, &values)
+    let data = if dtype.is_float() {
+        Data::from_f64s(dtype, &floats)
+    } else {
+        Data::from_i128s(dtype, &ints)
+    };
+    Tensor::new(p.out_shape, data)
 }
 
 /// The body of a general reduce: `(accumulators, elements) -> new accumulators`,

@@ -5,7 +5,8 @@ use std::fmt;
 
 use crate::base::DType;
 
-use super::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, f64_to_bf16, f64_to_f16};
+use super::data::Data;
+use super::half::{bf16_to_f32, f16_to_f32};
 
 /// A single element of any supported type (bf16/f16 as raw bits).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,46 +118,16 @@ impl Scalar {
     /// `x` converted to `to` like StableHLO `convert`: floats round to nearest even
     /// (once), integers truncate toward zero and saturate (NaN gives 0), bool is `x != 0`.
     pub fn from_f64(to: DType, x: f64) -> Scalar {
-        match to {
-            DType::F32 => Scalar::F32(x as f32),
-            DType::F64 => Scalar::F64(x),
-            DType::BF16 => Scalar::BF16(f64_to_bf16(x)),
-            DType::F16 => Scalar::F16(f64_to_f16(x)),
-            DType::I1 => Scalar::I1(x != 0.0),
-            // Rust's float-to-int `as` truncates toward zero, saturates and maps NaN to 0, as XLA does.
-            DType::I8 => Scalar::I8(x as i8),
-            DType::I32 => Scalar::I32(x as i32),
-            DType::I64 => Scalar::I64(x as i64),
-            DType::UI8 => Scalar::UI8(x as u8),
-            DType::UI32 => Scalar::UI32(x as u32),
-            DType::UI64 => Scalar::UI64(x as u64),
-        }
+        // One rule for scalars and whole tensors: the vector conversion.
+        Data::from_f64s(to, &[x]).get(0).unwrap_or(Scalar::F64(x))
     }
 
     /// Integer `i` converted to `to`: integers wrap (two's complement, like C), floats
-    /// round to nearest, bool is `i != 0`.
+    /// round to nearest even once, bool is `i != 0`.
     pub fn from_i128(to: DType, i: i128) -> Scalar {
-        match to {
-            DType::F32 => Scalar::F32(i as f32),
-            DType::F64 => Scalar::F64(i as f64),
-            DType::BF16 => Scalar::BF16(if i.unsigned_abs() < (1 << 24) {
-                f32_to_bf16(i as f32)
-            } else {
-                f64_to_bf16(i as f64)
-            }),
-            DType::F16 => Scalar::F16(if i.unsigned_abs() < (1 << 24) {
-                f32_to_f16(i as f32)
-            } else {
-                f64_to_f16(i as f64)
-            }),
-            DType::I1 => Scalar::I1(i != 0),
-            DType::I8 => Scalar::I8(i as i8),
-            DType::I32 => Scalar::I32(i as i32),
-            DType::I64 => Scalar::I64(i as i64),
-            DType::UI8 => Scalar::UI8(i as u8),
-            DType::UI32 => Scalar::UI32(i as u32),
-            DType::UI64 => Scalar::UI64(i as u64),
-        }
+        Data::from_i128s(to, &[i])
+            .get(0)
+            .unwrap_or(Scalar::I64(i as i64))
     }
 
     /// This value converted to `to` (the per-element rule of `convert`).

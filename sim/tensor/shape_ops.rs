@@ -98,13 +98,9 @@ pub fn iota(shape: Vec<u64>, dim: usize, dtype: DType) -> Result<Tensor, TensorE
     }
     let n = element_count("iota", &shape)?;
     let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    let mut data = Data::filled(Scalar::zero(dtype), n);
-    let mut flat = 0;
-    for_each_index(&dims, |i| {
-        data.set(flat, Scalar::from_i128(dtype, i[dim] as i128));
-        flat += 1;
-    });
-    Tensor::new(shape, data)
+    let mut values = Vec::with_capacity(n);
+    for_each_index(&dims, |i| values.push(i[dim] as i128));
+    Tensor::new(shape, Data::from_i128s(dtype, &values))
 }
 
 /// StableHLO `broadcast_in_dim`: operand dim `i` maps to result dim `dims[i]` and
