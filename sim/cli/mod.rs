@@ -2,6 +2,7 @@
 //! dispatch. Each subcommand lives in its own module.
 
 mod bench_propagate;
+mod interp_cmd;
 mod mesh_cmd;
 mod output;
 mod propagate_cmd;
@@ -21,6 +22,8 @@ pub enum Command {
     /// Show a device mesh in Shardy, TF DTensor and TVM form, every device's
     /// coordinates and, with --sharding and --tensor, each device's shard.
     Mesh(mesh_cmd::MeshArgs),
+    /// Evaluate a program on one device (the numerics reference) and write out<i>.npy.
+    Interp(interp_cmd::InterpArgs),
     /// Complete a program's shardings as Shardy (JAX's propagator) would.
     Propagate(propagate_cmd::PropagateArgs),
     /// Benchmarks (figures for the issue notes; not tests).
@@ -40,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Propagate(args) => propagate_cmd::run(args),
+        Command::Interp(args) => interp_cmd::run(args),
         Command::Bench(BenchCommand::Propagate(args)) => bench_propagate::run(args),
     }
 }

@@ -3,4 +3,5 @@
 
 mod fixtures;
 mod fuzz;
+mod interp;
 mod snippets;

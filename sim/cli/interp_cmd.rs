@@ -1,0 +1,63 @@
+//! `shardsim interp`: run a program on one device with the reference interpreter.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use shardsim::ir::interp::interpret;
+use shardsim::tensor::{npy, Tensor};
+
+use super::output::read_module;
+
+#[derive(Debug, Args)]
+pub struct InterpArgs {
+    /// The program (StableHLO + sdy text).
+    input: PathBuf,
+    /// Input arrays, one .npy file per function argument, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    inputs: Vec<PathBuf>,
+    /// Directory for the outputs out0.npy, out1.npy, ...
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Read `.npy` inputs, naming the file in errors.
+pub fn read_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Tensor>> {
+    paths
+        .iter()
+        .map(|p| npy::read_npy(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display())))
+        .collect()
+}
+
+/// Write `out<i>.npy` files into `dir` (created if missing).
+pub fn write_outputs(dir: &std::path::Path, outs: &[Tensor]) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    outs.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let p = dir.join(format!("out{i}.npy"));
+            npy::write_npy(&p, t).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            Ok(p)
+        })
+        .collect()
+}
+
+pub fn run(args: InterpArgs) -> anyhow::Result<()> {
+    let module = read_module(&args.input)?;
+    let inputs = read_inputs(&args.inputs)?;
+    let outs = interpret(&module, &inputs)?;
+    for (p, t) in write_outputs(&args.out, &outs)?.iter().zip(&outs) {
+        println!(
+            "{}: tensor<{}x{}>",
+            p.display(),
+            t.shape()
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("x"),
+            t.dtype()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,395 @@
+//! Op-by-op evaluation of a function body over an environment of tensors.
+
+use crate::base::DType;
+use crate::tensor::{self, DotDims as TDotDims, ReduceKind, Scalar as TScalar, Tensor};
+
+use super::super::{
+    BinaryOp, CompareType, DenseValue, Func, Module, Op, OpKind, Region, Scalar, ValueId,
+};
+use super::InterpError;
+
+/// Values computed so far, by value id.
+struct Env {
+    values: Vec<Option<Tensor>>,
+}
+
+impl Env {
+    fn get(&self, v: ValueId, op: &Op) -> Result<&Tensor, InterpError> {
+        self.values[v.0 as usize].as_ref().ok_or_else(|| {
+            InterpError::op(
+                op.loc,
+                op.kind.name(),
+                "an operand has no value (used before defined)",
+            )
+        })
+    }
+
+    fn set(&mut self, v: ValueId, t: Tensor) {
+        self.values[v.0 as usize] = Some(t);
+    }
+}
+
+/// Evaluate `func` on `args` and return its results.
+pub fn eval_func(
+    module: &Module,
+    func: &Func,
+    args: Vec<Tensor>,
+) -> Result<Vec<Tensor>, InterpError> {
+    let mut env = Env {
+        values: vec![None; func.values.len()],
+    };
+    for (&a, t) in func.args.iter().zip(args) {
+        env.set(a, t);
+    }
+    run_block(module, func, &func.body, &mut env)
+}
+
+/// Run ops in order; the terminator's operands are the block's results.
+fn run_block(
+    module: &Module,
+    func: &Func,
+    ops: &[super::super::OpId],
+    env: &mut Env,
+) -> Result<Vec<Tensor>, InterpError> {
+    for &id in ops {
+        let op = func.op(id);
+        if op.kind.is_terminator() {
+            return op
+                .operands
+                .iter()
+                .map(|&v| env.get(v, op).cloned())
+                .collect();
+        }
+        let outs = eval_op(module, func, op, env)?;
+        if outs.len() != op.results.len() {
+            return Err(InterpError::op(
+                op.loc,
+                op.kind.name(),
+                format!(
+                    "produced {} values for {} results",
+                    outs.len(),
+                    op.results.len()
+                ),
+            ));
+        }
+        for (&r, t) in op.results.iter().zip(outs) {
+            env.set(r, t);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Run a region with its block arguments bound to `args`.
+fn run_region(
+    module: &Module,
+    func: &Func,
+    region: &Region,
+    args: Vec<Tensor>,
+    env: &mut Env,
+) -> Result<Vec<Tensor>, InterpError> {
+    for (&a, t) in region.args.iter().zip(args) {
+        env.set(a, t);
+    }
+    run_block(module, func, &region.ops, env)
+}
+
+/// The reduction of a body that applies one binary op to (accumulator, element).
+pub fn reduce_kind_of(func: &Func, region: &Region) -> Option<ReduceKind> {
+    let [body, ret] = region.ops.as_slice() else {
+        return None;
+    };
+    let (body, ret) = (func.op(*body), func.op(*ret));
+    let OpKind::Binary(b) = body.kind else {
+        return None;
+    };
+    let [a0, a1] = region.args.as_slice() else {
+        return None;
+    };
+    let uses_args = body.operands == [*a0, *a1] || body.operands == [*a1, *a0];
+    if !uses_args || ret.operands != body.results {
+        return None;
+    }
+    Some(match b {
+        BinaryOp::Add => ReduceKind::Add,
+        BinaryOp::Multiply => ReduceKind::Mul,
+        BinaryOp::Maximum => ReduceKind::Max,
+        BinaryOp::Minimum => ReduceKind::Min,
+        BinaryOp::And => ReduceKind::And,
+        BinaryOp::Or => ReduceKind::Or,
+        _ => return None,
+    })
+}
+
+fn dims(v: &[u64]) -> Vec<usize> {
+    v.iter().map(|&d| d as usize).collect()
+}
+
+/// A constant's value as a tensor of type `ty`.
+fn constant(
+    value: &DenseValue,
+    shape: &[u64],
+    dtype: DType,
+) -> Result<Tensor, tensor::TensorError> {
+    let conv = |s: &Scalar| match *s {
+        Scalar::Float(f) => TScalar::from_f64(dtype, f),
+        Scalar::Int(i) => TScalar::from_i128(dtype, i),
+        Scalar::Bool(b) => TScalar::from_i128(dtype, i128::from(b)),
+    };
+    match value {
+        DenseValue::Splat(s) => tensor::constant_splat(shape.to_vec(), conv(s)),
+        DenseValue::Elements(list) => {
+            let values: Vec<TScalar> = list.iter().map(conv).collect();
+            tensor::constant_list(shape.to_vec(), dtype, &values)
+        }
+        DenseValue::Hex(bytes) => {
+            let n: u64 = shape.iter().product();
+            if bytes.len() as u64 == dtype.size_bytes() && n != 1 {
+                let one = Tensor::from_le_bytes(Vec::new(), dtype, bytes)?;
+                tensor::constant_splat(shape.to_vec(), one.to_scalar()?)
+            } else {
+                Tensor::from_le_bytes(shape.to_vec(), dtype, bytes)
+            }
+        }
+    }
+}
+
+fn eval_op(
+    module: &Module,
+    func: &Func,
+    op: &Op,
+    env: &mut Env,
+) -> Result<Vec<Tensor>, InterpError> {
+    let name = op.kind.name();
+    let err = |e: tensor::TensorError| InterpError::op(op.loc, name, e);
+    let arg = |i: usize| -> Result<&Tensor, InterpError> {
+        let v = *op
+            .operands
+            .get(i)
+            .ok_or_else(|| InterpError::op(op.loc, name, format!("missing operand {i}")))?;
+        env.get(v, op)
+    };
+    let result_ty = op.results.first().map(|&r| &func.value(r).ty);
+    let short = name.rsplit('.').next().unwrap_or(name);
+    let one = |t: Result<Tensor, tensor::TensorError>| t.map(|t| vec![t]).map_err(err);
+    match &op.kind {
+        OpKind::Unary(u) => {
+            let x = arg(0)?;
+            if short == "square" {
+                return one(tensor::multiply(x, x));
+            }
+            let k = tensor::UnaryOp::from_name(short)
+                .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
+            let _ = u;
+            one(tensor::unary(k, x))
+        }
+        OpKind::Binary(_) => {
+            let k = tensor::BinaryOp::from_name(short)
+                .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
+            one(tensor::binary(k, arg(0)?, arg(1)?))
+        }
+        OpKind::Compare { dir, cmp_type } => {
+            let d = tensor::CompareDirection::from_name(dir.name())
+                .ok_or_else(|| InterpError::op(op.loc, name, "bad direction"))?;
+            if *cmp_type == Some(CompareType::TotalOrder) {
+                one(tensor::compare_total_order(arg(0)?, arg(1)?, d))
+            } else {
+                one(tensor::compare(arg(0)?, arg(1)?, d))
+            }
+        }
+        OpKind::Select => one(tensor::select(arg(0)?, arg(1)?, arg(2)?)),
+        OpKind::Clamp => one(tensor::clamp(arg(0)?, arg(1)?, arg(2)?)),
+        OpKind::Convert => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            one(tensor::convert(arg(0)?, ty.dtype))
+        }
+        OpKind::Constant { value, .. } => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            one(constant(value, &ty.shape, ty.dtype))
+        }
+        OpKind::Iota { dim } => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            one(tensor::iota(ty.shape.clone(), *dim as usize, ty.dtype))
+        }
+        OpKind::BroadcastInDim { dims: d } => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            one(tensor::broadcast_in_dim(arg(0)?, &ty.shape, &dims(d)))
+        }
+        OpKind::Reshape => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            one(tensor::reshape(arg(0)?, &ty.shape))
+        }
+        OpKind::Transpose { perm } => one(tensor::transpose(arg(0)?, &dims(perm))),
+        OpKind::Slice {
+            start,
+            limit,
+            strides,
+        } => {
+            let to_u = |v: &[i64]| v.iter().map(|&x| x.max(0) as u64).collect::<Vec<u64>>();
+            one(tensor::slice(
+                arg(0)?,
+                &to_u(start),
+                &to_u(limit),
+                &to_u(strides),
+            ))
+        }
+        OpKind::DynamicSlice { sizes } => {
+            let starts = index_operands(op, env, 1)?;
+            one(tensor::dynamic_slice(arg(0)?, &starts, sizes))
+        }
+        OpKind::DynamicUpdateSlice => {
+            let starts = index_operands(op, env, 2)?;
+            one(tensor::dynamic_update_slice(arg(0)?, arg(1)?, &starts))
+        }
+        OpKind::Concatenate { dim } => {
+            let parts: Vec<Tensor> = op
+                .operands
+                .iter()
+                .map(|&v| env.get(v, op).cloned())
+                .collect::<Result<_, _>>()?;
+            one(tensor::concatenate(&parts, *dim as usize))
+        }
+        OpKind::Pad {
+            low,
+            high,
+            interior,
+        } => {
+            let value = arg(1)?.to_scalar().map_err(err)?;
+            let interior: Vec<u64> = interior.iter().map(|&x| x.max(0) as u64).collect();
+            one(tensor::pad(arg(0)?, value, low, high, &interior))
+        }
+        OpKind::Reverse { dims: d } => one(tensor::reverse(arg(0)?, &dims(d))),
+        OpKind::DotGeneral { dims: d, .. } => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            let td = TDotDims {
+                lhs_batch: dims(&d.lhs_batch),
+                rhs_batch: dims(&d.rhs_batch),
+                lhs_contract: dims(&d.lhs_contract),
+                rhs_contract: dims(&d.rhs_contract),
+            };
+            one(tensor::dot_general(arg(0)?, arg(1)?, &td, ty.dtype))
+        }
+        OpKind::Dot { .. } => {
+            let ty = result_ty.ok_or_else(|| InterpError::op(op.loc, name, "no result"))?;
+            let lhs = arg(0)?;
+            one(tensor::dot_general(
+                lhs,
+                arg(1)?,
+                &TDotDims::plain_dot(lhs.rank()),
+                ty.dtype,
+            ))
+        }
+        OpKind::Reduce { dims: d } => eval_reduce(module, func, op, &dims(d), env),
+        OpKind::ShardingConstraint { .. }
+        | OpKind::Reshard { .. }
+        | OpKind::PropagationBarrier { .. }
+        | OpKind::DataFlowEdge { .. }
+        | OpKind::AllGather { .. }
+        | OpKind::AllSlice { .. }
+        | OpKind::AllReduce { .. }
+        | OpKind::ReduceScatter { .. }
+        | OpKind::AllToAll { .. }
+        | OpKind::CollectivePermute { .. } => Ok(vec![arg(0)?.clone()]),
+        OpKind::ShardingGroup { .. } => Ok(Vec::new()),
+        OpKind::NamedComputation { .. } => {
+            let args: Vec<Tensor> = op
+                .operands
+                .iter()
+                .map(|&v| env.get(v, op).cloned())
+                .collect::<Result<_, _>>()?;
+            let region = op
+                .regions
+                .first()
+                .ok_or_else(|| InterpError::op(op.loc, name, "no body"))?;
+            run_region(module, func, region, args, env)
+        }
+        OpKind::Call { callee } => {
+            let args: Vec<Tensor> = op
+                .operands
+                .iter()
+                .map(|&v| env.get(v, op).cloned())
+                .collect::<Result<_, _>>()?;
+            let f = module
+                .func(callee)
+                .ok_or_else(|| InterpError::op(op.loc, name, format!("no function @{callee}")))?;
+            eval_func(module, f, args)
+        }
+        OpKind::ManualComputation { .. } => Err(InterpError::op(
+            op.loc,
+            name,
+            "a manual computation is per-device code; run it with the multi-device executor",
+        )),
+        OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Vec::new()),
+    }
+}
+
+/// Scalar index operands from position `from` on (dynamic slice starts).
+fn index_operands(op: &Op, env: &Env, from: usize) -> Result<Vec<i64>, InterpError> {
+    op.operands[from.min(op.operands.len())..]
+        .iter()
+        .map(|&v| {
+            let t = env.get(v, op)?;
+            t.to_scalar()
+                .ok()
+                .and_then(TScalar::to_index)
+                .ok_or_else(|| {
+                    InterpError::op(
+                        op.loc,
+                        op.kind.name(),
+                        "start indices must be integer scalars",
+                    )
+                })
+        })
+        .collect()
+}
+
+fn eval_reduce(
+    module: &Module,
+    func: &Func,
+    op: &Op,
+    dims: &[usize],
+    env: &mut Env,
+) -> Result<Vec<Tensor>, InterpError> {
+    let name = op.kind.name();
+    let n = op.operands.len() / 2;
+    let inputs: Vec<Tensor> = op.operands[..n]
+        .iter()
+        .map(|&v| env.get(v, op).cloned())
+        .collect::<Result<_, _>>()?;
+    let inits: Vec<TScalar> = op.operands[n..]
+        .iter()
+        .map(|&v| {
+            env.get(v, op)
+                .and_then(|t| t.to_scalar().map_err(|e| InterpError::op(op.loc, name, e)))
+        })
+        .collect::<Result<_, _>>()?;
+    let region = op
+        .regions
+        .first()
+        .ok_or_else(|| InterpError::op(op.loc, name, "no reducer body"))?;
+    if n == 1 {
+        if let Some(kind) = reduce_kind_of(func, region) {
+            return tensor::reduce(&inputs[0], inits[0], dims, kind)
+                .map(|t| vec![t])
+                .map_err(|e| InterpError::op(op.loc, name, e));
+        }
+    }
+    // General body: evaluate the region on scalars for every (accumulator, element) pair.
+    let mut failure: Option<InterpError> = None;
+    let mut body =
+        |acc: &[TScalar], elem: &[TScalar]| -> Result<Vec<TScalar>, tensor::TensorError> {
+            let args: Vec<Tensor> = acc.iter().chain(elem).map(|&s| Tensor::scalar(s)).collect();
+            match run_region(module, func, region, args, env) {
+                Ok(outs) => outs.iter().map(Tensor::to_scalar).collect(),
+                Err(e) => {
+                    let msg = e.to_string();
+                    failure = Some(e);
+                    Err(tensor::TensorError::invalid("reduce body", msg))
+                }
+            }
+        };
+    let result = tensor::reduce_with(&inputs, &inits, dims, &mut body);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    result.map_err(|e| InterpError::op(op.loc, name, e))
+}
