@@ -143,12 +143,59 @@ struct State<'m> {
 }
 
 /// Run propagation on every function of `module` (in place) and report the steps.
+///
+/// Functions reached through `func.call` are propagated as if inlined into
+/// their first caller (in module order) and take the shardings found there.
 pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
     let meshes = module.meshes.clone();
     let mut report = Report::default();
-    for func in &mut module.funcs {
-        let steps = propagate_func(func, &meshes, strategy)?;
-        report.steps.insert(func.name.clone(), steps);
+    let called: std::collections::BTreeSet<String> = module
+        .funcs
+        .iter()
+        .flat_map(|f| f.ops.iter())
+        .filter_map(|op| match &op.kind {
+            OpKind::Call { callee } => Some(callee.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut callee_shardings: BTreeMap<String, Vec<Option<TensorSharding>>> = BTreeMap::new();
+    for i in 0..module.funcs.len() {
+        if called.contains(&module.funcs[i].name) {
+            continue;
+        }
+        let mut func = module.funcs[i].clone();
+        let split = super::split::split_constants(&mut func);
+        let inlined =
+            super::calls::add_call_bodies(module, &mut func).map_err(PropagateError::Invalid)?;
+        let steps = propagate_func(&mut func, &meshes, strategy)?;
+        for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
+            callee_shardings.entry(name).or_insert(shardings);
+        }
+        super::split::unsplit(&mut func, split);
+        report.steps.insert(
+            func.name.clone(),
+            steps
+                .into_iter()
+                .filter(|s| (s.value.0 as usize) < func.values.len())
+                .collect(),
+        );
+        module.funcs[i] = func;
+    }
+    for f in &mut module.funcs {
+        if let Some(shardings) = callee_shardings.get(&f.name) {
+            for (v, s) in f.values.iter_mut().zip(shardings) {
+                v.sharding = s.clone();
+            }
+            let returned: Vec<ValueId> = f
+                .body
+                .last()
+                .map(|&r| f.op(r).operands.clone())
+                .unwrap_or_default();
+            f.result_shardings = returned
+                .iter()
+                .map(|&v| f.value(v).sharding.clone())
+                .collect();
+        }
     }
     Ok(report)
 }
@@ -439,8 +486,8 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     class,
                 });
             }
-            OpKind::NamedComputation { .. } => {
-                // Propagate through as if inlined: operands <-> block arguments,
+            OpKind::NamedComputation { .. } | OpKind::Call { .. } => {
+                // Propagate through as if inlined (a call carries a copy of its callee's body): operands <-> block arguments,
                 // returned values <-> results.
                 if let Some(region) = op.regions.first() {
                     for (&src, &arg) in op.operands.iter().zip(&region.args) {

@@ -3,9 +3,11 @@
 //! program-level driver (worklist, op-priority and user-priority schedules)
 //! builds on these.
 
+mod calls;
 pub mod driver;
 pub mod factor;
 pub mod projection;
+mod split;
 
 pub use driver::{propagate_module, PropagateError, Report, Step, Strategy};
 pub use factor::{

@@ -223,3 +223,40 @@ fn propagation_matches_shardy_on_every_fixture() {
         failures.join("\n")
     );
 }
+
+/// JAX's own export (`lowered.mlir`, with calls to private functions and
+/// `sharding_constraint`s as written) propagates to the same function results
+/// as Shardy's `after.mlir`: propagation goes through calls as if inlined.
+#[test]
+fn lowered_programs_with_calls_give_shardys_results() {
+    let mut failures = Vec::new();
+    let mut with_calls = 0;
+    for case in cases() {
+        let mut ours = load(&case.join("lowered.mlir"));
+        with_calls += usize::from(ours.funcs.len() > 1);
+        propagate_module(&mut ours, Strategy::default()).unwrap();
+        let theirs = load(&case.join("after.mlir"));
+        let (a, b) = (ours.entry().unwrap(), theirs.entry().unwrap());
+        for (i, (x, y)) in a
+            .result_shardings
+            .iter()
+            .zip(&b.result_shardings)
+            .enumerate()
+        {
+            let rank = b.result_types[i].rank();
+            if effective(x.as_ref(), rank) != effective(y.as_ref(), rank) {
+                failures.push(format!(
+                    "{}: result {i}: shardy [{}], ours [{}]",
+                    case.file_name().unwrap().to_string_lossy(),
+                    effective(y.as_ref(), rank),
+                    effective(x.as_ref(), rank)
+                ));
+            }
+        }
+    }
+    assert!(
+        with_calls >= 10,
+        "only {with_calls} fixtures call private functions"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

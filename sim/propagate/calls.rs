@@ -1,0 +1,161 @@
+//! Propagation through `func.call`: for the time of propagation, each call gets
+//! a private copy of its callee's body as a region (values and ops appended to
+//! the caller's arenas), which the driver treats like a named computation —
+//! as if inlined. Afterwards the copies are removed and the first call's
+//! shardings of each callee value are written back to the callee.
+
+use std::collections::BTreeMap;
+
+use crate::ir::{Func, Module, Op, OpId, OpKind, Region, Value, ValueDef, ValueId};
+use crate::sharding::TensorSharding;
+
+/// How deep calls may nest (a recursive program is refused past this).
+const MAX_DEPTH: usize = 32;
+
+/// What was added to a caller, to undo it.
+pub(super) struct Inlined {
+    /// Arena lengths before the copies were added.
+    values_len: usize,
+    ops_len: usize,
+    /// Per call op: the callee and the copy of each callee value (callee value index -> caller value).
+    calls: Vec<(OpId, String, Vec<Option<ValueId>>)>,
+}
+
+/// Give every call in `func` (recursively) a copy of its callee's body.
+pub(super) fn add_call_bodies(module: &Module, func: &mut Func) -> Result<Inlined, String> {
+    let mut inlined = Inlined {
+        values_len: func.values.len(),
+        ops_len: func.ops.len(),
+        calls: Vec::new(),
+    };
+    let mut pending: Vec<(OpId, usize)> = func.walk().into_iter().map(|id| (id, 0)).collect();
+    while let Some((id, depth)) = pending.pop() {
+        let OpKind::Call { callee } = &func.op(id).kind else {
+            continue;
+        };
+        let callee = callee.clone();
+        if depth >= MAX_DEPTH {
+            return Err(format!(
+                "calls nest deeper than {MAX_DEPTH} (recursion through @{callee}?)"
+            ));
+        }
+        let Some(f) = module.func(&callee) else {
+            return Err(format!("call of unknown function @{callee}"));
+        };
+        let (region, map, new_ops) = copy_body(f, func, id);
+        func.op_mut(id).regions.push(region);
+        pending.extend(new_ops.into_iter().map(|o| (o, depth + 1)));
+        inlined.calls.push((id, callee, map));
+    }
+    Ok(inlined)
+}
+
+/// Copy `callee`'s arguments and body into `func` as a region of `call`.
+fn copy_body(
+    callee: &Func,
+    func: &mut Func,
+    call: OpId,
+) -> (Region, Vec<Option<ValueId>>, Vec<OpId>) {
+    let mut map: Vec<Option<ValueId>> = vec![None; callee.values.len()];
+    let mut op_map: BTreeMap<OpId, OpId> = BTreeMap::new();
+    // Values first (their defining ops are fixed up below).
+    for (i, v) in callee.values.iter().enumerate() {
+        let new = func.add_value(Value {
+            name: format!("{}@{}", v.name, callee.name),
+            ty: v.ty.clone(),
+            sharding: v.sharding.clone(),
+            def: v.def,
+        });
+        map[i] = Some(new);
+    }
+    let mut new_ops = Vec::new();
+    for (i, op) in callee.ops.iter().enumerate() {
+        let id = func.add_op(Op {
+            kind: op.kind.clone(),
+            operands: op
+                .operands
+                .iter()
+                .map(|v| map[v.0 as usize].expect("copied"))
+                .collect(),
+            results: op
+                .results
+                .iter()
+                .map(|v| map[v.0 as usize].expect("copied"))
+                .collect(),
+            regions: Vec::new(),
+            rule: op.rule.clone(),
+            attrs: op.attrs.clone(),
+            loc: op.loc,
+        });
+        op_map.insert(OpId(i as u32), id);
+        new_ops.push(id);
+    }
+    let remap_region = |r: &Region, op_map: &BTreeMap<OpId, OpId>| Region {
+        args: r
+            .args
+            .iter()
+            .map(|v| map[v.0 as usize].expect("copied"))
+            .collect(),
+        ops: r.ops.iter().map(|o| op_map[o]).collect(),
+    };
+    for (i, op) in callee.ops.iter().enumerate() {
+        let regions: Vec<Region> = op
+            .regions
+            .iter()
+            .map(|r| remap_region(r, &op_map))
+            .collect();
+        func.op_mut(op_map[&OpId(i as u32)]).regions = regions;
+    }
+    for (i, v) in callee.values.iter().enumerate() {
+        let def = match v.def {
+            ValueDef::FuncArg(index) => ValueDef::BlockArg {
+                op: call,
+                region: 0,
+                index,
+            },
+            ValueDef::BlockArg { op, region, index } => ValueDef::BlockArg {
+                op: op_map[&op],
+                region,
+                index,
+            },
+            ValueDef::Result { op, index } => ValueDef::Result {
+                op: op_map[&op],
+                index,
+            },
+        };
+        func.value_mut(map[i].expect("copied")).def = def;
+    }
+    let region = Region {
+        args: callee
+            .args
+            .iter()
+            .map(|v| map[v.0 as usize].expect("copied"))
+            .collect(),
+        ops: callee.body.iter().map(|o| op_map[o]).collect(),
+    };
+    (region, map, new_ops)
+}
+
+/// Remove the copies from the caller; return the shardings each callee's
+/// values got in its first call (callee name -> per-value sharding).
+pub(super) fn remove_call_bodies(
+    func: &mut Func,
+    inlined: Inlined,
+) -> BTreeMap<String, Vec<Option<TensorSharding>>> {
+    let mut found: BTreeMap<String, Vec<Option<TensorSharding>>> = BTreeMap::new();
+    for (call, callee, map) in &inlined.calls {
+        if !found.contains_key(callee) {
+            let shardings = map
+                .iter()
+                .map(|v| v.and_then(|v| func.value(v).sharding.clone()))
+                .collect();
+            found.insert(callee.clone(), shardings);
+        }
+        if (call.0 as usize) < inlined.ops_len {
+            func.op_mut(*call).regions.clear();
+        }
+    }
+    func.values.truncate(inlined.values_len);
+    func.ops.truncate(inlined.ops_len);
+    found
+}
