@@ -6,8 +6,10 @@
 //! topology, engine, collectives, execution, calibration, scenarios: added by later work).
 
 pub mod base;
+pub mod engine;
 pub mod ir;
 pub mod mesh;
+pub mod net;
 pub mod propagate;
 pub mod rules;
 pub mod sharding;

@@ -1,0 +1,50 @@
+//! Directed links: a capacity in bytes per second and a latency. A network is a
+//! list of them; a link is named by its index (`LinkId`) in that list.
+
+use crate::engine::Time;
+
+/// Index of a link in the network's link list.
+pub type LinkId = usize;
+
+/// A directed link as given by the caller (the topology layer builds these).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    /// Bandwidth in bytes per second (finite, > 0).
+    pub capacity: f64,
+    /// Propagation plus fixed per-hop latency.
+    pub latency: Time,
+}
+
+impl Link {
+    pub fn new(capacity_bytes_per_sec: f64, latency: Time) -> Link {
+        Link { capacity: capacity_bytes_per_sec, latency }
+    }
+}
+
+/// Per-link state the model keeps while running.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkState {
+    pub nominal: f64,
+    pub capacity: f64,
+    pub latency: Time,
+    pub failed: bool,
+    /// Active flows (slots) crossing this link, in insertion order.
+    pub flows: Vec<u32>,
+    /// Scratch for component search and water-filling (epoch marks, local index).
+    pub mark: u32,
+    pub local: u32,
+}
+
+impl LinkState {
+    pub fn new(l: &Link) -> LinkState {
+        LinkState {
+            nominal: l.capacity,
+            capacity: l.capacity,
+            latency: l.latency,
+            failed: false,
+            flows: Vec::new(),
+            mark: 0,
+            local: 0,
+        }
+    }
+}

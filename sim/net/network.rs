@@ -1,0 +1,523 @@
+//! The flow-level model: active flows share link bandwidth max-min fairly
+//! (progressive filling), recomputed only over the connected component of flows
+//! and links that a change touches. A flow transmits from its start until its
+//! bytes are integrated away at its (piecewise constant) rate; it is delivered
+//! after that plus the sum of its route's latencies (and, with store-and-forward
+//! packets, the pipeline fill of one packet per extra hop).
+//!
+//! The model is passive: it never owns a clock. Every call takes `now`. Starts,
+//! finishes and link changes only mark links dirty; `flush(now)` recomputes the
+//! rates of the components they touch, once for all changes at the same instant
+//! (so k flows finishing together cost one recomputation, not k). The driver must
+//! call `flush` before its clock moves past `now`. Recomputation pushes the times
+//! at which re-rated flows finish into a timer list that the driver drains into
+//! its event queue; a timer made stale by a later rate change carries an old
+//! version and is ignored when it fires.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::engine::{transfer_ps, Time, TimeOverflow, PS_PER_SEC};
+
+use super::link::{Link, LinkId, LinkState};
+use super::NetError;
+
+/// A flow's slot in the model (reused after the flow ends).
+pub type FlowSlot = u32;
+
+/// A timer the driver must deliver back to `Network::on_timer` at its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetTimer {
+    pub slot: FlowSlot,
+    pub version: u32,
+}
+
+/// A flow finished transmitting; it is delivered at `deliver_at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxDone {
+    pub tag: u64,
+    pub deliver_at: Time,
+}
+
+/// A flow stopped by a link failure: its remaining bytes and route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocked {
+    pub slot: FlowSlot,
+    pub tag: u64,
+    pub link: LinkId,
+    pub remaining_bytes: f64,
+    pub route: Vec<LinkId>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Flow {
+    tag: u64,
+    route: Vec<LinkId>,
+    bytes: f64,
+    remaining: f64,
+    rate: f64,
+    last: Time,
+    /// Latency (and store-and-forward fill) added after transmission ends.
+    deliver_delay: Time,
+    version: u32,
+    active: bool,
+    in_use: bool,
+    mark: u32,
+    frozen: bool,
+    /// Started (or re-routed) since the last flush: must be timed even if its
+    /// computed rate equals the stale one.
+    fresh: bool,
+}
+
+/// Counters for benchmarks and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetStats {
+    pub flows_started: u64,
+    pub recomputations: u64,
+    pub timers: u64,
+    pub stale_timers: u64,
+    pub peak_active_flows: u64,
+}
+
+/// Flow-level network with max-min fair sharing.
+pub struct Network {
+    links: Vec<LinkState>,
+    flows: Vec<Flow>,
+    free: Vec<FlowSlot>,
+    active: u64,
+    epoch: u32,
+    packet_bytes: Option<u64>,
+    timers: Vec<(Time, NetTimer)>,
+    dirty: Vec<LinkId>,
+    stats: NetStats,
+    // Scratch buffers reused across recomputations.
+    comp_links: Vec<LinkId>,
+    comp_flows: Vec<FlowSlot>,
+    residual: Vec<f64>,
+    unfrozen: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+/// Remaining bytes below this fraction of a flow's size count as sent (absorbs
+/// float error from piecewise integration).
+const DONE_FRACTION: f64 = 1e-9;
+
+impl Network {
+    /// A network over `links`; errors on a non-positive or non-finite capacity.
+    pub fn new(links: &[Link]) -> Result<Network, NetError> {
+        for (i, l) in links.iter().enumerate() {
+            if !(l.capacity.is_finite() && l.capacity > 0.0) {
+                return Err(NetError::BadCapacity { link: i, capacity: l.capacity });
+            }
+        }
+        Ok(Network {
+            links: links.iter().map(LinkState::new).collect(),
+            flows: Vec::new(),
+            free: Vec::new(),
+            active: 0,
+            epoch: 0,
+            packet_bytes: None,
+            timers: Vec::new(),
+            dirty: Vec::new(),
+            stats: NetStats::default(),
+            comp_links: Vec::new(),
+            comp_flows: Vec::new(),
+            residual: Vec::new(),
+            unfrozen: Vec::new(),
+            heap: BinaryHeap::new(),
+        })
+    }
+
+    /// Store-and-forward packets of this size: a flow over h hops is delivered
+    /// (h - 1) packet transmission times later (pipeline fill), each at the
+    /// nominal capacity of the slowest link on its route.
+    pub fn set_packet_bytes(&mut self, packet: Option<u64>) {
+        self.packet_bytes = packet.filter(|&p| p > 0);
+    }
+
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    pub fn stats(&self) -> NetStats {
+        self.stats
+    }
+
+    pub fn active_flows(&self) -> u64 {
+        self.active
+    }
+
+    /// Current capacity of a link (0 when failed).
+    pub fn capacity(&self, link: LinkId) -> f64 {
+        self.links[link].capacity
+    }
+
+    pub fn is_failed(&self, link: LinkId) -> bool {
+        self.links[link].failed
+    }
+
+    pub fn latency(&self, link: LinkId) -> Time {
+        self.links[link].latency
+    }
+
+    /// Sum of the current rates of the flows on `link`.
+    pub fn link_load(&self, link: LinkId) -> f64 {
+        self.links[link].flows.iter().map(|&s| self.flows[s as usize].rate).sum()
+    }
+
+    /// Active flows on `link` (slots).
+    pub fn flows_on(&self, link: LinkId) -> &[FlowSlot] {
+        &self.links[link].flows
+    }
+
+    /// Rate, route and tag of an active flow.
+    pub fn flow_rate(&self, slot: FlowSlot) -> Option<(f64, &[LinkId], u64)> {
+        let f = self.flows.get(slot as usize)?;
+        f.active.then_some((f.rate, f.route.as_slice(), f.tag))
+    }
+
+    /// Take the timers produced since the last call.
+    pub fn drain_timers(&mut self) -> std::vec::Drain<'_, (Time, NetTimer)> {
+        self.timers.drain(..)
+    }
+
+    /// Check a route: every link exists, none repeats, none has failed.
+    pub fn check_route(&self, route: &[LinkId]) -> Result<(), NetError> {
+        for (i, &l) in route.iter().enumerate() {
+            if l >= self.links.len() {
+                return Err(NetError::UnknownLink { link: l, links: self.links.len() });
+            }
+            if route[..i].contains(&l) {
+                return Err(NetError::RepeatedLink { link: l });
+            }
+            if self.links[l].failed {
+                return Err(NetError::FailedLink { link: l });
+            }
+        }
+        Ok(())
+    }
+
+    /// Start a flow of `bytes` over `route` at `now`. `latency` is the delivery
+    /// delay after transmission (normally the sum of the route's link latencies;
+    /// the driver passes a jittered sum when jitter is on).
+    pub fn start_flow(
+        &mut self,
+        now: Time,
+        tag: u64,
+        route: Vec<LinkId>,
+        bytes: u64,
+        latency: Time,
+    ) -> Result<FlowSlot, NetError> {
+        self.check_route(&route)?;
+        let fill = self.store_and_forward_fill(&route, bytes)?;
+        let deliver_delay = latency.checked_add(fill)?;
+        self.insert_flow(now, tag, route, bytes as f64, bytes as f64, deliver_delay)
+    }
+
+    /// The sum of nominal latencies along a route.
+    pub fn route_latency(&self, route: &[LinkId]) -> Result<Time, TimeOverflow> {
+        route.iter().try_fold(Time::ZERO, |acc, &l| acc.checked_add(self.links[l].latency))
+    }
+
+    fn store_and_forward_fill(&self, route: &[LinkId], bytes: u64) -> Result<Time, TimeOverflow> {
+        match self.packet_bytes {
+            Some(p) if route.len() > 1 && bytes > 0 => {
+                let slowest = route.iter().map(|&l| self.links[l].nominal).fold(f64::INFINITY, f64::min);
+                transfer_ps(p.min(bytes) as f64, slowest)?.checked_mul(route.len() as u64 - 1)
+            }
+            _ => Ok(Time::ZERO),
+        }
+    }
+
+    fn insert_flow(
+        &mut self,
+        now: Time,
+        tag: u64,
+        route: Vec<LinkId>,
+        bytes: f64,
+        remaining: f64,
+        deliver_delay: Time,
+    ) -> Result<FlowSlot, NetError> {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.flows.push(Flow::default());
+                (self.flows.len() - 1) as FlowSlot
+            }
+        };
+        let f = &mut self.flows[slot as usize];
+        f.tag = tag;
+        f.bytes = bytes;
+        f.remaining = remaining;
+        f.rate = 0.0;
+        f.last = now;
+        f.deliver_delay = deliver_delay;
+        f.version = f.version.wrapping_add(1);
+        f.active = true;
+        f.in_use = true;
+        f.fresh = true;
+        f.route = route;
+        self.active += 1;
+        self.stats.flows_started += 1;
+        self.stats.peak_active_flows = self.stats.peak_active_flows.max(self.active);
+        if self.flows[slot as usize].route.is_empty() {
+            // A local copy: no link to share, done at once.
+            self.flows[slot as usize].rate = f64::INFINITY;
+            self.timers.push((now, NetTimer { slot, version: self.flows[slot as usize].version }));
+            self.stats.timers += 1;
+            return Ok(slot);
+        }
+        for i in 0..self.flows[slot as usize].route.len() {
+            let l = self.flows[slot as usize].route[i];
+            self.links[l].flows.push(slot);
+        }
+        let Self { dirty, flows, .. } = self;
+        dirty.extend_from_slice(&flows[slot as usize].route);
+        Ok(slot)
+    }
+
+    /// Handle a timer at `now`: `Some` when it completes a flow's transmission.
+    pub fn on_timer(&mut self, now: Time, t: NetTimer) -> Result<Option<TxDone>, NetError> {
+        let Some(f) = self.flows.get(t.slot as usize) else { return Ok(None) };
+        if !f.active || f.version != t.version {
+            self.stats.stale_timers += 1;
+            return Ok(None);
+        }
+        let tag = f.tag;
+        let deliver_at = now.checked_add(f.deliver_delay)?;
+        let route = self.detach(t.slot);
+        self.release(t.slot);
+        self.dirty.extend_from_slice(&route);
+        Ok(Some(TxDone { tag, deliver_at }))
+    }
+
+    /// Change a link's capacity to `fraction` of nominal (effective at the next flush).
+    pub fn degrade_link(&mut self, link: LinkId, fraction: f64) -> Result<(), NetError> {
+        if link >= self.links.len() {
+            return Err(NetError::UnknownLink { link, links: self.links.len() });
+        }
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            return Err(NetError::BadFraction(fraction));
+        }
+        if self.links[link].failed {
+            return Ok(());
+        }
+        self.links[link].capacity = self.links[link].nominal * fraction;
+        self.dirty.push(link);
+        Ok(())
+    }
+
+    /// Whether changes wait for `flush`.
+    pub fn needs_flush(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Recompute rates for everything changed at `now` and time the re-rated flows.
+    pub fn flush(&mut self, now: Time) -> Result<(), NetError> {
+        if self.dirty.is_empty() {
+            return Ok(());
+        }
+        let seeds = std::mem::take(&mut self.dirty);
+        let r = self.recompute(now, &seeds);
+        self.dirty = seeds;
+        self.dirty.clear();
+        r
+    }
+
+    /// Fail a link at `now`: its flows stop and are returned (remaining bytes
+    /// settled at `now`), for the driver to re-route or report.
+    pub fn fail_link(&mut self, now: Time, link: LinkId) -> Result<Vec<Blocked>, NetError> {
+        if link >= self.links.len() {
+            return Err(NetError::UnknownLink { link, links: self.links.len() });
+        }
+        if self.links[link].failed {
+            return Ok(Vec::new());
+        }
+        let slots = self.links[link].flows.clone();
+        let mut blocked = Vec::with_capacity(slots.len());
+        let mut touched = Vec::new();
+        for s in slots {
+            self.settle(now, s);
+            let f = &self.flows[s as usize];
+            let (tag, remaining) = (f.tag, f.remaining.max(0.0));
+            let route = self.detach(s);
+            touched.extend(route.iter().copied().filter(|&l| l != link));
+            blocked.push(Blocked { slot: s, tag, link, remaining_bytes: remaining, route });
+        }
+        self.links[link].failed = true;
+        self.links[link].capacity = 0.0;
+        self.dirty.extend_from_slice(&touched);
+        Ok(blocked)
+    }
+
+    /// Restart a blocked flow on a new route with its remaining bytes.
+    pub fn reroute(&mut self, now: Time, b: &Blocked, route: Vec<LinkId>, latency: Time) -> Result<FlowSlot, NetError> {
+        self.check_route(&route)?;
+        let bytes = self.flows[b.slot as usize].bytes;
+        let fill = self.store_and_forward_fill(&route, b.remaining_bytes.ceil() as u64)?;
+        self.release(b.slot);
+        self.insert_flow(now, b.tag, route, bytes, b.remaining_bytes, latency.checked_add(fill)?)
+    }
+
+    /// Give up a blocked flow (frees its slot).
+    pub fn abandon(&mut self, b: &Blocked) {
+        self.release(b.slot);
+    }
+
+    /// Remove an active flow from its links; returns its route.
+    fn detach(&mut self, slot: FlowSlot) -> Vec<LinkId> {
+        let f = &mut self.flows[slot as usize];
+        f.active = false;
+        f.version = f.version.wrapping_add(1);
+        let route = std::mem::take(&mut f.route);
+        for &l in &route {
+            let list = &mut self.links[l].flows;
+            if let Some(pos) = list.iter().position(|&s| s == slot) {
+                list.remove(pos); // keep insertion order: it fixes iteration order
+            }
+        }
+        self.active -= 1;
+        route
+    }
+
+    fn release(&mut self, slot: FlowSlot) {
+        let f = &mut self.flows[slot as usize];
+        if f.in_use {
+            f.in_use = false;
+            f.route = Vec::new();
+            self.free.push(slot);
+        }
+    }
+
+    /// Integrate a flow's progress at its current rate up to `now`.
+    fn settle(&mut self, now: Time, slot: FlowSlot) {
+        let f = &mut self.flows[slot as usize];
+        if now > f.last {
+            let dt = (now.0 - f.last.0) as f64 / PS_PER_SEC as f64;
+            f.remaining -= f.rate * dt;
+            if f.remaining <= DONE_FRACTION * f.bytes {
+                f.remaining = 0.0;
+            }
+            f.last = now;
+        }
+    }
+
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Wrapped: clear every mark so old epochs cannot collide.
+            for l in &mut self.links {
+                l.mark = 0;
+            }
+            for f in &mut self.flows {
+                f.mark = 0;
+            }
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
+    /// Recompute max-min rates for the component reachable from `seeds`, and
+    /// re-time every flow whose rate changed or that is fresh.
+    fn recompute(&mut self, now: Time, seeds: &[LinkId]) -> Result<(), NetError> {
+        self.stats.recomputations += 1;
+        let epoch = self.next_epoch();
+        let mut comp_links = std::mem::take(&mut self.comp_links);
+        let mut comp_flows = std::mem::take(&mut self.comp_flows);
+        comp_links.clear();
+        comp_flows.clear();
+        for &l in seeds {
+            if self.links[l].mark != epoch {
+                self.links[l].mark = epoch;
+                comp_links.push(l);
+            }
+        }
+        // Breadth-first over link → flows → links.
+        let mut i = 0;
+        while i < comp_links.len() {
+            let l = comp_links[i];
+            i += 1;
+            for k in 0..self.links[l].flows.len() {
+                let s = self.links[l].flows[k];
+                if self.flows[s as usize].mark == epoch {
+                    continue;
+                }
+                self.flows[s as usize].mark = epoch;
+                comp_flows.push(s);
+                for j in 0..self.flows[s as usize].route.len() {
+                    let m = self.flows[s as usize].route[j];
+                    if self.links[m].mark != epoch {
+                        self.links[m].mark = epoch;
+                        comp_links.push(m);
+                    }
+                }
+            }
+        }
+        // Progressive filling: repeatedly saturate the link with the smallest
+        // fair share among its unfrozen flows. Shares only grow as flows freeze,
+        // so a lazy min-heap of (share, link) is exact.
+        self.residual.clear();
+        self.unfrozen.clear();
+        self.heap.clear();
+        for (li, &l) in comp_links.iter().enumerate() {
+            let ls = &mut self.links[l];
+            ls.local = li as u32;
+            self.residual.push(ls.capacity);
+            self.unfrozen.push(ls.flows.len() as u32);
+            if !ls.flows.is_empty() {
+                let share = ls.capacity / ls.flows.len() as f64;
+                self.heap.push(Reverse((share.to_bits(), li as u32)));
+            }
+        }
+        let mut new_rates: Vec<(FlowSlot, f64)> = Vec::with_capacity(comp_flows.len());
+        for &s in &comp_flows {
+            self.flows[s as usize].frozen = false;
+        }
+        while let Some(Reverse((bits, li))) = self.heap.pop() {
+            let li = li as usize;
+            let n = self.unfrozen[li];
+            if n == 0 {
+                continue;
+            }
+            let share = (self.residual[li] / n as f64).max(0.0);
+            if share.to_bits() != bits {
+                continue; // stale entry; a current one is in the heap
+            }
+            let l = comp_links[li];
+            for k in 0..self.links[l].flows.len() {
+                let s = self.links[l].flows[k];
+                if self.flows[s as usize].frozen {
+                    continue;
+                }
+                self.flows[s as usize].frozen = true;
+                new_rates.push((s, share));
+                for j in 0..self.flows[s as usize].route.len() {
+                    let m = self.flows[s as usize].route[j];
+                    let mi = self.links[m].local as usize;
+                    self.residual[mi] -= share;
+                    self.unfrozen[mi] -= 1;
+                    if mi != li && self.unfrozen[mi] > 0 {
+                        let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
+                        self.heap.push(Reverse((sh.to_bits(), mi as u32)));
+                    }
+                }
+            }
+        }
+        for (s, rate) in new_rates {
+            let changed = self.flows[s as usize].rate.to_bits() != rate.to_bits();
+            if changed || self.flows[s as usize].fresh {
+                self.settle(now, s);
+                let f = &mut self.flows[s as usize];
+                f.fresh = false;
+                f.rate = rate;
+                f.version = f.version.wrapping_add(1);
+                let d = if f.remaining <= 0.0 { Time::ZERO } else { transfer_ps(f.remaining, rate)? };
+                self.timers.push((now.checked_add(d)?, NetTimer { slot: s, version: f.version }));
+                self.stats.timers += 1;
+            }
+        }
+        self.comp_links = comp_links;
+        self.comp_flows = comp_flows;
+        Ok(())
+    }
+}
