@@ -3,6 +3,7 @@
 
 mod cli;
 mod common;
+mod engine;
 mod ir;
 mod mesh;
 mod propagate;

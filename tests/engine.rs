@@ -1,0 +1,374 @@
+//! The engine and the flow-level network model against closed forms: one flow
+//! on one link, k flows sharing a link, a hand-solved max-min example with rates
+//! changing mid-flight, ring allreduce 2(n-1)(α + S/(nB)), determinism of the
+//! event log, link faults; and proptest invariants of the allocation.
+
+use proptest::prelude::*;
+
+use shardsim::engine::{EventQueue, FaultKind, Jitter, LinkFault, Stragglers, Time};
+use shardsim::net::patterns::{ring_allreduce_schedule, ring_links, run_ring_allreduce};
+use shardsim::net::{Link, LinkId, NetError, NetSim, NetTimer, Network, Occurrence, Schedule};
+
+const PS: u128 = 1_000_000_000_000;
+
+/// `ceil(bytes * 1e12 / rate)` written out independently of the crate.
+fn ceil_ps(bytes: u128, rate: u128) -> u64 {
+    (bytes * PS).div_ceil(rate) as u64
+}
+
+/// Run `sim` to the end; (tag, delivery time) in delivery order.
+fn deliveries(sim: &mut NetSim<()>) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    while let Some(o) = sim.step().unwrap() {
+        if let Occurrence::Delivered { at, tag } = o {
+            out.push((tag, at.0));
+        }
+    }
+    out
+}
+
+#[test]
+fn one_flow_on_one_link_takes_latency_plus_bytes_over_bandwidth() {
+    // (bytes, bytes/s, latency ps)
+    let cases: [(u64, u64, u64); 6] = [
+        (1_000_000, 100_000_000_000, 0),
+        (1_000_000, 100_000_000_000, 1_500_000),
+        (1, 3, 7),
+        (4096, 25_000_000_000, 500_000),
+        (123_456_789, 46_000_000_000, 2_000_000),
+        (0, 1_000_000_000, 250),
+    ];
+    for (bytes, bw, lat) in cases {
+        let mut sim = NetSim::new(&[Link::new(bw as f64, Time(lat))], 1).unwrap();
+        sim.start_flow(9, vec![0], bytes).unwrap();
+        let got = deliveries(&mut sim);
+        let want = lat + ceil_ps(bytes as u128, bw as u128);
+        assert_eq!(got, vec![(9, want)], "bytes={bytes} bw={bw} lat={lat}");
+    }
+}
+
+#[test]
+fn k_flows_sharing_a_link_each_take_k_times_as_long() {
+    let (bytes, bw, lat) = (3_000_000u64, 40_000_000_000u64, 1_000_000u64);
+    for k in 1..=12u64 {
+        let mut sim = NetSim::new(&[Link::new(bw as f64, Time(lat))], 1).unwrap();
+        for f in 0..k {
+            sim.start_flow(f, vec![0], bytes).unwrap();
+        }
+        let got = deliveries(&mut sim);
+        let want = lat + ceil_ps((k * bytes) as u128, bw as u128);
+        assert_eq!(got.len() as u64, k);
+        for (tag, t) in got {
+            assert_eq!(t, want, "k={k} flow {tag}");
+        }
+    }
+}
+
+#[test]
+fn max_min_shares_on_three_links_by_hand() {
+    // L0 = 12 GB/s carries a, b, c; L1 = 10 GB/s carries a, d; L2 = 20 GB/s carries d, e.
+    // Progressive filling: L0 saturates first (4 each); L1 leaves 6 for d; e gets 14.
+    let links = [
+        Link::new(12e9, Time::ZERO),
+        Link::new(10e9, Time::ZERO),
+        Link::new(20e9, Time::ZERO),
+    ];
+    let routes: [&[LinkId]; 5] = [&[0, 1], &[0], &[0], &[1, 2], &[2]];
+    let mut net = Network::new(&links).unwrap();
+    for (i, r) in routes.iter().enumerate() {
+        net.start_flow(Time::ZERO, i as u64, r.to_vec(), 12_000_000, Time::ZERO).unwrap();
+    }
+    net.flush(Time::ZERO).unwrap();
+    let rates: Vec<f64> = (0..5).map(|s| net.flow_rate(s).unwrap().0).collect();
+    assert_eq!(rates, vec![4e9, 4e9, 4e9, 6e9, 14e9]);
+
+    // Finish times with e carrying 35 MB: e runs at 14 GB/s until d ends at 2 ms
+    // (28 MB sent), then alone on L2 at 20 GB/s for 7 MB = 0.35 ms: 2.35 ms.
+    let mut sim = NetSim::new(&links, 1).unwrap();
+    let sizes = [12_000_000u64, 12_000_000, 12_000_000, 12_000_000, 35_000_000];
+    for (i, r) in routes.iter().enumerate() {
+        sim.start_flow(i as u64, r.to_vec(), sizes[i]).unwrap();
+    }
+    let mut got = deliveries(&mut sim);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![(0, 3_000_000_000), (1, 3_000_000_000), (2, 3_000_000_000), (3, 2_000_000_000), (4, 2_350_000_000)]
+    );
+}
+
+/// 2(n-1)(α + ceil(S/n / B)) for the ring allreduce with chunk S/n.
+fn ring_closed_form(n: u64, chunk: u64, bw: u64, alpha: u64) -> u64 {
+    2 * (n - 1) * (alpha + ceil_ps(chunk as u128, bw as u128))
+}
+
+#[test]
+fn ring_allreduce_matches_closed_form() {
+    let (bw, alpha) = (50_000_000_000u64, 1_000_000u64);
+    for n in [2usize, 3, 4, 8, 16] {
+        let total = 48 << 20; // S: 48 MiB, divisible by every n here except 16 rounding
+        let chunk = total / n as u64;
+        let (sched, sends) = ring_allreduce_schedule(n, chunk, None).unwrap();
+        assert_eq!(sends.len(), 2 * (n - 1));
+        let mut sim = NetSim::new(&ring_links(n, bw as f64, Time(alpha)), 0).unwrap();
+        let rep = sched.run(&mut sim).unwrap();
+        assert!(rep.not_run.is_empty() && rep.undeliverable.is_empty());
+        assert_eq!(rep.makespan.0, ring_closed_form(n as u64, chunk, bw, alpha), "n={n}");
+
+        // The reactive driver gives the same time, also with each step split
+        // into 4 concurrent chunk flows (each gets B/4 for a quarter of the bytes).
+        for chunks in [1usize, 4] {
+            let mut sim = NetSim::new(&ring_links(n, bw as f64, Time(alpha)), 0).unwrap();
+            let run = run_ring_allreduce(&mut sim, n, chunks, chunk / chunks as u64).unwrap();
+            assert_eq!(run.flows, (2 * (n - 1) * n * chunks) as u64);
+            assert_eq!(run.time.0, ring_closed_form(n as u64, chunk, bw, alpha), "n={n} chunks={chunks}");
+        }
+    }
+}
+
+#[test]
+fn ring_allreduce_with_reductions_adds_one_reduction_per_reduce_scatter_step() {
+    let (bw, alpha, red) = (25_000_000_000u64, 2_000_000u64, 300_000u64);
+    for n in [2usize, 5, 8] {
+        let chunk = 1 << 20;
+        let (sched, _) = ring_allreduce_schedule(n, chunk, Some(Time(red))).unwrap();
+        let mut sim = NetSim::new(&ring_links(n, bw as f64, Time(alpha)), 0).unwrap();
+        let rep = sched.run(&mut sim).unwrap();
+        // n-1 reduce-scatter steps end in a reduction before the next send;
+        // the last reduce-scatter reduction precedes the first all-gather send.
+        let want = ring_closed_form(n as u64, chunk, bw, alpha) + (n as u64 - 1) * red;
+        assert_eq!(rep.makespan.0, want, "n={n}");
+    }
+}
+
+/// A small scenario with shared links, multi-hop routes, computations on
+/// devices, jitter and a straggler; returns the CSV log.
+fn jittered_scenario(seed: u64) -> String {
+    let links: Vec<Link> = (0..6).map(|i| Link::new(1e10 * (1 + i % 3) as f64, Time(500_000))).collect();
+    let mut sim = NetSim::new(&links, seed).unwrap();
+    sim.enable_log();
+    sim.set_jitter(Some(Jitter::new(0.2).unwrap()));
+    sim.set_stragglers(Stragglers::draw(seed, 4, 1, 3.0).unwrap());
+    let mut s = Schedule::new();
+    let a = s.add_transfer(vec![0, 1], 4 << 20, &[]).unwrap();
+    let b = s.add_transfer(vec![1, 2], 2 << 20, &[]).unwrap();
+    let c = s.add_compute(2, Time(3_000_000), &[a, b]).unwrap();
+    let d = s.add_transfer(vec![3, 4, 5], 1 << 20, &[c]).unwrap();
+    let e = s.add_compute(1, Time(1_000_000), &[a]).unwrap();
+    s.add_transfer(vec![5, 0], 8 << 20, &[d, e]).unwrap();
+    for dev in 0..4 {
+        s.add_compute(dev, Time(2_000_000), &[]).unwrap();
+    }
+    let rep = s.run(&mut sim).unwrap();
+    assert!(rep.not_run.is_empty());
+    sim.log().to_csv()
+}
+
+#[test]
+fn same_seed_same_bytes_different_seed_different_bytes() {
+    let a = jittered_scenario(42);
+    let b = jittered_scenario(42);
+    let c = jittered_scenario(43);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert!(a.starts_with("time_ps,kind,subject,detail\n"));
+    assert!(a.lines().count() > 8, "{a}");
+    // The file written to disk is exactly the text.
+    let dir = std::env::temp_dir().join(format!("shardsim-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.csv");
+    let mut sim: NetSim<()> = NetSim::new(&[Link::new(1e9, Time(10))], 42).unwrap();
+    sim.enable_log();
+    sim.start_flow(1, vec![0], 100).unwrap();
+    deliveries(&mut sim);
+    sim.log().write_csv(&path).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), sim.log().to_csv());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two disjoint 2-hop paths from A to B: links 0,1 and links 2,3, 10 GB/s, 1 µs each.
+fn two_paths() -> Vec<Link> {
+    (0..4).map(|_| Link::new(1e10, Time(1_000_000))).collect()
+}
+
+#[test]
+fn failed_link_mid_transfer_is_reported() {
+    // 10 MB at 10 GB/s takes 1 ms; link 1 fails at 0.4 ms with 6 MB unsent.
+    let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
+    sim.add_fault(LinkFault { link: 1, at: Time(400_000_000), kind: FaultKind::Fail }).unwrap();
+    sim.start_flow(77, vec![0, 1], 10_000_000).unwrap();
+    sim.start_flow(78, vec![2, 3], 1_000_000).unwrap();
+    let mut seen = Vec::new();
+    while let Some(o) = sim.step().unwrap() {
+        seen.push(o);
+    }
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], Occurrence::Delivered { at: Time(100_000_000 + 2_000_000), tag: 78 });
+    let Occurrence::Undeliverable(u) = &seen[1] else { panic!("{seen:?}") };
+    assert_eq!((u.tag, u.link, u.at), (77, 1, Time(400_000_000)));
+    assert!((u.remaining_bytes - 6e6).abs() < 1.0, "{}", u.remaining_bytes);
+    // A later flow over the failed link is reported at once, not hung.
+    sim.start_flow(79, vec![1], 10).unwrap();
+    let Some(Occurrence::Undeliverable(u)) = sim.step().unwrap() else { panic!() };
+    assert_eq!((u.tag, u.link), (79, 1));
+    assert_eq!(sim.step().unwrap(), None);
+}
+
+#[test]
+fn failed_link_mid_transfer_is_rerouted_by_the_callback() {
+    let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
+    sim.add_fault(LinkFault { link: 1, at: Time(400_000_000), kind: FaultKind::Fail }).unwrap();
+    sim.set_reroute(Box::new(|req| {
+        assert_eq!(req.failed_links, &[1]);
+        (req.route == [0, 1]).then(|| vec![2, 3])
+    }));
+    sim.start_flow(77, vec![0, 1], 10_000_000).unwrap();
+    // The 6 MB left take 0.6 ms on the other path, plus its 2 µs latency.
+    assert_eq!(deliveries(&mut sim), vec![(77, 400_000_000 + 600_000_000 + 2_000_000)]);
+}
+
+#[test]
+fn degraded_link_slows_the_rest_of_the_transfer() {
+    let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
+    sim.add_fault(LinkFault { link: 0, at: Time(400_000_000), kind: FaultKind::Degrade(0.25) }).unwrap();
+    sim.start_flow(5, vec![0, 1], 10_000_000).unwrap();
+    // 4 MB at 10 GB/s, then 6 MB at 2.5 GB/s = 2.4 ms.
+    assert_eq!(deliveries(&mut sim), vec![(5, 400_000_000 + 2_400_000_000 + 2_000_000)]);
+}
+
+#[test]
+fn schedule_reports_tasks_behind_an_undeliverable_transfer() {
+    let mut sim = NetSim::new(&two_paths(), 0).unwrap();
+    sim.add_fault(LinkFault { link: 0, at: Time(1_000), kind: FaultKind::Fail }).unwrap();
+    let mut s = Schedule::new();
+    let a = s.add_transfer(vec![0, 1], 1 << 20, &[]).unwrap();
+    let b = s.add_transfer(vec![2, 3], 1 << 20, &[]).unwrap();
+    let c = s.add_compute(0, Time(10), &[a, b]).unwrap();
+    let rep = s.run(&mut sim).unwrap();
+    assert_eq!(rep.undeliverable.len(), 1);
+    assert_eq!(rep.undeliverable[0].0, a);
+    assert!(rep.finish[b].is_some());
+    assert_eq!(rep.not_run, vec![c]);
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    assert!(matches!(Network::new(&[Link::new(0.0, Time(1))]), Err(NetError::BadCapacity { .. })));
+    assert!(matches!(Network::new(&[Link::new(f64::NAN, Time(1))]), Err(NetError::BadCapacity { .. })));
+    let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
+    assert!(matches!(sim.start_flow(0, vec![9], 1), Err(NetError::UnknownLink { link: 9, .. })));
+    assert!(matches!(sim.start_flow(0, vec![0, 0], 1), Err(NetError::RepeatedLink { link: 0 })));
+    assert!(sim.add_fault(LinkFault { link: 0, at: Time(1), kind: FaultKind::Degrade(1.5) }).is_err());
+    assert!(sim.add_fault(LinkFault { link: 7, at: Time(1), kind: FaultKind::Fail }).is_err());
+    let mut s = Schedule::new();
+    assert!(matches!(s.add_compute(0, Time(1), &[0]), Err(NetError::BadDependency { task: 0, dep: 0 })));
+    // Time overflow is an error, not a wrap.
+    let mut sim: NetSim<()> = NetSim::new(&[Link::new(1.0, Time(u64::MAX))], 0).unwrap();
+    sim.start_flow(0, vec![0], 1).unwrap();
+    assert!(matches!(sim.step(), Err(NetError::Time(_))));
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    caps: Vec<f64>,
+    flows: Vec<(Vec<LinkId>, u64, u64)>, // route, bytes, start ps
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..6).prop_flat_map(|nl| {
+        let caps = prop::collection::vec(prop::sample::select(vec![1e9, 2.5e9, 1e10, 3e10]), nl);
+        let route = prop::sample::subsequence((0..nl).collect::<Vec<_>>(), 1..=nl.min(3)).prop_shuffle();
+        let flow = (route, 0u64..5_000_000, 0u64..3_000_000_000);
+        (caps, prop::collection::vec(flow, 1..12)).prop_map(|(caps, flows)| Case { caps, flows })
+    })
+}
+
+enum Ev {
+    Start(usize),
+    Timer(NetTimer),
+}
+
+/// Max-min conditions after a flush: no link over capacity, and every active
+/// flow crosses a saturated link on which no flow has a higher rate.
+fn check_allocation(net: &Network, caps: &[f64]) -> Result<(), TestCaseError> {
+    for (l, &cap) in caps.iter().enumerate() {
+        prop_assert!(net.link_load(l) <= cap * (1.0 + 1e-9), "link {l} over capacity");
+    }
+    for l in 0..caps.len() {
+        for &s in net.flows_on(l) {
+            let (rate, route, _) = net.flow_rate(s).unwrap();
+            prop_assert!(rate > 0.0);
+            let bottlenecked = route.iter().any(|&m| {
+                let saturated = net.link_load(m) >= caps[m] * (1.0 - 1e-9);
+                let max_here = net.flows_on(m).iter().map(|&o| net.flow_rate(o).unwrap().0).fold(0.0, f64::max);
+                saturated && rate >= max_here * (1.0 - 1e-9)
+            });
+            prop_assert!(bottlenecked, "flow {s} rate {rate} has no bottleneck");
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn random_networks_are_fair_and_finish(c in case()) {
+        let links: Vec<Link> = c.caps.iter().map(|&cap| Link::new(cap, Time(1_000))).collect();
+        let mut net = Network::new(&links).unwrap();
+        let mut q = EventQueue::new();
+        for (i, f) in c.flows.iter().enumerate() {
+            q.push(Time(f.2), Ev::Start(i));
+        }
+        let (mut now, mut done) = (Time::ZERO, vec![false; c.flows.len()]);
+        loop {
+            if net.needs_flush() && q.peek_time().is_none_or(|t| t > now) {
+                net.flush(now).unwrap();
+                for (t, timer) in net.drain_timers() {
+                    q.push(t, Ev::Timer(timer));
+                }
+                check_allocation(&net, &c.caps)?;
+            }
+            let Some((t, _, ev)) = q.pop() else { break };
+            prop_assert!(t >= now, "time went back from {now} to {t}");
+            now = t;
+            match ev {
+                Ev::Start(i) => {
+                    let f = &c.flows[i];
+                    let lat = net.route_latency(&f.0).unwrap();
+                    net.start_flow(now, i as u64, f.0.clone(), f.1, lat).unwrap();
+                    for (t, timer) in net.drain_timers() {
+                        q.push(t, Ev::Timer(timer));
+                    }
+                }
+                Ev::Timer(timer) => {
+                    if let Some(d) = net.on_timer(now, timer).unwrap() {
+                        prop_assert!(!done[d.tag as usize]);
+                        // Never before the flow could possibly finish alone.
+                        let f = &c.flows[d.tag as usize];
+                        let min_cap = f.0.iter().map(|&l| c.caps[l]).fold(f64::INFINITY, f64::min);
+                        prop_assert!(now.0 as f64 >= f.2 as f64 + f.1 as f64 * 1e12 / min_cap - 1.0);
+                        done[d.tag as usize] = true;
+                    }
+                }
+            }
+        }
+        prop_assert!(done.iter().all(|&d| d), "unfinished flows: {done:?}");
+        prop_assert_eq!(net.active_flows(), 0);
+    }
+
+    #[test]
+    fn k_equal_sharers_finish_together_at_the_k_fold_time(k in 1u64..20, bytes in 1u64..10_000_000) {
+        // k equal flows on one link all end together, at the exact k-fold time.
+        let bw = 7_000_000_000u64;
+        let mut sim = NetSim::new(&[Link::new(bw as f64, Time(0))], 1).unwrap();
+        for f in 0..k {
+            sim.start_flow(f, vec![0], bytes).unwrap();
+        }
+        let got = deliveries(&mut sim);
+        let want = ceil_ps((k * bytes) as u128, bw as u128);
+        for (_, t) in got {
+            prop_assert_eq!(t, want);
+        }
+    }
+}
