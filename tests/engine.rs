@@ -40,7 +40,7 @@ fn one_flow_on_one_link_takes_latency_plus_bytes_over_bandwidth() {
     ];
     for (bytes, bw, lat) in cases {
         let mut sim = NetSim::new(&[Link::new(bw as f64, Time(lat))], 1).unwrap();
-        sim.start_flow(9, vec![0], bytes).unwrap();
+        sim.start_flow(9, &[0], bytes).unwrap();
         let got = deliveries(&mut sim);
         let want = lat + ceil_ps(bytes as u128, bw as u128);
         assert_eq!(got, vec![(9, want)], "bytes={bytes} bw={bw} lat={lat}");
@@ -53,7 +53,7 @@ fn k_flows_sharing_a_link_each_take_k_times_as_long() {
     for k in 1..=12u64 {
         let mut sim = NetSim::new(&[Link::new(bw as f64, Time(lat))], 1).unwrap();
         for f in 0..k {
-            sim.start_flow(f, vec![0], bytes).unwrap();
+            sim.start_flow(f, &[0], bytes).unwrap();
         }
         let got = deliveries(&mut sim);
         let want = lat + ceil_ps((k * bytes) as u128, bw as u128);
@@ -76,7 +76,7 @@ fn max_min_shares_on_three_links_by_hand() {
     let routes: [&[LinkId]; 5] = [&[0, 1], &[0], &[0], &[1, 2], &[2]];
     let mut net = Network::new(&links).unwrap();
     for (i, r) in routes.iter().enumerate() {
-        net.start_flow(Time::ZERO, i as u64, r.to_vec(), 12_000_000, Time::ZERO).unwrap();
+        net.start_flow(Time::ZERO, i as u64, r, 12_000_000, Time::ZERO).unwrap();
     }
     net.flush(Time::ZERO).unwrap();
     let rates: Vec<f64> = (0..5).map(|s| net.flow_rate(s).unwrap().0).collect();
@@ -87,7 +87,7 @@ fn max_min_shares_on_three_links_by_hand() {
     let mut sim = NetSim::new(&links, 1).unwrap();
     let sizes = [12_000_000u64, 12_000_000, 12_000_000, 12_000_000, 35_000_000];
     for (i, r) in routes.iter().enumerate() {
-        sim.start_flow(i as u64, r.to_vec(), sizes[i]).unwrap();
+        sim.start_flow(i as u64, r, sizes[i]).unwrap();
     }
     let mut got = deliveries(&mut sim);
     got.sort();
@@ -179,7 +179,7 @@ fn same_seed_same_bytes_different_seed_different_bytes() {
     let path = dir.join("events.csv");
     let mut sim: NetSim<()> = NetSim::new(&[Link::new(1e9, Time(10))], 42).unwrap();
     sim.enable_log();
-    sim.start_flow(1, vec![0], 100).unwrap();
+    sim.start_flow(1, &[0], 100).unwrap();
     deliveries(&mut sim);
     sim.log().write_csv(&path).unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), sim.log().to_csv());
@@ -196,8 +196,8 @@ fn failed_link_mid_transfer_is_reported() {
     // 10 MB at 10 GB/s takes 1 ms; link 1 fails at 0.4 ms with 6 MB unsent.
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
     sim.add_fault(LinkFault { link: 1, at: Time(400_000_000), kind: FaultKind::Fail }).unwrap();
-    sim.start_flow(77, vec![0, 1], 10_000_000).unwrap();
-    sim.start_flow(78, vec![2, 3], 1_000_000).unwrap();
+    sim.start_flow(77, &[0, 1], 10_000_000).unwrap();
+    sim.start_flow(78, &[2, 3], 1_000_000).unwrap();
     let mut seen = Vec::new();
     while let Some(o) = sim.step().unwrap() {
         seen.push(o);
@@ -208,7 +208,7 @@ fn failed_link_mid_transfer_is_reported() {
     assert_eq!((u.tag, u.link, u.at), (77, 1, Time(400_000_000)));
     assert!((u.remaining_bytes - 6e6).abs() < 1.0, "{}", u.remaining_bytes);
     // A later flow over the failed link is reported at once, not hung.
-    sim.start_flow(79, vec![1], 10).unwrap();
+    sim.start_flow(79, &[1], 10).unwrap();
     let Some(Occurrence::Undeliverable(u)) = sim.step().unwrap() else { panic!() };
     assert_eq!((u.tag, u.link), (79, 1));
     assert_eq!(sim.step().unwrap(), None);
@@ -222,7 +222,7 @@ fn failed_link_mid_transfer_is_rerouted_by_the_callback() {
         assert_eq!(req.failed_links, &[1]);
         (req.route == [0, 1]).then(|| vec![2, 3])
     }));
-    sim.start_flow(77, vec![0, 1], 10_000_000).unwrap();
+    sim.start_flow(77, &[0, 1], 10_000_000).unwrap();
     // The 6 MB left take 0.6 ms on the other path, plus its 2 µs latency.
     assert_eq!(deliveries(&mut sim), vec![(77, 400_000_000 + 600_000_000 + 2_000_000)]);
 }
@@ -231,7 +231,7 @@ fn failed_link_mid_transfer_is_rerouted_by_the_callback() {
 fn degraded_link_slows_the_rest_of_the_transfer() {
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
     sim.add_fault(LinkFault { link: 0, at: Time(400_000_000), kind: FaultKind::Degrade(0.25) }).unwrap();
-    sim.start_flow(5, vec![0, 1], 10_000_000).unwrap();
+    sim.start_flow(5, &[0, 1], 10_000_000).unwrap();
     // 4 MB at 10 GB/s, then 6 MB at 2.5 GB/s = 2.4 ms.
     assert_eq!(deliveries(&mut sim), vec![(5, 400_000_000 + 2_400_000_000 + 2_000_000)]);
 }
@@ -256,15 +256,15 @@ fn bad_input_is_a_typed_error() {
     assert!(matches!(Network::new(&[Link::new(0.0, Time(1))]), Err(NetError::BadCapacity { .. })));
     assert!(matches!(Network::new(&[Link::new(f64::NAN, Time(1))]), Err(NetError::BadCapacity { .. })));
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
-    assert!(matches!(sim.start_flow(0, vec![9], 1), Err(NetError::UnknownLink { link: 9, .. })));
-    assert!(matches!(sim.start_flow(0, vec![0, 0], 1), Err(NetError::RepeatedLink { link: 0 })));
+    assert!(matches!(sim.start_flow(0, &[9], 1), Err(NetError::UnknownLink { link: 9, .. })));
+    assert!(matches!(sim.start_flow(0, &[0, 0], 1), Err(NetError::RepeatedLink { link: 0 })));
     assert!(sim.add_fault(LinkFault { link: 0, at: Time(1), kind: FaultKind::Degrade(1.5) }).is_err());
     assert!(sim.add_fault(LinkFault { link: 7, at: Time(1), kind: FaultKind::Fail }).is_err());
     let mut s = Schedule::new();
     assert!(matches!(s.add_compute(0, Time(1), &[0]), Err(NetError::BadDependency { task: 0, dep: 0 })));
     // Time overflow is an error, not a wrap.
     let mut sim: NetSim<()> = NetSim::new(&[Link::new(1.0, Time(u64::MAX))], 0).unwrap();
-    sim.start_flow(0, vec![0], 1).unwrap();
+    sim.start_flow(0, &[0], 1).unwrap();
     assert!(matches!(sim.step(), Err(NetError::Time(_))));
 }
 
@@ -336,7 +336,7 @@ proptest! {
                 Ev::Start(i) => {
                     let f = &c.flows[i];
                     let lat = net.route_latency(&f.0).unwrap();
-                    net.start_flow(now, i as u64, f.0.clone(), f.1, lat).unwrap();
+                    net.start_flow(now, i as u64, &f.0, f.1, lat).unwrap();
                     for (t, timer) in net.drain_timers() {
                         q.push(t, Ev::Timer(timer));
                     }
@@ -363,7 +363,7 @@ proptest! {
         let bw = 7_000_000_000u64;
         let mut sim = NetSim::new(&[Link::new(bw as f64, Time(0))], 1).unwrap();
         for f in 0..k {
-            sim.start_flow(f, vec![0], bytes).unwrap();
+            sim.start_flow(f, &[0], bytes).unwrap();
         }
         let got = deliveries(&mut sim);
         let want = ceil_ps((k * bytes) as u128, bw as u128);

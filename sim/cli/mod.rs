@@ -1,6 +1,8 @@
 //! Subcommands of the `shardsim` binary: argument parsing (clap derive) and
 //! dispatch. Each subcommand lives in its own module.
 
+mod bench_cmd;
+mod bench_engine;
 mod bench_propagate;
 mod interp_cmd;
 mod mesh_cmd;
@@ -26,24 +28,16 @@ pub enum Command {
     Interp(interp_cmd::InterpArgs),
     /// Complete a program's shardings as Shardy (JAX's propagator) would.
     Propagate(propagate_cmd::PropagateArgs),
-    /// Benchmarks (figures for the issue notes; not tests).
-    #[command(subcommand)]
-    Bench(BenchCommand),
-}
-
-/// `shardsim bench ...`.
-#[derive(Debug, Subcommand)]
-pub enum BenchCommand {
-    /// Parse + propagate a generated transformer-like module.
-    Propagate(bench_propagate::BenchPropagateArgs),
+    /// Performance benchmarks (figures for the issue notes; not tests).
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Mesh(args) => mesh_cmd::run(args),
-        Command::Propagate(args) => propagate_cmd::run(args),
         Command::Interp(args) => interp_cmd::run(args),
-        Command::Bench(BenchCommand::Propagate(args)) => bench_propagate::run(args),
+        Command::Propagate(args) => propagate_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
     }
 }

@@ -19,7 +19,7 @@ enum Ev<U> {
     User(U),
     Timer(NetTimer),
     Deliver(u64),
-    Fault(LinkFault),
+    Fault(Box<LinkFault>),
 }
 
 /// A flow that could not be delivered: its tag, the failed link that stopped
@@ -118,7 +118,7 @@ impl<U> NetSim<U> {
         if f.link >= self.net.link_count() {
             return Err(NetError::UnknownLink { link: f.link, links: self.net.link_count() });
         }
-        self.engine.schedule_at(f.at, Ev::Fault(f))?;
+        self.engine.schedule_at(f.at, Ev::Fault(Box::new(f)))?;
         Ok(())
     }
 
@@ -175,17 +175,17 @@ impl<U> NetSim<U> {
     /// Start a flow of `bytes` over `route` now; `tag` comes back in its
     /// `Delivered` (or `Undeliverable`). A route through a failed link goes to
     /// the re-route callback first.
-    pub fn start_flow(&mut self, tag: u64, route: Vec<LinkId>, bytes: u64) -> Result<(), NetError> {
+    pub fn start_flow(&mut self, tag: u64, route: &[LinkId], bytes: u64) -> Result<(), NetError> {
         let now = self.engine.now();
-        match self.net.check_route(&route) {
+        match self.net.check_route(route) {
             Err(NetError::FailedLink { link }) => {
-                let b = Blocked { slot: u32::MAX, tag, link, remaining_bytes: bytes as f64, route };
+                let b = Blocked { slot: u32::MAX, tag, link, remaining_bytes: bytes as f64, route: route.to_vec() };
                 self.handle_blocked(now, b, bytes as f64)
             }
             Err(e) => Err(e),
             Ok(()) => {
-                let latency = self.path_latency(&route)?;
-                self.log.record(now, "flow_start", tag, || format!("bytes={bytes} route={}", join(&route)));
+                let latency = self.path_latency(route)?;
+                self.log.record(now, "flow_start", tag, || format!("bytes={bytes} route={}", join(route)));
                 self.net.start_flow(now, tag, route, bytes, latency)?;
                 self.drain_timers()
             }
@@ -221,7 +221,7 @@ impl<U> NetSim<U> {
                     self.log.record(now, "delivered", tag, String::new);
                     return Ok(Some(Occurrence::Delivered { at: now, tag }));
                 }
-                Ev::Fault(f) => self.apply_fault(now, f)?,
+                Ev::Fault(f) => self.apply_fault(now, *f)?,
             }
         }
     }
@@ -265,9 +265,9 @@ impl<U> NetSim<U> {
                 let latency = self.path_latency(&route)?;
                 self.log.record(now, "rerouted", b.tag, || format!("remaining={remaining} route={}", join(&route)));
                 if b.slot == u32::MAX {
-                    self.net.start_flow(now, b.tag, route, remaining as u64, latency)?;
+                    self.net.start_flow(now, b.tag, &route, remaining as u64, latency)?;
                 } else {
-                    self.net.reroute(now, &b, route, latency)?;
+                    self.net.reroute(now, &b, &route, latency)?;
                 }
                 self.drain_timers()
             }

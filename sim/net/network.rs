@@ -96,6 +96,7 @@ pub struct Network {
     residual: Vec<f64>,
     unfrozen: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    new_rates: Vec<(FlowSlot, f64)>,
 }
 
 /// Remaining bytes below this fraction of a flow's size count as sent (absorbs
@@ -125,6 +126,7 @@ impl Network {
             residual: Vec::new(),
             unfrozen: Vec::new(),
             heap: BinaryHeap::new(),
+            new_rates: Vec::new(),
         })
     }
 
@@ -204,12 +206,12 @@ impl Network {
         &mut self,
         now: Time,
         tag: u64,
-        route: Vec<LinkId>,
+        route: &[LinkId],
         bytes: u64,
         latency: Time,
     ) -> Result<FlowSlot, NetError> {
-        self.check_route(&route)?;
-        let fill = self.store_and_forward_fill(&route, bytes)?;
+        self.check_route(route)?;
+        let fill = self.store_and_forward_fill(route, bytes)?;
         let deliver_delay = latency.checked_add(fill)?;
         self.insert_flow(now, tag, route, bytes as f64, bytes as f64, deliver_delay)
     }
@@ -233,7 +235,7 @@ impl Network {
         &mut self,
         now: Time,
         tag: u64,
-        route: Vec<LinkId>,
+        route: &[LinkId],
         bytes: f64,
         remaining: f64,
         deliver_delay: Time,
@@ -256,7 +258,8 @@ impl Network {
         f.active = true;
         f.in_use = true;
         f.fresh = true;
-        f.route = route;
+        f.route.clear();
+        f.route.extend_from_slice(route);
         self.active += 1;
         self.stats.flows_started += 1;
         self.stats.peak_active_flows = self.stats.peak_active_flows.max(self.active);
@@ -285,9 +288,8 @@ impl Network {
         }
         let tag = f.tag;
         let deliver_at = now.checked_add(f.deliver_delay)?;
-        let route = self.detach(t.slot);
+        self.detach(t.slot);
         self.release(t.slot);
-        self.dirty.extend_from_slice(&route);
         Ok(Some(TxDone { tag, deliver_at }))
     }
 
@@ -335,26 +337,23 @@ impl Network {
         }
         let slots = self.links[link].flows.clone();
         let mut blocked = Vec::with_capacity(slots.len());
-        let mut touched = Vec::new();
         for s in slots {
             self.settle(now, s);
             let f = &self.flows[s as usize];
-            let (tag, remaining) = (f.tag, f.remaining.max(0.0));
-            let route = self.detach(s);
-            touched.extend(route.iter().copied().filter(|&l| l != link));
+            let (tag, remaining, route) = (f.tag, f.remaining.max(0.0), f.route.clone());
+            self.detach(s);
             blocked.push(Blocked { slot: s, tag, link, remaining_bytes: remaining, route });
         }
         self.links[link].failed = true;
         self.links[link].capacity = 0.0;
-        self.dirty.extend_from_slice(&touched);
         Ok(blocked)
     }
 
     /// Restart a blocked flow on a new route with its remaining bytes.
-    pub fn reroute(&mut self, now: Time, b: &Blocked, route: Vec<LinkId>, latency: Time) -> Result<FlowSlot, NetError> {
-        self.check_route(&route)?;
+    pub fn reroute(&mut self, now: Time, b: &Blocked, route: &[LinkId], latency: Time) -> Result<FlowSlot, NetError> {
+        self.check_route(route)?;
         let bytes = self.flows[b.slot as usize].bytes;
-        let fill = self.store_and_forward_fill(&route, b.remaining_bytes.ceil() as u64)?;
+        let fill = self.store_and_forward_fill(route, b.remaining_bytes.ceil() as u64)?;
         self.release(b.slot);
         self.insert_flow(now, b.tag, route, bytes, b.remaining_bytes, latency.checked_add(fill)?)
     }
@@ -364,27 +363,26 @@ impl Network {
         self.release(b.slot);
     }
 
-    /// Remove an active flow from its links; returns its route.
-    fn detach(&mut self, slot: FlowSlot) -> Vec<LinkId> {
+    /// Remove an active flow from its links and mark them dirty.
+    fn detach(&mut self, slot: FlowSlot) {
         let f = &mut self.flows[slot as usize];
         f.active = false;
         f.version = f.version.wrapping_add(1);
-        let route = std::mem::take(&mut f.route);
-        for &l in &route {
+        for &l in &f.route {
             let list = &mut self.links[l].flows;
             if let Some(pos) = list.iter().position(|&s| s == slot) {
                 list.remove(pos); // keep insertion order: it fixes iteration order
             }
+            self.dirty.push(l);
         }
         self.active -= 1;
-        route
     }
 
     fn release(&mut self, slot: FlowSlot) {
         let f = &mut self.flows[slot as usize];
         if f.in_use {
             f.in_use = false;
-            f.route = Vec::new();
+            f.route.clear(); // keeps its capacity for the slot's next flow
             self.free.push(slot);
         }
     }
@@ -469,7 +467,8 @@ impl Network {
                 self.heap.push(Reverse((share.to_bits(), li as u32)));
             }
         }
-        let mut new_rates: Vec<(FlowSlot, f64)> = Vec::with_capacity(comp_flows.len());
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
         for &s in &comp_flows {
             self.flows[s as usize].frozen = false;
         }
@@ -503,7 +502,7 @@ impl Network {
                 }
             }
         }
-        for (s, rate) in new_rates {
+        for &(s, rate) in &new_rates {
             let changed = self.flows[s as usize].rate.to_bits() != rate.to_bits();
             if changed || self.flows[s as usize].fresh {
                 self.settle(now, s);
@@ -518,6 +517,7 @@ impl Network {
         }
         self.comp_links = comp_links;
         self.comp_flows = comp_flows;
+        self.new_rates = new_rates;
         Ok(())
     }
 }

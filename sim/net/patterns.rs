@@ -88,7 +88,7 @@ pub fn run_ring_allreduce(sim: &mut NetSim<()>, n: usize, chunks: usize, chunk_b
     let mut flows = 0u64;
     for r in 0..n {
         for k in 0..chunks {
-            sim.start_flow(tag(0, r, k), vec![r], chunk_bytes)?;
+            sim.start_flow(tag(0, r, k), &[r], chunk_bytes)?;
             flows += 1;
         }
     }
@@ -108,11 +108,11 @@ pub fn run_ring_allreduce(sim: &mut NetSim<()>, n: usize, chunks: usize, chunk_b
         let next = s + 1;
         if next < steps {
             if received[r * chunks + k] as usize >= next {
-                sim.start_flow(tag(next, r, k), vec![r], chunk_bytes)?;
+                sim.start_flow(tag(next, r, k), &[r], chunk_bytes)?;
                 flows += 1;
             }
             if sent[to * chunks + k] as usize == next {
-                sim.start_flow(tag(next, to, k), vec![to], chunk_bytes)?;
+                sim.start_flow(tag(next, to, k), &[to], chunk_bytes)?;
                 flows += 1;
             }
         }

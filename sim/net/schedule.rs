@@ -147,7 +147,7 @@ impl Schedule {
 
     fn start(&self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), NetError> {
         match &self.tasks[id].kind {
-            TaskKind::Transfer { route, bytes } => sim.start_flow(id as u64, route.clone(), *bytes),
+            TaskKind::Transfer { route, bytes } => sim.start_flow(id as u64, route, *bytes),
             TaskKind::Compute { device, duration } => {
                 let d = sim.compute_time(*device, *duration)?;
                 sim.schedule_after(d, id)
