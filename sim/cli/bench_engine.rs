@@ -55,7 +55,9 @@ struct QueueFigure {
     queue_size: u64,
     events: u64,
     seconds: f64,
+    cpu_seconds: f64,
     events_per_sec: f64,
+    events_per_cpu_sec: f64,
 }
 
 #[derive(Debug, Serialize, serde::Deserialize)]
@@ -65,7 +67,9 @@ struct RingFigure {
     flows: u64,
     events: u64,
     wall_seconds: f64,
+    cpu_seconds: f64,
     events_per_sec: f64,
+    events_per_cpu_sec: f64,
     simulated_ps: u64,
     closed_form_ps: u64,
     vm_hwm_kib: u64,
@@ -116,6 +120,7 @@ fn queue_throughput(size: u64, events: u64) -> QueueFigure {
     // Delays drawn up front so the timed loop measures the queue, not the generator.
     let delays: Vec<u64> = (0..1 << 16).map(|_| rng.random_range(1..1_000_000)).collect();
     let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
     let mut checksum = 0u64;
     for i in 0..events {
         let (t, _, p) = q.pop().expect("hold model keeps the queue non-empty");
@@ -123,8 +128,16 @@ fn queue_throughput(size: u64, events: u64) -> QueueFigure {
         q.push(Time(t.0 + delays[i as usize & 0xffff]), p);
     }
     let seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = thread_cpu_seconds() - cpu0;
     std::hint::black_box(checksum);
-    QueueFigure { queue_size: size, events, seconds, events_per_sec: events as f64 / seconds }
+    QueueFigure {
+        queue_size: size,
+        events,
+        seconds,
+        cpu_seconds,
+        events_per_sec: events as f64 / seconds,
+        events_per_cpu_sec: events as f64 / cpu_seconds,
+    }
 }
 
 fn ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
@@ -134,8 +147,10 @@ fn ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
     let chunk_bytes = per_rank / a.chunks;
     let mut sim: NetSim<()> = NetSim::new(&ring_links(n as usize, bw as f64, latency), 0)?;
     let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
     let run = run_ring_allreduce(&mut sim, n as usize, a.chunks as usize, chunk_bytes)?;
     let wall = start.elapsed().as_secs_f64();
+    let cpu = thread_cpu_seconds() - cpu0;
     let events = sim.events_processed();
     let closed = ring_allreduce_closed_form(n, chunk_bytes * a.chunks, bw, latency)?;
     Ok(RingFigure {
@@ -144,7 +159,9 @@ fn ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
         flows: run.flows,
         events,
         wall_seconds: wall,
+        cpu_seconds: cpu,
         events_per_sec: events as f64 / wall,
+        events_per_cpu_sec: events as f64 / cpu,
         simulated_ps: run.time.0,
         closed_form_ps: closed.0,
         vm_hwm_kib: vm_hwm_kib().unwrap_or(0),
@@ -167,6 +184,15 @@ fn child_ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
     Ok(serde_json::from_slice(&out.stdout).context("reading the child's figures")?)
 }
 
+/// CPU time of this thread in seconds (Linux schedstat: ns on CPU); the
+/// machine may be shared, so wall time alone understates throughput.
+fn thread_cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(f64::NAN, |ns| ns as f64 / 1e9)
+}
+
 /// Peak resident set size of this process (Linux), in KiB.
 fn vm_hwm_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -178,11 +204,13 @@ fn print_text(r: &Report) {
     println!("event queue (hold model, pop + push = 1 event):");
     for q in &r.queue {
         println!(
-            "  queue size {:>9}: {:>11} events in {:.3} s = {:.2} M events/s",
+            "  queue size {:>9}: {:>11} events in {:.3} s wall, {:.3} s CPU = {:.2} M events/s wall, {:.2} M events/CPU-s",
             q.queue_size,
             q.events,
             q.seconds,
-            q.events_per_sec / 1e6
+            q.cpu_seconds,
+            q.events_per_sec / 1e6,
+            q.events_per_cpu_sec / 1e6
         );
     }
     let g = &r.ring;
@@ -199,13 +227,14 @@ fn print_text(r: &Report) {
 fn print_ring(g: &RingFigure) {
     let diff = g.simulated_ps as f64 / g.closed_form_ps.max(1) as f64 - 1.0;
     println!(
-        "  {} devices x {} chunks: {} flows, {} events in {:.3} s ({:.2} M events/s); simulated {} ps vs closed form {} ps ({:+.2e}); peak RSS {} KiB",
+        "  {} devices x {} chunks: {} flows, {} events in {:.3} s wall, {:.3} s CPU ({:.2} M events/CPU-s); simulated {} ps vs closed form {} ps ({:+.2e}); peak RSS {} KiB",
         g.devices,
         g.chunks,
         g.flows,
         g.events,
         g.wall_seconds,
-        g.events_per_sec / 1e6,
+        g.cpu_seconds,
+        g.events_per_cpu_sec / 1e6,
         g.simulated_ps,
         g.closed_form_ps,
         diff,

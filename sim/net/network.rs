@@ -418,22 +418,41 @@ impl Network {
     /// Recompute max-min rates for the component reachable from `seeds`, and
     /// re-time every flow whose rate changed or that is fresh.
     fn recompute(&mut self, now: Time, seeds: &[LinkId]) -> Result<(), NetError> {
-        self.stats.recomputations += 1;
         let epoch = self.next_epoch();
         let mut comp_links = std::mem::take(&mut self.comp_links);
         let mut comp_flows = std::mem::take(&mut self.comp_flows);
-        comp_links.clear();
-        comp_flows.clear();
-        for &l in seeds {
-            if self.links[l].mark != epoch {
-                self.links[l].mark = epoch;
-                comp_links.push(l);
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        let mut result = Ok(());
+        // One connected component at a time: independent components touched at
+        // the same instant get small separate problems instead of one big heap.
+        for &seed in seeds {
+            if self.links[seed].mark == epoch {
+                continue;
+            }
+            self.stats.recomputations += 1;
+            comp_links.clear();
+            comp_flows.clear();
+            new_rates.clear();
+            self.links[seed].mark = epoch;
+            comp_links.push(seed);
+            self.collect_component(epoch, &mut comp_links, &mut comp_flows);
+            self.water_fill(&comp_links, &comp_flows, &mut new_rates);
+            result = self.retime(now, &new_rates);
+            if result.is_err() {
+                break;
             }
         }
-        // Breadth-first over link → flows → links.
+        self.comp_links = comp_links;
+        self.comp_flows = comp_flows;
+        self.new_rates = new_rates;
+        result
+    }
+
+    /// Breadth-first over link → flows → links from the links already in `links`.
+    fn collect_component(&mut self, epoch: u32, links: &mut Vec<LinkId>, flows: &mut Vec<FlowSlot>) {
         let mut i = 0;
-        while i < comp_links.len() {
-            let l = comp_links[i];
+        while i < links.len() {
+            let l = links[i];
             i += 1;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
@@ -441,19 +460,30 @@ impl Network {
                     continue;
                 }
                 self.flows[s as usize].mark = epoch;
-                comp_flows.push(s);
+                flows.push(s);
                 for j in 0..self.flows[s as usize].route.len() {
                     let m = self.flows[s as usize].route[j];
                     if self.links[m].mark != epoch {
                         self.links[m].mark = epoch;
-                        comp_links.push(m);
+                        links.push(m);
                     }
                 }
             }
         }
-        // Progressive filling: repeatedly saturate the link with the smallest
-        // fair share among its unfrozen flows. Shares only grow as flows freeze,
-        // so a lazy min-heap of (share, link) is exact.
+    }
+
+    /// Progressive filling over one component: repeatedly saturate the link with
+    /// the smallest fair share among its unfrozen flows, freezing those flows at
+    /// that share. Shares only grow as flows freeze elsewhere, so a lazy min-heap
+    /// of (share, link) is exact. Appends (flow, rate) to `out`.
+    fn water_fill(&mut self, comp_links: &[LinkId], comp_flows: &[FlowSlot], out: &mut Vec<(FlowSlot, f64)>) {
+        if let [l] = comp_links {
+            // A single link: every flow on it gets an equal share.
+            let ls = &self.links[*l];
+            let share = ls.capacity / ls.flows.len().max(1) as f64;
+            out.extend(ls.flows.iter().map(|&s| (s, share)));
+            return;
+        }
         self.residual.clear();
         self.unfrozen.clear();
         self.heap.clear();
@@ -467,9 +497,7 @@ impl Network {
                 self.heap.push(Reverse((share.to_bits(), li as u32)));
             }
         }
-        let mut new_rates = std::mem::take(&mut self.new_rates);
-        new_rates.clear();
-        for &s in &comp_flows {
+        for &s in comp_flows {
             self.flows[s as usize].frozen = false;
         }
         while let Some(Reverse((bits, li))) = self.heap.pop() {
@@ -489,7 +517,7 @@ impl Network {
                     continue;
                 }
                 self.flows[s as usize].frozen = true;
-                new_rates.push((s, share));
+                out.push((s, share));
                 for j in 0..self.flows[s as usize].route.len() {
                     let m = self.flows[s as usize].route[j];
                     let mi = self.links[m].local as usize;
@@ -502,7 +530,11 @@ impl Network {
                 }
             }
         }
-        for &(s, rate) in &new_rates {
+    }
+
+    /// Give flows their new rates; re-time those whose rate changed or that are fresh.
+    fn retime(&mut self, now: Time, rates: &[(FlowSlot, f64)]) -> Result<(), NetError> {
+        for &(s, rate) in rates {
             let changed = self.flows[s as usize].rate.to_bits() != rate.to_bits();
             if changed || self.flows[s as usize].fresh {
                 self.settle(now, s);
@@ -515,9 +547,6 @@ impl Network {
                 self.stats.timers += 1;
             }
         }
-        self.comp_links = comp_links;
-        self.comp_flows = comp_flows;
-        self.new_rates = new_rates;
         Ok(())
     }
 }
