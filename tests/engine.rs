@@ -76,7 +76,8 @@ fn max_min_shares_on_three_links_by_hand() {
     let routes: [&[LinkId]; 5] = [&[0, 1], &[0], &[0], &[1, 2], &[2]];
     let mut net = Network::new(&links).unwrap();
     for (i, r) in routes.iter().enumerate() {
-        net.start_flow(Time::ZERO, i as u64, r, 12_000_000, Time::ZERO).unwrap();
+        net.start_flow(Time::ZERO, i as u64, r, 12_000_000, Time::ZERO)
+            .unwrap();
     }
     net.flush(Time::ZERO).unwrap();
     let rates: Vec<f64> = (0..5).map(|s| net.flow_rate(s).unwrap().0).collect();
@@ -85,7 +86,13 @@ fn max_min_shares_on_three_links_by_hand() {
     // Finish times with e carrying 35 MB: e runs at 14 GB/s until d ends at 2 ms
     // (28 MB sent), then alone on L2 at 20 GB/s for 7 MB = 0.35 ms: 2.35 ms.
     let mut sim = NetSim::new(&links, 1).unwrap();
-    let sizes = [12_000_000u64, 12_000_000, 12_000_000, 12_000_000, 35_000_000];
+    let sizes = [
+        12_000_000u64,
+        12_000_000,
+        12_000_000,
+        12_000_000,
+        35_000_000,
+    ];
     for (i, r) in routes.iter().enumerate() {
         sim.start_flow(i as u64, r, sizes[i]).unwrap();
     }
@@ -93,7 +100,13 @@ fn max_min_shares_on_three_links_by_hand() {
     got.sort();
     assert_eq!(
         got,
-        vec![(0, 3_000_000_000), (1, 3_000_000_000), (2, 3_000_000_000), (3, 2_000_000_000), (4, 2_350_000_000)]
+        vec![
+            (0, 3_000_000_000),
+            (1, 3_000_000_000),
+            (2, 3_000_000_000),
+            (3, 2_000_000_000),
+            (4, 2_350_000_000)
+        ]
     );
 }
 
@@ -113,7 +126,11 @@ fn ring_allreduce_matches_closed_form() {
         let mut sim = NetSim::new(&ring_links(n, bw as f64, Time(alpha)), 0).unwrap();
         let rep = sched.run(&mut sim).unwrap();
         assert!(rep.not_run.is_empty() && rep.undeliverable.is_empty());
-        assert_eq!(rep.makespan.0, ring_closed_form(n as u64, chunk, bw, alpha), "n={n}");
+        assert_eq!(
+            rep.makespan.0,
+            ring_closed_form(n as u64, chunk, bw, alpha),
+            "n={n}"
+        );
 
         // The reactive driver gives the same time, also with each step split
         // into 4 concurrent chunk flows (each gets B/4 for a quarter of the bytes).
@@ -121,7 +138,11 @@ fn ring_allreduce_matches_closed_form() {
             let mut sim = NetSim::new(&ring_links(n, bw as f64, Time(alpha)), 0).unwrap();
             let run = run_ring_allreduce(&mut sim, n, chunks, chunk / chunks as u64).unwrap();
             assert_eq!(run.flows, (2 * (n - 1) * n * chunks) as u64);
-            assert_eq!(run.time.0, ring_closed_form(n as u64, chunk, bw, alpha), "n={n} chunks={chunks}");
+            assert_eq!(
+                run.time.0,
+                ring_closed_form(n as u64, chunk, bw, alpha),
+                "n={n} chunks={chunks}"
+            );
         }
     }
 }
@@ -144,7 +165,9 @@ fn ring_allreduce_with_reductions_adds_one_reduction_per_reduce_scatter_step() {
 /// A small scenario with shared links, multi-hop routes, computations on
 /// devices, jitter and a straggler; returns the CSV log.
 fn jittered_scenario(seed: u64) -> String {
-    let links: Vec<Link> = (0..6).map(|i| Link::new(1e10 * (1 + i % 3) as f64, Time(500_000))).collect();
+    let links: Vec<Link> = (0..6)
+        .map(|i| Link::new(1e10 * (1 + i % 3) as f64, Time(500_000)))
+        .collect();
     let mut sim = NetSim::new(&links, seed).unwrap();
     sim.enable_log();
     sim.set_jitter(Some(Jitter::new(0.2).unwrap()));
@@ -195,7 +218,12 @@ fn two_paths() -> Vec<Link> {
 fn failed_link_mid_transfer_is_reported() {
     // 10 MB at 10 GB/s takes 1 ms; link 1 fails at 0.4 ms with 6 MB unsent.
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
-    sim.add_fault(LinkFault { link: 1, at: Time(400_000_000), kind: FaultKind::Fail }).unwrap();
+    sim.add_fault(LinkFault {
+        link: 1,
+        at: Time(400_000_000),
+        kind: FaultKind::Fail,
+    })
+    .unwrap();
     sim.start_flow(77, &[0, 1], 10_000_000).unwrap();
     sim.start_flow(78, &[2, 3], 1_000_000).unwrap();
     let mut seen = Vec::new();
@@ -203,13 +231,27 @@ fn failed_link_mid_transfer_is_reported() {
         seen.push(o);
     }
     assert_eq!(seen.len(), 2);
-    assert_eq!(seen[0], Occurrence::Delivered { at: Time(100_000_000 + 2_000_000), tag: 78 });
-    let Occurrence::Undeliverable(u) = &seen[1] else { panic!("{seen:?}") };
+    assert_eq!(
+        seen[0],
+        Occurrence::Delivered {
+            at: Time(100_000_000 + 2_000_000),
+            tag: 78
+        }
+    );
+    let Occurrence::Undeliverable(u) = &seen[1] else {
+        panic!("{seen:?}")
+    };
     assert_eq!((u.tag, u.link, u.at), (77, 1, Time(400_000_000)));
-    assert!((u.remaining_bytes - 6e6).abs() < 1.0, "{}", u.remaining_bytes);
+    assert!(
+        (u.remaining_bytes - 6e6).abs() < 1.0,
+        "{}",
+        u.remaining_bytes
+    );
     // A later flow over the failed link is reported at once, not hung.
     sim.start_flow(79, &[1], 10).unwrap();
-    let Some(Occurrence::Undeliverable(u)) = sim.step().unwrap() else { panic!() };
+    let Some(Occurrence::Undeliverable(u)) = sim.step().unwrap() else {
+        panic!()
+    };
     assert_eq!((u.tag, u.link), (79, 1));
     assert_eq!(sim.step().unwrap(), None);
 }
@@ -217,29 +259,50 @@ fn failed_link_mid_transfer_is_reported() {
 #[test]
 fn failed_link_mid_transfer_is_rerouted_by_the_callback() {
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
-    sim.add_fault(LinkFault { link: 1, at: Time(400_000_000), kind: FaultKind::Fail }).unwrap();
+    sim.add_fault(LinkFault {
+        link: 1,
+        at: Time(400_000_000),
+        kind: FaultKind::Fail,
+    })
+    .unwrap();
     sim.set_reroute(Box::new(|req| {
         assert_eq!(req.failed_links, &[1]);
         (req.route == [0, 1]).then(|| vec![2, 3])
     }));
     sim.start_flow(77, &[0, 1], 10_000_000).unwrap();
     // The 6 MB left take 0.6 ms on the other path, plus its 2 µs latency.
-    assert_eq!(deliveries(&mut sim), vec![(77, 400_000_000 + 600_000_000 + 2_000_000)]);
+    assert_eq!(
+        deliveries(&mut sim),
+        vec![(77, 400_000_000 + 600_000_000 + 2_000_000)]
+    );
 }
 
 #[test]
 fn degraded_link_slows_the_rest_of_the_transfer() {
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
-    sim.add_fault(LinkFault { link: 0, at: Time(400_000_000), kind: FaultKind::Degrade(0.25) }).unwrap();
+    sim.add_fault(LinkFault {
+        link: 0,
+        at: Time(400_000_000),
+        kind: FaultKind::Degrade(0.25),
+    })
+    .unwrap();
     sim.start_flow(5, &[0, 1], 10_000_000).unwrap();
     // 4 MB at 10 GB/s, then 6 MB at 2.5 GB/s = 2.4 ms.
-    assert_eq!(deliveries(&mut sim), vec![(5, 400_000_000 + 2_400_000_000 + 2_000_000)]);
+    assert_eq!(
+        deliveries(&mut sim),
+        vec![(5, 400_000_000 + 2_400_000_000 + 2_000_000)]
+    );
 }
 
 #[test]
 fn schedule_reports_tasks_behind_an_undeliverable_transfer() {
     let mut sim = NetSim::new(&two_paths(), 0).unwrap();
-    sim.add_fault(LinkFault { link: 0, at: Time(1_000), kind: FaultKind::Fail }).unwrap();
+    sim.add_fault(LinkFault {
+        link: 0,
+        at: Time(1_000),
+        kind: FaultKind::Fail,
+    })
+    .unwrap();
     let mut s = Schedule::new();
     let a = s.add_transfer(vec![0, 1], 1 << 20, &[]).unwrap();
     let b = s.add_transfer(vec![2, 3], 1 << 20, &[]).unwrap();
@@ -253,15 +316,42 @@ fn schedule_reports_tasks_behind_an_undeliverable_transfer() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    assert!(matches!(Network::new(&[Link::new(0.0, Time(1))]), Err(NetError::BadCapacity { .. })));
-    assert!(matches!(Network::new(&[Link::new(f64::NAN, Time(1))]), Err(NetError::BadCapacity { .. })));
+    assert!(matches!(
+        Network::new(&[Link::new(0.0, Time(1))]),
+        Err(NetError::BadCapacity { .. })
+    ));
+    assert!(matches!(
+        Network::new(&[Link::new(f64::NAN, Time(1))]),
+        Err(NetError::BadCapacity { .. })
+    ));
     let mut sim: NetSim<()> = NetSim::new(&two_paths(), 0).unwrap();
-    assert!(matches!(sim.start_flow(0, &[9], 1), Err(NetError::UnknownLink { link: 9, .. })));
-    assert!(matches!(sim.start_flow(0, &[0, 0], 1), Err(NetError::RepeatedLink { link: 0 })));
-    assert!(sim.add_fault(LinkFault { link: 0, at: Time(1), kind: FaultKind::Degrade(1.5) }).is_err());
-    assert!(sim.add_fault(LinkFault { link: 7, at: Time(1), kind: FaultKind::Fail }).is_err());
+    assert!(matches!(
+        sim.start_flow(0, &[9], 1),
+        Err(NetError::UnknownLink { link: 9, .. })
+    ));
+    assert!(matches!(
+        sim.start_flow(0, &[0, 0], 1),
+        Err(NetError::RepeatedLink { link: 0 })
+    ));
+    assert!(sim
+        .add_fault(LinkFault {
+            link: 0,
+            at: Time(1),
+            kind: FaultKind::Degrade(1.5)
+        })
+        .is_err());
+    assert!(sim
+        .add_fault(LinkFault {
+            link: 7,
+            at: Time(1),
+            kind: FaultKind::Fail
+        })
+        .is_err());
     let mut s = Schedule::new();
-    assert!(matches!(s.add_compute(0, Time(1), &[0]), Err(NetError::BadDependency { task: 0, dep: 0 })));
+    assert!(matches!(
+        s.add_compute(0, Time(1), &[0]),
+        Err(NetError::BadDependency { task: 0, dep: 0 })
+    ));
     // Time overflow is an error, not a wrap.
     let mut sim: NetSim<()> = NetSim::new(&[Link::new(1.0, Time(u64::MAX))], 0).unwrap();
     sim.start_flow(0, &[0], 1).unwrap();
@@ -277,7 +367,8 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (1usize..6).prop_flat_map(|nl| {
         let caps = prop::collection::vec(prop::sample::select(vec![1e9, 2.5e9, 1e10, 3e10]), nl);
-        let route = prop::sample::subsequence((0..nl).collect::<Vec<_>>(), 1..=nl.min(3)).prop_shuffle();
+        let route =
+            prop::sample::subsequence((0..nl).collect::<Vec<_>>(), 1..=nl.min(3)).prop_shuffle();
         let flow = (route, 0u64..5_000_000, 0u64..3_000_000_000);
         (caps, prop::collection::vec(flow, 1..12)).prop_map(|(caps, flows)| Case { caps, flows })
     })
@@ -292,7 +383,10 @@ enum Ev {
 /// flow crosses a saturated link on which no flow has a higher rate.
 fn check_allocation(net: &Network, caps: &[f64]) -> Result<(), TestCaseError> {
     for (l, &cap) in caps.iter().enumerate() {
-        prop_assert!(net.link_load(l) <= cap * (1.0 + 1e-9), "link {l} over capacity");
+        prop_assert!(
+            net.link_load(l) <= cap * (1.0 + 1e-9),
+            "link {l} over capacity"
+        );
     }
     for l in 0..caps.len() {
         for &s in net.flows_on(l) {
@@ -300,7 +394,11 @@ fn check_allocation(net: &Network, caps: &[f64]) -> Result<(), TestCaseError> {
             prop_assert!(rate > 0.0);
             let bottlenecked = route.iter().any(|&m| {
                 let saturated = net.link_load(m) >= caps[m] * (1.0 - 1e-9);
-                let max_here = net.flows_on(m).iter().map(|&o| net.flow_rate(o).unwrap().0).fold(0.0, f64::max);
+                let max_here = net
+                    .flows_on(m)
+                    .iter()
+                    .map(|&o| net.flow_rate(o).unwrap().0)
+                    .fold(0.0, f64::max);
                 saturated && rate >= max_here * (1.0 - 1e-9)
             });
             prop_assert!(bottlenecked, "flow {s} rate {rate} has no bottleneck");
@@ -322,7 +420,7 @@ proptest! {
         }
         let (mut now, mut done) = (Time::ZERO, vec![false; c.flows.len()]);
         loop {
-            if net.needs_flush() && q.peek_time().is_none_or(|t| t > now) {
+            if net.needs_flush() && q.peek_time().map_or(true, |t| t > now) {
                 net.flush(now).unwrap();
                 for (t, timer) in net.drain_timers() {
                     q.push(t, Ev::Timer(timer));

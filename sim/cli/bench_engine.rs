@@ -102,7 +102,11 @@ pub fn run(a: EngineBenchArgs) -> anyhow::Result<()> {
             memory.push(child_ring(&a, n)?);
         }
     }
-    let report = Report { queue, ring: ring_fig, memory };
+    let report = Report {
+        queue,
+        ring: ring_fig,
+        memory,
+    };
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Text => print_text(&report),
@@ -118,7 +122,9 @@ fn queue_throughput(size: u64, events: u64) -> QueueFigure {
         q.push(Time(rng.random_range(0..1_000_000)), i);
     }
     // Delays drawn up front so the timed loop measures the queue, not the generator.
-    let delays: Vec<u64> = (0..1 << 16).map(|_| rng.random_range(1..1_000_000)).collect();
+    let delays: Vec<u64> = (0..1 << 16)
+        .map(|_| rng.random_range(1..1_000_000))
+        .collect();
     let start = Instant::now();
     let cpu0 = thread_cpu_seconds();
     let mut checksum = 0u64;
@@ -173,13 +179,26 @@ fn child_ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
     let exe = std::env::current_exe().context("locating the shardsim binary")?;
     let out = std::process::Command::new(exe)
         .args(["bench", "engine", "--ring-only"])
-        .args(["--devices", &n.to_string(), "--chunks", &a.chunks.to_string()])
-        .args(["--bytes", &a.bytes.to_string(), "--link-gbps", &a.link_gbps.to_string()])
+        .args([
+            "--devices",
+            &n.to_string(),
+            "--chunks",
+            &a.chunks.to_string(),
+        ])
+        .args([
+            "--bytes",
+            &a.bytes.to_string(),
+            "--link-gbps",
+            &a.link_gbps.to_string(),
+        ])
         .args(["--latency-ns", &a.latency_ns.to_string()])
         .output()
         .context("running the ring benchmark child")?;
     if !out.status.success() {
-        bail!("ring benchmark child for {n} devices failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "ring benchmark child for {n} devices failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(serde_json::from_slice(&out.stdout).context("reading the child's figures")?)
 }

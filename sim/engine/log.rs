@@ -27,11 +27,17 @@ pub struct EventLog {
 
 impl EventLog {
     pub fn enabled() -> Self {
-        EventLog { enabled: true, records: Vec::new() }
+        EventLog {
+            enabled: true,
+            records: Vec::new(),
+        }
     }
 
     pub fn disabled() -> Self {
-        EventLog { enabled: false, records: Vec::new() }
+        EventLog {
+            enabled: false,
+            records: Vec::new(),
+        }
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -39,10 +45,21 @@ impl EventLog {
     }
 
     /// Append a record; `detail` is only built when the log is enabled.
-    pub fn record(&mut self, time: Time, kind: &'static str, subject: u64, detail: impl FnOnce() -> String) {
+    pub fn record(
+        &mut self,
+        time: Time,
+        kind: &'static str,
+        subject: u64,
+        detail: impl FnOnce() -> String,
+    ) {
         if self.enabled {
             let detail = detail().replace([',', '\n', '\r'], ";");
-            self.records.push(LogRecord { time, kind, subject, detail });
+            self.records.push(LogRecord {
+                time,
+                kind,
+                subject,
+                detail,
+            });
         }
     }
 

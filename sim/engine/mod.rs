@@ -45,7 +45,11 @@ impl<E> Default for Engine<E> {
 
 impl<E> Engine<E> {
     pub fn new() -> Self {
-        Engine { queue: EventQueue::new(), now: Time::ZERO, processed: 0 }
+        Engine {
+            queue: EventQueue::new(),
+            now: Time::ZERO,
+            processed: 0,
+        }
     }
 
     pub fn now(&self) -> Time {

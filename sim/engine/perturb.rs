@@ -79,7 +79,10 @@ impl Stragglers {
     /// `"stragglers"` stream of `seed`, each slowed by `factor`.
     pub fn draw(seed: u64, devices: u64, count: usize, factor: f64) -> Result<Self, PerturbError> {
         if count as u64 > devices {
-            return Err(PerturbError::TooManyStragglers { asked: count, available: devices as usize });
+            return Err(PerturbError::TooManyStragglers {
+                asked: count,
+                available: devices as usize,
+            });
         }
         let mut rng = component_rng(seed, "stragglers");
         let mut s = Stragglers::new();

@@ -57,8 +57,18 @@ impl<E> EventQueue<E> {
     }
 
     pub fn with_capacity(n: usize) -> Self {
-        let lanes = (0..LANES).map(|_| Lane { time: 0, items: VecDeque::new() }).collect();
-        EventQueue { heap: Vec::with_capacity(n), lanes, queued: 0, next_seq: 0 }
+        let lanes = (0..LANES)
+            .map(|_| Lane {
+                time: 0,
+                items: VecDeque::new(),
+            })
+            .collect();
+        EventQueue {
+            heap: Vec::with_capacity(n),
+            lanes,
+            queued: 0,
+            next_seq: 0,
+        }
     }
 
     /// Insert an event; returns its sequence number.
@@ -66,7 +76,11 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queued += 1;
-        if let Some(lane) = self.lanes.iter_mut().find(|l| l.time == time.0 && !l.items.is_empty()) {
+        if let Some(lane) = self
+            .lanes
+            .iter_mut()
+            .find(|l| l.time == time.0 && !l.items.is_empty())
+        {
             lane.items.push_back((seq, payload));
             return seq;
         }
@@ -75,7 +89,10 @@ impl<E> EventQueue<E> {
             lane.items.push_back((seq, payload));
             return seq;
         }
-        self.heap.push(Entry { key: (time.0 as u128) << 64 | seq as u128, payload });
+        self.heap.push(Entry {
+            key: (time.0 as u128) << 64 | seq as u128,
+            payload,
+        });
         self.sift_up(self.heap.len() - 1);
         seq
     }
@@ -146,7 +163,11 @@ impl<E> EventQueue<E> {
 
     /// Time of the earliest event.
     pub fn peek_time(&self) -> Option<Time> {
-        let lanes = self.lanes.iter().filter(|l| !l.items.is_empty()).map(|l| l.time);
+        let lanes = self
+            .lanes
+            .iter()
+            .filter(|l| !l.items.is_empty())
+            .map(|l| l.time);
         let heap = self.heap.first().map(|e| (e.key >> 64) as u64);
         lanes.chain(heap).min().map(Time)
     }
@@ -187,7 +208,9 @@ mod tests {
         let mut x = 12345u64;
         let mut want = Vec::new();
         for i in 0..5000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = (x >> 33) % 9;
             q.push(Time(t), i);
             want.push((t, i));
@@ -199,7 +222,8 @@ mod tests {
             }
         }
         want.sort();
-        let got: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop().map(|(t, _, p)| (t.0, p))).collect();
+        let got: Vec<(u64, u64)> =
+            std::iter::from_fn(|| q.pop().map(|(t, _, p)| (t.0, p))).collect();
         assert_eq!(got, want);
     }
 }

@@ -37,11 +37,15 @@ impl Time {
     }
 
     pub fn from_ns(ns: u64) -> Result<Time, TimeOverflow> {
-        ns.checked_mul(1_000).map(Time).ok_or_else(|| overflow(format!("{ns} ns")))
+        ns.checked_mul(1_000)
+            .map(Time)
+            .ok_or_else(|| overflow(format!("{ns} ns")))
     }
 
     pub fn from_us(us: u64) -> Result<Time, TimeOverflow> {
-        us.checked_mul(1_000_000).map(Time).ok_or_else(|| overflow(format!("{us} us")))
+        us.checked_mul(1_000_000)
+            .map(Time)
+            .ok_or_else(|| overflow(format!("{us} us")))
     }
 
     /// `self + d`, an error instead of a wrap.
@@ -75,7 +79,8 @@ impl Time {
 
     /// Scale a duration by a positive factor (jitter, stragglers), rounding up.
     pub fn scaled(self, factor: f64) -> Result<Time, TimeOverflow> {
-        ceil_to_ps(self.0 as f64 * factor).ok_or_else(|| overflow(format!("{} ps * {factor}", self.0)))
+        ceil_to_ps(self.0 as f64 * factor)
+            .ok_or_else(|| overflow(format!("{} ps * {factor}", self.0)))
     }
 }
 
@@ -106,8 +111,10 @@ pub fn transfer_ps(bytes: f64, bytes_per_sec: f64) -> Result<Time, TimeOverflow>
     if bytes <= 0.0 {
         return Ok(Time::ZERO);
     }
-    if !(bytes_per_sec > 0.0) || !bytes_per_sec.is_finite() {
-        return Err(overflow(format!("{bytes} bytes at {bytes_per_sec} bytes/s never finish")));
+    if bytes_per_sec.is_nan() || bytes_per_sec <= 0.0 || !bytes_per_sec.is_finite() {
+        return Err(overflow(format!(
+            "{bytes} bytes at {bytes_per_sec} bytes/s never finish"
+        )));
     }
     ceil_to_ps(bytes * PS_PER_SEC as f64 / bytes_per_sec)
         .ok_or_else(|| overflow(format!("{bytes} bytes at {bytes_per_sec} bytes/s")))
@@ -120,7 +127,11 @@ pub fn ceil_to_ps(x: f64) -> Option<Time> {
         return None;
     }
     let nearest = x.round();
-    let v = if (x - nearest).abs() <= 1e-3 + 1e-13 * x { nearest } else { x.ceil() };
+    let v = if (x - nearest).abs() <= 1e-3 + 1e-13 * x {
+        nearest
+    } else {
+        x.ceil()
+    };
     // 2^64 as f64 is exactly representable; anything at or above it overflows.
     if v >= 18_446_744_073_709_551_616.0 {
         return None;
@@ -135,15 +146,26 @@ mod tests {
     #[test]
     fn exact_rounds_up() {
         assert_eq!(transfer_ps_exact(1, 3).unwrap(), Time(333_333_333_334));
-        assert_eq!(transfer_ps_exact(1_000_000, 100_000_000_000).unwrap(), Time(10_000_000));
+        assert_eq!(
+            transfer_ps_exact(1_000_000, 100_000_000_000).unwrap(),
+            Time(10_000_000)
+        );
         assert!(transfer_ps_exact(u64::MAX, 1).is_err());
         assert!(Time(u64::MAX).checked_add(Time(1)).is_err());
     }
 
     #[test]
     fn float_rule_matches_exact_on_integers() {
-        for (b, r) in [(1u64, 3u64), (1_000_000, 100_000_000_000), (4096, 25_000_000_000), (7, 9)] {
-            assert_eq!(transfer_ps(b as f64, r as f64).unwrap(), transfer_ps_exact(b, r).unwrap());
+        for (b, r) in [
+            (1u64, 3u64),
+            (1_000_000, 100_000_000_000),
+            (4096, 25_000_000_000),
+            (7, 9),
+        ] {
+            assert_eq!(
+                transfer_ps(b as f64, r as f64).unwrap(),
+                transfer_ps_exact(b, r).unwrap()
+            );
         }
     }
 }

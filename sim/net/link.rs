@@ -17,7 +17,10 @@ pub struct Link {
 
 impl Link {
     pub fn new(capacity_bytes_per_sec: f64, latency: Time) -> Link {
-        Link { capacity: capacity_bytes_per_sec, latency }
+        Link {
+            capacity: capacity_bytes_per_sec,
+            latency,
+        }
     }
 }
 

@@ -116,7 +116,10 @@ impl<U> NetSim<U> {
     pub fn add_fault(&mut self, f: LinkFault) -> Result<(), NetError> {
         f.validate()?;
         if f.link >= self.net.link_count() {
-            return Err(NetError::UnknownLink { link: f.link, links: self.net.link_count() });
+            return Err(NetError::UnknownLink {
+                link: f.link,
+                links: self.net.link_count(),
+            });
         }
         self.engine.schedule_at(f.at, Ev::Fault(Box::new(f)))?;
         Ok(())
@@ -179,13 +182,21 @@ impl<U> NetSim<U> {
         let now = self.engine.now();
         match self.net.check_route(route) {
             Err(NetError::FailedLink { link }) => {
-                let b = Blocked { slot: u32::MAX, tag, link, remaining_bytes: bytes as f64, route: route.to_vec() };
+                let b = Blocked {
+                    slot: u32::MAX,
+                    tag,
+                    link,
+                    remaining_bytes: bytes as f64,
+                    route: route.to_vec(),
+                };
                 self.handle_blocked(now, b, bytes as f64)
             }
             Err(e) => Err(e),
             Ok(()) => {
                 let latency = self.path_latency(route)?;
-                self.log.record(now, "flow_start", tag, || format!("bytes={bytes} route={}", join(route)));
+                self.log.record(now, "flow_start", tag, || {
+                    format!("bytes={bytes} route={}", join(route))
+                });
                 self.net.start_flow(now, tag, route, bytes, latency)?;
                 self.drain_timers()
             }
@@ -201,19 +212,22 @@ impl<U> NetSim<U> {
             // Rates are recomputed once per instant, before the clock moves on.
             if self.net.needs_flush() {
                 let now = self.engine.now();
-                if self.engine.peek_time().is_none_or(|t| t > now) {
+                if self.engine.peek_time().map_or(true, |t| t > now) {
                     self.net.flush(now)?;
                     self.drain_timers()?;
                 }
             }
-            let Some((now, ev)) = self.engine.next() else { return Ok(None) };
+            let Some((now, ev)) = self.engine.next() else {
+                return Ok(None);
+            };
             match ev {
                 Ev::User(event) => {
                     return Ok(Some(Occurrence::User { at: now, event }));
                 }
                 Ev::Timer(t) => {
                     if let Some(done) = self.net.on_timer(now, t)? {
-                        self.engine.schedule_at(done.deliver_at, Ev::Deliver(done.tag))?;
+                        self.engine
+                            .schedule_at(done.deliver_at, Ev::Deliver(done.tag))?;
                     }
                     self.drain_timers()?;
                 }
@@ -229,11 +243,14 @@ impl<U> NetSim<U> {
     fn apply_fault(&mut self, now: Time, f: LinkFault) -> Result<(), NetError> {
         match f.kind {
             FaultKind::Degrade(fraction) => {
-                self.log.record(now, "link_degrade", f.link as u64, || format!("fraction={fraction}"));
+                self.log.record(now, "link_degrade", f.link as u64, || {
+                    format!("fraction={fraction}")
+                });
                 self.net.degrade_link(f.link, fraction)?;
             }
             FaultKind::Fail => {
-                self.log.record(now, "link_fail", f.link as u64, String::new);
+                self.log
+                    .record(now, "link_fail", f.link as u64, String::new);
                 let blocked = self.net.fail_link(now, f.link)?;
                 if let Err(pos) = self.failed.binary_search(&f.link) {
                     self.failed.insert(pos, f.link);
@@ -263,9 +280,12 @@ impl<U> NetSim<U> {
         match usable {
             Some(route) => {
                 let latency = self.path_latency(&route)?;
-                self.log.record(now, "rerouted", b.tag, || format!("remaining={remaining} route={}", join(&route)));
+                self.log.record(now, "rerouted", b.tag, || {
+                    format!("remaining={remaining} route={}", join(&route))
+                });
                 if b.slot == u32::MAX {
-                    self.net.start_flow(now, b.tag, &route, remaining as u64, latency)?;
+                    self.net
+                        .start_flow(now, b.tag, &route, remaining as u64, latency)?;
                 } else {
                     self.net.reroute(now, &b, &route, latency)?;
                 }
@@ -275,13 +295,16 @@ impl<U> NetSim<U> {
                 if b.slot != u32::MAX {
                     self.net.abandon(&b);
                 }
-                self.log.record(now, "undeliverable", b.tag, || format!("link={} remaining={remaining}", b.link));
-                self.pending.push_back(Occurrence::Undeliverable(Undeliverable {
-                    tag: b.tag,
-                    link: b.link,
-                    at: now,
-                    remaining_bytes: remaining,
-                }));
+                self.log.record(now, "undeliverable", b.tag, || {
+                    format!("link={} remaining={remaining}", b.link)
+                });
+                self.pending
+                    .push_back(Occurrence::Undeliverable(Undeliverable {
+                        tag: b.tag,
+                        link: b.link,
+                        at: now,
+                        remaining_bytes: remaining,
+                    }));
                 Ok(())
             }
         }
@@ -289,11 +312,14 @@ impl<U> NetSim<U> {
 
     /// Sum of the route's latencies, each jittered from its link's stream.
     fn path_latency(&mut self, route: &[LinkId]) -> Result<Time, NetError> {
-        let Some(j) = self.jitter else { return Ok(self.net.route_latency(route)?) };
+        let Some(j) = self.jitter else {
+            return Ok(self.net.route_latency(route)?);
+        };
         let mut total = Time::ZERO;
         for &l in route {
             let seed = self.seed;
-            let rng = self.link_rngs[l].get_or_insert_with(|| Box::new(component_rng(seed, &format!("link/{l}"))));
+            let rng = self.link_rngs[l]
+                .get_or_insert_with(|| Box::new(component_rng(seed, &format!("link/{l}"))));
             total = total.checked_add(j.apply(self.net.latency(l), rng)?)?;
         }
         Ok(total)

@@ -108,7 +108,10 @@ impl Network {
     pub fn new(links: &[Link]) -> Result<Network, NetError> {
         for (i, l) in links.iter().enumerate() {
             if !(l.capacity.is_finite() && l.capacity > 0.0) {
-                return Err(NetError::BadCapacity { link: i, capacity: l.capacity });
+                return Err(NetError::BadCapacity {
+                    link: i,
+                    capacity: l.capacity,
+                });
             }
         }
         Ok(Network {
@@ -164,7 +167,11 @@ impl Network {
 
     /// Sum of the current rates of the flows on `link`.
     pub fn link_load(&self, link: LinkId) -> f64 {
-        self.links[link].flows.iter().map(|&s| self.flows[s as usize].rate).sum()
+        self.links[link]
+            .flows
+            .iter()
+            .map(|&s| self.flows[s as usize].rate)
+            .sum()
     }
 
     /// Active flows on `link` (slots).
@@ -187,7 +194,10 @@ impl Network {
     pub fn check_route(&self, route: &[LinkId]) -> Result<(), NetError> {
         for (i, &l) in route.iter().enumerate() {
             if l >= self.links.len() {
-                return Err(NetError::UnknownLink { link: l, links: self.links.len() });
+                return Err(NetError::UnknownLink {
+                    link: l,
+                    links: self.links.len(),
+                });
             }
             if route[..i].contains(&l) {
                 return Err(NetError::RepeatedLink { link: l });
@@ -218,13 +228,18 @@ impl Network {
 
     /// The sum of nominal latencies along a route.
     pub fn route_latency(&self, route: &[LinkId]) -> Result<Time, TimeOverflow> {
-        route.iter().try_fold(Time::ZERO, |acc, &l| acc.checked_add(self.links[l].latency))
+        route
+            .iter()
+            .try_fold(Time::ZERO, |acc, &l| acc.checked_add(self.links[l].latency))
     }
 
     fn store_and_forward_fill(&self, route: &[LinkId], bytes: u64) -> Result<Time, TimeOverflow> {
         match self.packet_bytes {
             Some(p) if route.len() > 1 && bytes > 0 => {
-                let slowest = route.iter().map(|&l| self.links[l].nominal).fold(f64::INFINITY, f64::min);
+                let slowest = route
+                    .iter()
+                    .map(|&l| self.links[l].nominal)
+                    .fold(f64::INFINITY, f64::min);
                 transfer_ps(p.min(bytes) as f64, slowest)?.checked_mul(route.len() as u64 - 1)
             }
             _ => Ok(Time::ZERO),
@@ -266,7 +281,13 @@ impl Network {
         if self.flows[slot as usize].route.is_empty() {
             // A local copy: no link to share, done at once.
             self.flows[slot as usize].rate = f64::INFINITY;
-            self.timers.push((now, NetTimer { slot, version: self.flows[slot as usize].version }));
+            self.timers.push((
+                now,
+                NetTimer {
+                    slot,
+                    version: self.flows[slot as usize].version,
+                },
+            ));
             self.stats.timers += 1;
             return Ok(slot);
         }
@@ -281,7 +302,9 @@ impl Network {
 
     /// Handle a timer at `now`: `Some` when it completes a flow's transmission.
     pub fn on_timer(&mut self, now: Time, t: NetTimer) -> Result<Option<TxDone>, NetError> {
-        let Some(f) = self.flows.get(t.slot as usize) else { return Ok(None) };
+        let Some(f) = self.flows.get(t.slot as usize) else {
+            return Ok(None);
+        };
         if !f.active || f.version != t.version {
             self.stats.stale_timers += 1;
             return Ok(None);
@@ -296,7 +319,10 @@ impl Network {
     /// Change a link's capacity to `fraction` of nominal (effective at the next flush).
     pub fn degrade_link(&mut self, link: LinkId, fraction: f64) -> Result<(), NetError> {
         if link >= self.links.len() {
-            return Err(NetError::UnknownLink { link, links: self.links.len() });
+            return Err(NetError::UnknownLink {
+                link,
+                links: self.links.len(),
+            });
         }
         if !(fraction > 0.0 && fraction <= 1.0) {
             return Err(NetError::BadFraction(fraction));
@@ -330,7 +356,10 @@ impl Network {
     /// settled at `now`), for the driver to re-route or report.
     pub fn fail_link(&mut self, now: Time, link: LinkId) -> Result<Vec<Blocked>, NetError> {
         if link >= self.links.len() {
-            return Err(NetError::UnknownLink { link, links: self.links.len() });
+            return Err(NetError::UnknownLink {
+                link,
+                links: self.links.len(),
+            });
         }
         if self.links[link].failed {
             return Ok(Vec::new());
@@ -342,7 +371,13 @@ impl Network {
             let f = &self.flows[s as usize];
             let (tag, remaining, route) = (f.tag, f.remaining.max(0.0), f.route.clone());
             self.detach(s);
-            blocked.push(Blocked { slot: s, tag, link, remaining_bytes: remaining, route });
+            blocked.push(Blocked {
+                slot: s,
+                tag,
+                link,
+                remaining_bytes: remaining,
+                route,
+            });
         }
         self.links[link].failed = true;
         self.links[link].capacity = 0.0;
@@ -350,12 +385,25 @@ impl Network {
     }
 
     /// Restart a blocked flow on a new route with its remaining bytes.
-    pub fn reroute(&mut self, now: Time, b: &Blocked, route: &[LinkId], latency: Time) -> Result<FlowSlot, NetError> {
+    pub fn reroute(
+        &mut self,
+        now: Time,
+        b: &Blocked,
+        route: &[LinkId],
+        latency: Time,
+    ) -> Result<FlowSlot, NetError> {
         self.check_route(route)?;
         let bytes = self.flows[b.slot as usize].bytes;
         let fill = self.store_and_forward_fill(route, b.remaining_bytes.ceil() as u64)?;
         self.release(b.slot);
-        self.insert_flow(now, b.tag, route, bytes, b.remaining_bytes, latency.checked_add(fill)?)
+        self.insert_flow(
+            now,
+            b.tag,
+            route,
+            bytes,
+            b.remaining_bytes,
+            latency.checked_add(fill)?,
+        )
     }
 
     /// Give up a blocked flow (frees its slot).
@@ -449,7 +497,12 @@ impl Network {
     }
 
     /// Breadth-first over link → flows → links from the links already in `links`.
-    fn collect_component(&mut self, epoch: u32, links: &mut Vec<LinkId>, flows: &mut Vec<FlowSlot>) {
+    fn collect_component(
+        &mut self,
+        epoch: u32,
+        links: &mut Vec<LinkId>,
+        flows: &mut Vec<FlowSlot>,
+    ) {
         let mut i = 0;
         while i < links.len() {
             let l = links[i];
@@ -476,7 +529,12 @@ impl Network {
     /// the smallest fair share among its unfrozen flows, freezing those flows at
     /// that share. Shares only grow as flows freeze elsewhere, so a lazy min-heap
     /// of (share, link) is exact. Appends (flow, rate) to `out`.
-    fn water_fill(&mut self, comp_links: &[LinkId], comp_flows: &[FlowSlot], out: &mut Vec<(FlowSlot, f64)>) {
+    fn water_fill(
+        &mut self,
+        comp_links: &[LinkId],
+        comp_flows: &[FlowSlot],
+        out: &mut Vec<(FlowSlot, f64)>,
+    ) {
         if let [l] = comp_links {
             // A single link: every flow on it gets an equal share.
             let ls = &self.links[*l];
@@ -542,8 +600,18 @@ impl Network {
                 f.fresh = false;
                 f.rate = rate;
                 f.version = f.version.wrapping_add(1);
-                let d = if f.remaining <= 0.0 { Time::ZERO } else { transfer_ps(f.remaining, rate)? };
-                self.timers.push((now.checked_add(d)?, NetTimer { slot: s, version: f.version }));
+                let d = if f.remaining <= 0.0 {
+                    Time::ZERO
+                } else {
+                    transfer_ps(f.remaining, rate)?
+                };
+                self.timers.push((
+                    now.checked_add(d)?,
+                    NetTimer {
+                        slot: s,
+                        version: f.version,
+                    },
+                ));
                 self.stats.timers += 1;
             }
         }

@@ -19,7 +19,12 @@ pub fn ring_links(n: usize, capacity: f64, latency: Time) -> Vec<Link> {
 
 /// The closed form of a ring allreduce on ideal links under the engine's
 /// rounding rule: `2(n-1) * (latency + ceil(chunk_bytes / capacity))`.
-pub fn ring_allreduce_closed_form(n: u64, chunk_bytes: u64, capacity: u64, latency: Time) -> Result<Time, TimeOverflow> {
+pub fn ring_allreduce_closed_form(
+    n: u64,
+    chunk_bytes: u64,
+    capacity: u64,
+    latency: Time,
+) -> Result<Time, TimeOverflow> {
     let step = latency.checked_add(transfer_ps_exact(chunk_bytes, capacity)?)?;
     step.checked_mul(2 * n.saturating_sub(1))
 }
@@ -75,10 +80,18 @@ pub struct RingRun {
 /// each (step, rank) message is `chunks` concurrent flows of `chunk_bytes`,
 /// chunk `k` of step `s+1` leaving rank `q` once chunk `k` of step `s` has both
 /// arrived at `q` and left `q` (arrived at `q+1`). State is O(n * chunks).
-pub fn run_ring_allreduce(sim: &mut NetSim<()>, n: usize, chunks: usize, chunk_bytes: u64) -> Result<RingRun, NetError> {
+pub fn run_ring_allreduce(
+    sim: &mut NetSim<()>,
+    n: usize,
+    chunks: usize,
+    chunk_bytes: u64,
+) -> Result<RingRun, NetError> {
     let steps = 2 * n.saturating_sub(1);
     if steps == 0 || chunks == 0 {
-        return Ok(RingRun { time: sim.now(), flows: 0 });
+        return Ok(RingRun {
+            time: sim.now(),
+            flows: 0,
+        });
     }
     let (nu, cu) = (n as u64, chunks as u64);
     let tag = |s: usize, r: usize, k: usize| ((s as u64 * nu) + r as u64) * cu + k as u64;
@@ -94,7 +107,9 @@ pub fn run_ring_allreduce(sim: &mut NetSim<()>, n: usize, chunks: usize, chunk_b
     }
     let mut end = sim.now();
     while let Some(o) = sim.step()? {
-        let Occurrence::Delivered { at, tag: t } = o else { continue };
+        let Occurrence::Delivered { at, tag: t } = o else {
+            continue;
+        };
         end = at;
         let k = (t % cu) as usize;
         let r = ((t / cu) % nu) as usize;

@@ -71,12 +71,22 @@ impl Schedule {
     }
 
     /// Add a transfer that starts after `deps`.
-    pub fn add_transfer(&mut self, route: Vec<LinkId>, bytes: u64, deps: &[TaskId]) -> Result<TaskId, NetError> {
+    pub fn add_transfer(
+        &mut self,
+        route: Vec<LinkId>,
+        bytes: u64,
+        deps: &[TaskId],
+    ) -> Result<TaskId, NetError> {
         self.add(TaskKind::Transfer { route, bytes }, deps)
     }
 
     /// Add a computation on `device` that starts after `deps`.
-    pub fn add_compute(&mut self, device: u64, duration: Time, deps: &[TaskId]) -> Result<TaskId, NetError> {
+    pub fn add_compute(
+        &mut self,
+        device: u64,
+        duration: Time,
+        deps: &[TaskId],
+    ) -> Result<TaskId, NetError> {
         self.add(TaskKind::Compute { device, duration }, deps)
     }
 
@@ -117,10 +127,9 @@ impl Schedule {
         let mut waiting: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
         let mut finish: Vec<Option<Time>> = vec![None; n];
         let mut undeliverable = Vec::new();
-        for id in 0..n {
-            if waiting[id] == 0 {
-                self.start(sim, id)?;
-            }
+        let ready: Vec<TaskId> = (0..n).filter(|&id| waiting[id] == 0).collect();
+        for id in ready {
+            self.start(sim, id)?;
         }
         while let Some(o) = sim.step()? {
             let (id, at) = match o {
@@ -140,9 +149,16 @@ impl Schedule {
             }
         }
         let undelivered: Vec<TaskId> = undeliverable.iter().map(|(t, _)| *t).collect();
-        let not_run = (0..n).filter(|&t| finish[t].is_none() && !undelivered.contains(&t)).collect();
+        let not_run = (0..n)
+            .filter(|&t| finish[t].is_none() && !undelivered.contains(&t))
+            .collect();
         let makespan = finish.iter().flatten().copied().max().unwrap_or(Time::ZERO);
-        Ok(ScheduleReport { finish, makespan, undeliverable, not_run })
+        Ok(ScheduleReport {
+            finish,
+            makespan,
+            undeliverable,
+            not_run,
+        })
     }
 
     fn start(&self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), NetError> {
