@@ -470,3 +470,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn store_and_forward_packets_add_one_packet_time_per_extra_hop() {
+    // Pipelined store-and-forward over h equal hops: sum(latency) + (b + (h-1)p)/B;
+    // a message smaller than a packet pays its whole transmission on every hop.
+    let (bw, lat, packet) = (10_000_000_000u64, 700_000u64, 4096u64);
+    for hops in 1..=4usize {
+        for bytes in [1_000u64, 4_096, 1_000_000] {
+            let links: Vec<Link> = (0..hops).map(|_| Link::new(bw as f64, Time(lat))).collect();
+            let mut sim: NetSim<()> = NetSim::new(&links, 0).unwrap();
+            sim.set_packet_bytes(Some(packet));
+            let route: Vec<LinkId> = (0..hops).collect();
+            sim.start_flow(1, &route, bytes).unwrap();
+            let per_packet = ceil_ps(packet.min(bytes) as u128, bw as u128);
+            let want = hops as u64 * lat + ceil_ps(bytes as u128, bw as u128) + (hops as u64 - 1) * per_packet;
+            assert_eq!(deliveries(&mut sim), vec![(1, want)], "hops={hops} bytes={bytes}");
+        }
+    }
+}
