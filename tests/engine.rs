@@ -551,3 +551,62 @@ fn engine_clock_never_goes_back() {
     assert_eq!(e.next(), None);
     assert!(e.schedule_after(Time(u64::MAX), "y").is_err());
 }
+
+fn faulty_case() -> impl Strategy<Value = (Case, Vec<(usize, u64, Option<f64>)>, bool)> {
+    // Faults: (link, time, Some(fraction) to degrade or None to fail); and
+    // whether a re-route callback (drop the failed links from the route) is set.
+    let fault = (
+        0usize..6,
+        0u64..2_000_000_000,
+        prop::option::of(0.05f64..1.0),
+    );
+    (case(), prop::collection::vec(fault, 0..4), any::<bool>())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn faults_never_hang_and_every_flow_is_accounted_for((c, faults, reroute) in faulty_case()) {
+        let nl = c.caps.len();
+        let links: Vec<Link> = c.caps.iter().map(|&cap| Link::new(cap, Time(1_000))).collect();
+        let mut sim: NetSim<usize> = NetSim::new(&links, 5).unwrap();
+        for &(link, at, frac) in &faults {
+            let kind = frac.map_or(FaultKind::Fail, FaultKind::Degrade);
+            sim.add_fault(LinkFault { link: link % nl, at: Time(at), kind }).unwrap();
+        }
+        if reroute {
+            sim.set_reroute(Box::new(|req| {
+                let r: Vec<LinkId> =
+                    req.route.iter().copied().filter(|l| !req.failed_links.contains(l)).collect();
+                (!r.is_empty()).then_some(r)
+            }));
+        }
+        for (i, f) in c.flows.iter().enumerate() {
+            sim.schedule_at(Time(f.2), i).unwrap();
+        }
+        let mut outcome = vec![0u32; c.flows.len()];
+        let mut last = Time::ZERO;
+        while let Some(o) = sim.step().unwrap() {
+            let at = match &o {
+                Occurrence::User { at, .. } | Occurrence::Delivered { at, .. } => *at,
+                Occurrence::Undeliverable(u) => u.at,
+            };
+            prop_assert!(at >= last);
+            last = at;
+            match o {
+                Occurrence::User { event, .. } => sim.start_flow(event as u64, &c.flows[event].0, c.flows[event].1).unwrap(),
+                Occurrence::Delivered { tag, .. } => outcome[tag as usize] += 1,
+                Occurrence::Undeliverable(u) => {
+                    prop_assert!(sim.network().is_failed(u.link));
+                    // With the callback, only a route with nothing left is given up.
+                    if reroute {
+                        prop_assert!(c.flows[u.tag as usize].0.iter().all(|&l| sim.network().is_failed(l)));
+                    }
+                    outcome[u.tag as usize] += 1;
+                }
+            }
+        }
+        prop_assert!(outcome.iter().all(|&n| n == 1), "{outcome:?}");
+    }
+}
