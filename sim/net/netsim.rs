@@ -4,6 +4,10 @@
 //! flow delivered, or a flow that cannot be delivered. The caller reacts by
 //! scheduling more events and starting more flows; everything internal (rate
 //! changes, faults, re-routing) happens inside `step`.
+//!
+//! Jitter, when on, scales each hop's latency (from that link's stream,
+//! `"link/<id>"`) and each compute duration (from `"device/<id>"`); link
+//! bandwidth itself is not jittered. Stragglers scale compute durations.
 
 use std::collections::VecDeque;
 
