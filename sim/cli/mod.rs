@@ -8,6 +8,7 @@ mod interp_cmd;
 mod mesh_cmd;
 mod output;
 mod propagate_cmd;
+mod topology_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +31,8 @@ pub enum Command {
     Propagate(propagate_cmd::PropagateArgs),
     /// Performance benchmarks (figures for the issue notes; not tests).
     Bench(bench_cmd::BenchArgs),
+    /// Hardware topologies: list presets, show one, route between components.
+    Topology(topology_cmd::TopologyArgs),
 }
 
 /// Run a parsed command line.
@@ -39,5 +42,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Interp(args) => interp_cmd::run(args),
         Command::Propagate(args) => propagate_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Topology(args) => topology_cmd::run(args),
     }
 }

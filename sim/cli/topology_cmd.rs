@@ -1,0 +1,333 @@
+//! `shardsim topology list|show|route`: presets, a topology's components,
+//! links and figures, and the route between two components.
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use shardsim::topology::{self, ComponentId, Override, Topology};
+
+#[derive(Debug, Args)]
+pub struct TopologyArgs {
+    #[command(subcommand)]
+    command: TopologyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum TopologyCommand {
+    /// List the presets (each is a TOML file under topologies/).
+    List {
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+    },
+    /// Show a preset or topology file: components, links, bisection bandwidth,
+    /// what each GPU reaches at what bandwidth, memory scopes.
+    Show {
+        #[command(flatten)]
+        source: SourceArgs,
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+    },
+    /// The route between two components (names like n0.gpu0, or device ids).
+    Route {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// From: a component name or a device id.
+        a: String,
+        /// To: a component name or a device id.
+        b: String,
+        /// Flow id (picks among equal paths on fat trees).
+        #[arg(long, default_value_t = 0)]
+        flow: u64,
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+    },
+}
+
+#[derive(Debug, Args)]
+struct SourceArgs {
+    /// Preset name (dgx-h100, ring:8, tpu-v4:4x4x4, ...) or path to a .toml file.
+    name: String,
+    /// Join N nodes through a rail-optimized fat tree (same as --set nodes=N).
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Override a field for a what-if study, e.g. --set nvlink.bandwidth=900GB/s.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ShowFormat {
+    Text,
+    Json,
+    /// Graphviz (show only).
+    Dot,
+}
+
+impl SourceArgs {
+    fn load(&self) -> anyhow::Result<Topology> {
+        let mut overrides = Vec::new();
+        if let Some(n) = self.nodes {
+            overrides.push(Override {
+                key: "nodes".into(),
+                value: n.to_string(),
+            });
+        }
+        for s in &self.set {
+            overrides.push(Override::parse(s)?);
+        }
+        Ok(topology::load(&self.name, &overrides)?)
+    }
+}
+
+pub fn run(args: TopologyArgs) -> anyhow::Result<()> {
+    match args.command {
+        TopologyCommand::List { format } => list(format),
+        TopologyCommand::Show { source, format } => show(&source.load()?, format),
+        TopologyCommand::Route {
+            source,
+            a,
+            b,
+            flow,
+            format,
+        } => route(&source.load()?, &a, &b, flow, format),
+    }
+}
+
+#[derive(Serialize)]
+struct PresetRow {
+    name: String,
+    devices: u32,
+    description: String,
+}
+
+fn list(format: ShowFormat) -> anyhow::Result<()> {
+    let rows: Vec<PresetRow> = topology::preset_names()
+        .into_iter()
+        .map(|name| {
+            let t = topology::load(name, &[]).with_context(|| format!("preset {name}"))?;
+            Ok(PresetRow {
+                name: name.to_string(),
+                devices: t.num_devices(),
+                description: t.description.clone(),
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    match format {
+        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        ShowFormat::Text => {
+            for r in rows {
+                println!("{:<10} {:>4} devices  {}", r.name, r.devices, r.description);
+            }
+            println!("\nParameters: NAME:DIMS (ring:16, tpu-v4:4x4x8, mesh2d:4x4, pcie-box:4), --nodes N, --set key=value");
+        }
+        ShowFormat::Dot => bail!("--format dot applies to `topology show`"),
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ShowReport<'a> {
+    name: &'a str,
+    description: &'a str,
+    sources: &'a [String],
+    routing: &'a topology::RoutingPolicy,
+    summary: topology::Summary,
+    components: &'a [topology::Component],
+    links: &'a [topology::Link],
+}
+
+fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
+    let summary = t.summary()?;
+    match format {
+        ShowFormat::Json => {
+            let r = ShowReport {
+                name: &t.name,
+                description: &t.description,
+                sources: &t.sources,
+                routing: t.routing(),
+                summary,
+                components: t.components(),
+                links: t.links(),
+            };
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        }
+        ShowFormat::Dot => print!("{}", dot(t)),
+        ShowFormat::Text => print_text(t, &summary),
+    }
+    Ok(())
+}
+
+fn print_text(t: &Topology, s: &topology::Summary) {
+    println!("{}: {}", t.name, t.description);
+    let routing = match t.routing() {
+        topology::RoutingPolicy::ShortestPath { ecmp } => {
+            format!("least cost (a link costs 1e15/bandwidth), ties by {}", if *ecmp { "flow hash (ECMP)" } else { "lowest link id" })
+        }
+        topology::RoutingPolicy::DimensionOrder { dims, wrap } => format!(
+            "dimension order over {} ({})",
+            dims.iter().map(u32::to_string).collect::<Vec<_>>().join("x"),
+            if *wrap { "torus" } else { "no wrap-around" }
+        ),
+    };
+    println!("routing: {routing}");
+    let counts: Vec<String> = s.component_counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    println!("components: {}", counts.join(", "));
+    let links: Vec<String> = s.link_counts.iter().map(|(k, v)| format!("{} {k}", v / 2)).collect();
+    println!("physical links: {}", links.join(", "));
+    println!(
+        "bisection bandwidth (devices 0..{} -> {}..{}, one direction): {}",
+        s.devices / 2,
+        s.devices / 2,
+        s.devices,
+        t_bw(s.bisection)
+    );
+    if let Some(d0) = t.device(0) {
+        let c = t.component(d0);
+        println!("\ndevice: {} x {}", s.devices, c.model);
+        let flops: Vec<String> = c.flops.iter().map(|(d, f)| format!("{d} {f}")).collect();
+        println!("  peak: {}", flops.join(", "));
+        println!("  memory scopes:");
+        for m in &c.memory {
+            println!(
+                "    {:<7} {:>9}  {:>11}  at {}",
+                m.scope,
+                m.capacity.to_string(),
+                m.bandwidth.to_string(),
+                t.component(m.location).name
+            );
+        }
+        println!("  {} reaches:", c.name);
+        for n in &s.neighbours {
+            let path: Vec<String> = n.path_classes.iter().map(|c| c.to_string()).collect();
+            println!(
+                "    {:<8} {:>4} peers  {:>2} hops  {:>10}/dir  latency {:<8} via {}",
+                n.class.to_string(),
+                n.peers,
+                n.hops,
+                t_bw(n.bandwidth),
+                n.latency.to_string(),
+                path.join("+")
+            );
+        }
+    }
+    println!("\nlinks (each both ways; L<id> is the first direction):");
+    for l in t.links().iter().filter(|l| l.id.0 < l.reverse.0) {
+        println!(
+            "  {:<6} {:<14} <-> {:<14} {:<7} {:>10} x{:<3} {}{}",
+            l.id.to_string(),
+            t.component(l.from).name,
+            t.component(l.to).name,
+            l.class.to_string(),
+            t_bw(l.bandwidth),
+            l.lanes,
+            l.latency,
+            if l.full_duplex { "" } else { "  half-duplex" }
+        );
+    }
+    if !t.sources.is_empty() {
+        println!("\nsources:");
+        for src in &t.sources {
+            println!("  - {src}");
+        }
+    }
+}
+
+/// Bandwidth as bytes, with the bit rate for network-style figures.
+fn t_bw(b: topology::Bandwidth) -> String {
+    b.to_string()
+}
+
+fn dot(t: &Topology) -> String {
+    let mut out = format!("graph \"{}\" {{\n  node [shape=box, fontsize=10];\n", t.name);
+    for c in t.components() {
+        let shape = match c.kind {
+            topology::ComponentKind::Device { .. } => "box",
+            topology::ComponentKind::Host => "house",
+            _ => "ellipse",
+        };
+        out.push_str(&format!("  c{} [label=\"{}\", shape={shape}];\n", c.id.0, c.name));
+    }
+    for l in t.links().iter().filter(|l| l.id.0 < l.reverse.0) {
+        out.push_str(&format!(
+            "  c{} -- c{} [label=\"{} {}\"];\n",
+            l.from.0, l.to.0, l.class, l.bandwidth
+        ));
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn component(t: &Topology, text: &str) -> anyhow::Result<ComponentId> {
+    if let Some(c) = t.by_name(text) {
+        return Ok(c);
+    }
+    if let Ok(i) = text.parse::<u32>() {
+        return t
+            .device(i)
+            .with_context(|| format!("no device {i} (the topology has devices 0..{})", t.num_devices()));
+    }
+    let examples: Vec<&str> = t.components().iter().take(4).map(|c| c.name.as_str()).collect();
+    bail!("no component \"{text}\" (expected a device id or a name such as {})", examples.join(", "))
+}
+
+#[derive(Serialize)]
+struct Hop {
+    link: u32,
+    from: String,
+    to: String,
+    class: topology::LinkClass,
+    bandwidth: String,
+    bandwidth_bytes_per_s: u64,
+    latency: String,
+    latency_ps: u64,
+}
+
+fn route(t: &Topology, a: &str, b: &str, flow: u64, format: ShowFormat) -> anyhow::Result<()> {
+    let (src, dst) = (component(t, a)?, component(t, b)?);
+    let path = t.route(src, dst, flow)?;
+    let hops: Vec<Hop> = path
+        .iter()
+        .map(|&id| {
+            let l = t.link(id);
+            Hop {
+                link: id.0,
+                from: t.component(l.from).name.clone(),
+                to: t.component(l.to).name.clone(),
+                class: l.class,
+                bandwidth: l.bandwidth.to_string(),
+                bandwidth_bytes_per_s: l.bandwidth_bytes_per_s(),
+                latency: l.latency.to_string(),
+                latency_ps: l.latency_ps(),
+            }
+        })
+        .collect();
+    let latency = topology::Duration(path.iter().map(|&l| t.link(l).latency_ps()).sum());
+    let bottleneck = path.iter().map(|&l| t.link(l).bandwidth).min();
+    match format {
+        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&hops)?),
+        ShowFormat::Text => {
+            println!(
+                "{} -> {}: {} hops, latency {}, bottleneck {}",
+                t.component(src).name,
+                t.component(dst).name,
+                hops.len(),
+                latency,
+                bottleneck.map(|b| b.to_string()).unwrap_or_else(|| "-".into())
+            );
+            for h in hops {
+                println!(
+                    "  L{:<5} {:<14} -> {:<14} {:<7} {:>10} {}",
+                    h.link,
+                    h.from,
+                    h.to,
+                    h.class.to_string(),
+                    h.bandwidth,
+                    h.latency
+                );
+            }
+        }
+        ShowFormat::Dot => bail!("--format dot applies to `topology show`"),
+    }
+    Ok(())
+}

@@ -1,0 +1,526 @@
+//! Layout generators: a [`TopologyFile`] becomes a [`Topology`]. Checks that
+//! need more than one field (a torus without `ici`, `nodes > 1` without NICs,
+//! a link to a component that does not exist) fail with the field to blame.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use super::graph::{Builder, ComponentId, ComponentKind, LinkClass, LinkParams, MemoryScope, RoutingPolicy, Topology};
+use super::spec::{ComponentKindSpec, DeviceKind, FabricSpec, Layout, LinkClassSpec, TopologyFile};
+use super::units::Bandwidth;
+
+/// A rule broken by a file whose fields each parsed: the field (dotted path,
+/// e.g. `ici` or `link.to`) and, where known, the byte span in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemanticError {
+    pub field: String,
+    pub span: Option<Range<usize>>,
+    pub message: String,
+}
+
+fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, SemanticError> {
+    Err(SemanticError {
+        field: field.to_string(),
+        span: None,
+        message: message.into(),
+    })
+}
+
+/// Build the topology a file describes.
+pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
+    if f.format != super::spec::FORMAT_VERSION {
+        return fail("format", format!("format version {} is not supported (this build reads 1)", f.format));
+    }
+    if f.nodes == 0 {
+        return fail("nodes", "nodes must be at least 1");
+    }
+    check_figures(f)?;
+    let mut b = Builder::default();
+    let routing = match f.layout {
+        Layout::NvswitchNode | Layout::PcieNode => build_nodes(f, &mut b)?,
+        Layout::Ring | Layout::Switch | Layout::Mesh2d | Layout::Torus => build_direct(f, &mut b)?,
+        Layout::Explicit => build_explicit(f, &mut b)?,
+    };
+    if b.num_devices() == 0 {
+        return fail("layout", "the topology has no devices");
+    }
+    Ok(b.finish(f.name.clone(), f.description.clone(), f.sources.clone(), routing))
+}
+
+/// Zero bandwidths and lane counts are as wrong as negative ones.
+fn check_figures(f: &TopologyFile) -> Result<(), SemanticError> {
+    let nonzero = |field: &str, bw: Bandwidth| {
+        if bw.0 == 0 {
+            fail(field, "bandwidth must be positive")
+        } else {
+            Ok(())
+        }
+    };
+    for (name, fab) in [("nvlink", &f.nvlink), ("ici", &f.ici)] {
+        if let Some(fab) = fab {
+            nonzero(&format!("{name}.bandwidth"), fab.bandwidth)?;
+            if fab.lanes == 0 {
+                return fail(&format!("{name}.lanes"), "lanes must be at least 1");
+            }
+        }
+    }
+    if let Some(p) = &f.pcie {
+        nonzero("pcie.bandwidth", p.bandwidth)?;
+        if p.lanes == 0 {
+            return fail("pcie.lanes", "lanes must be at least 1");
+        }
+        if p.devices_per_switch == 0 {
+            return fail("pcie.devices_per_switch", "devices_per_switch must be at least 1");
+        }
+    }
+    if let Some(n) = &f.nic {
+        nonzero("nic.bandwidth", n.bandwidth)?;
+    }
+    for m in &f.device.memory {
+        nonzero("device.memory.bandwidth", m.bandwidth)?;
+    }
+    for l in &f.links {
+        nonzero("link.bandwidth", l.bandwidth)?;
+        if l.lanes == 0 {
+            return fail("link.lanes", "lanes must be at least 1");
+        }
+    }
+    Ok(())
+}
+
+fn device_prefix(kind: DeviceKind) -> &'static str {
+    match kind {
+        DeviceKind::Gpu => "gpu",
+        DeviceKind::Tpu => "tpu",
+        DeviceKind::Cpu => "cpu",
+    }
+}
+
+/// Add one accelerator with the file's figures; `host` gives it a `host` scope.
+fn add_device(f: &TopologyFile, b: &mut Builder, name: String, node: Option<u32>, forwards: bool) -> ComponentId {
+    let index = b.num_devices();
+    let id = b.add(
+        name,
+        ComponentKind::Device {
+            kind: f.device.kind,
+            index,
+        },
+        &f.device.model,
+        node,
+        forwards,
+    );
+    let c = b.component_mut(id);
+    c.flops = f.device.flops.clone();
+    c.memory = f
+        .device
+        .memory
+        .iter()
+        .map(|m| MemoryScope {
+            scope: m.scope.clone(),
+            capacity: m.capacity,
+            bandwidth: m.bandwidth,
+            location: id,
+        })
+        .collect();
+    id
+}
+
+/// A host forwards (PCIe peer-to-peer through the root complex) only where
+/// there is no faster device fabric.
+fn add_host(f: &TopologyFile, b: &mut Builder, name: String, node: Option<u32>) -> Option<ComponentId> {
+    let h = f.host.as_ref()?;
+    let forwards = f.layout == Layout::PcieNode || f.layout == Layout::Explicit;
+    let id = b.add(name, ComponentKind::Host, &h.model, node, forwards);
+    let c = b.component_mut(id);
+    c.flops = h.flops.clone();
+    c.memory = vec![MemoryScope {
+        scope: "global".into(),
+        capacity: h.memory,
+        bandwidth: h.memory_bandwidth,
+        location: id,
+    }];
+    Some(id)
+}
+
+/// Give `device` a `host` scope: the host's DRAM, reached at PCIe speed.
+fn add_host_scope(f: &TopologyFile, b: &mut Builder, device: ComponentId, host: ComponentId) {
+    if let (Some(h), Some(p)) = (&f.host, &f.pcie) {
+        b.component_mut(device).memory.push(MemoryScope {
+            scope: "host".into(),
+            capacity: h.memory,
+            bandwidth: Bandwidth(p.bandwidth.0.min(h.memory_bandwidth.0)),
+            location: host,
+        });
+    }
+}
+
+fn fabric_params(class: LinkClass, fab: &FabricSpec) -> LinkParams {
+    LinkParams {
+        class,
+        bandwidth: fab.bandwidth,
+        lanes: fab.lanes,
+        latency: fab.latency,
+        full_duplex: true,
+    }
+}
+
+/// The device fabric of a direct or NVSwitch layout: exactly one of `nvlink`, `ici`.
+fn fabric(f: &TopologyFile) -> Result<(LinkClass, &FabricSpec), SemanticError> {
+    match (&f.nvlink, &f.ici) {
+        (Some(n), None) => Ok((LinkClass::Nvlink, n)),
+        (None, Some(i)) => Ok((LinkClass::Ici, i)),
+        (Some(_), Some(_)) => fail("ici", "give either [nvlink] or [ici], not both"),
+        (None, None) => fail("layout", "this layout needs an [nvlink] or [ici] section for its device links"),
+    }
+}
+
+fn dims_exact(f: &TopologyFile, rank: usize, what: &str) -> Result<(), SemanticError> {
+    if f.dims.len() != rank {
+        return fail("dims", format!("layout {what} takes dims with {rank} entries, found {}", f.dims.len()));
+    }
+    if f.dims.iter().any(|&d| d == 0) {
+        return fail("dims", "every entry of dims must be at least 1");
+    }
+    Ok(())
+}
+
+/// NVSwitch or PCIe nodes, joined by a rail-optimized fat tree when `nodes > 1`.
+fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, SemanticError> {
+    dims_exact(f, 1, "nvswitch-node / pcie-node (GPUs per node)")?;
+    let gpus = f.dims[0];
+    let nvswitch = match f.layout {
+        Layout::NvswitchNode => {
+            let n = f
+                .nvlink
+                .as_ref()
+                .ok_or_else(|| SemanticError {
+                    field: "layout".into(),
+                    span: None,
+                    message: "layout nvswitch-node needs an [nvlink] section".into(),
+                })?;
+            if f.ici.is_some() {
+                return fail("ici", "layout nvswitch-node takes [nvlink], not [ici]");
+            }
+            Some(n)
+        }
+        _ => {
+            if f.nvlink.is_some() || f.ici.is_some() {
+                return fail("layout", "layout pcie-node has no NVLink: remove [nvlink]/[ici]");
+            }
+            if f.pcie.is_none() {
+                return fail("layout", "layout pcie-node needs a [pcie] section");
+            }
+            None
+        }
+    };
+    if f.nodes > 1 && (f.nic.is_none() || f.network.is_none()) {
+        return fail("nodes", "nodes > 1 needs [nic] and [network] sections to join the nodes");
+    }
+    if f.nic.is_some() && f.pcie.is_none() {
+        return fail("nic", "NICs hang off PCIe switches: add a [pcie] section");
+    }
+    if f.pcie.is_some() && f.host.is_none() {
+        return fail("pcie", "PCIe switches connect to a host: add a [host] section");
+    }
+    let mut nics: Vec<Vec<ComponentId>> = Vec::new();
+    for n in 0..f.nodes {
+        let gpu_ids: Vec<ComponentId> = (0..gpus)
+            .map(|i| add_device(f, b, format!("n{n}.{}{i}", device_prefix(f.device.kind)), Some(n), false))
+            .collect();
+        if let Some(fab) = nvswitch {
+            let sw = b.add(
+                format!("n{n}.nvswitch"),
+                ComponentKind::NvSwitch {
+                    in_switch_reduction: fab.in_switch_reduction,
+                },
+                "NVSwitch",
+                Some(n),
+                true,
+            );
+            for &g in &gpu_ids {
+                b.connect(g, sw, fabric_params(LinkClass::Nvlink, fab));
+            }
+        }
+        let mut node_nics = Vec::new();
+        if let Some(p) = &f.pcie {
+            let host = add_host(f, b, format!("n{n}.host"), Some(n)).expect("checked: pcie needs host");
+            let pcie = LinkParams {
+                class: LinkClass::Pcie,
+                bandwidth: p.bandwidth,
+                lanes: p.lanes,
+                latency: p.latency,
+                full_duplex: true,
+            };
+            let switches = gpus.div_ceil(p.devices_per_switch);
+            let sw_ids: Vec<ComponentId> = (0..switches)
+                .map(|s| b.add(format!("n{n}.pcie{s}"), ComponentKind::PcieSwitch, "PCIe switch", Some(n), true))
+                .collect();
+            for &s in &sw_ids {
+                b.connect(s, host, pcie);
+            }
+            for (i, &g) in gpu_ids.iter().enumerate() {
+                b.connect(g, sw_ids[i / p.devices_per_switch as usize], pcie);
+                add_host_scope(f, b, g, host);
+            }
+            if let Some(nic) = &f.nic {
+                for i in 0..gpus {
+                    let id = b.add(format!("n{n}.nic{i}"), ComponentKind::Nic, &nic.model, Some(n), true);
+                    b.connect(id, sw_ids[(i / p.devices_per_switch) as usize], pcie);
+                    node_nics.push(id);
+                }
+            }
+        }
+        nics.push(node_nics);
+    }
+    if f.nodes > 1 {
+        build_fat_tree(f, b, &nics)?;
+    }
+    Ok(RoutingPolicy::ShortestPath { ecmp: f.nodes > 1 })
+}
+
+/// Rail-optimized two-level fat tree: NIC `r` of every node goes to a leaf of
+/// rail `r` (half of a leaf's ports down, half up); every leaf connects once to
+/// every spine, all links at the NIC speed, so the tree is non-blocking.
+fn build_fat_tree(f: &TopologyFile, b: &mut Builder, nics: &[Vec<ComponentId>]) -> Result<(), SemanticError> {
+    let nic = f.nic.as_ref().expect("checked");
+    let net = f.network.as_ref().expect("checked");
+    if net.switch_radix < 2 || net.switch_radix % 2 != 0 {
+        return fail("network.switch_radix", "switch_radix must be an even number of at least 2");
+    }
+    let down = net.switch_radix / 2;
+    let nodes = nics.len() as u32;
+    let rails = nics[0].len() as u32;
+    let leaves_per_rail = nodes.div_ceil(down);
+    let total_leaves = rails * leaves_per_rail;
+    let spines = nodes.min(down);
+    if total_leaves > 1 && total_leaves > net.switch_radix {
+        return fail(
+            "nodes",
+            format!(
+                "{nodes} nodes need {total_leaves} leaf switches but a spine of radix {} reaches at most {}: use fewer nodes or a larger switch_radix",
+                net.switch_radix, net.switch_radix
+            ),
+        );
+    }
+    let switch = |level| ComponentKind::NetworkSwitch {
+        level,
+        in_switch_reduction: net.in_switch_reduction,
+    };
+    let mut leaves = BTreeMap::new();
+    for r in 0..rails {
+        for k in 0..leaves_per_rail {
+            leaves.insert((r, k), b.add(format!("leaf.r{r}.{k}"), switch(0), "leaf switch", None, true));
+        }
+    }
+    let edge = LinkParams {
+        class: LinkClass::Network,
+        bandwidth: nic.bandwidth,
+        lanes: 1,
+        latency: nic.latency,
+        full_duplex: true,
+    };
+    for (n, node_nics) in nics.iter().enumerate() {
+        for (r, &id) in node_nics.iter().enumerate() {
+            b.connect(id, leaves[&(r as u32, n as u32 / down)], edge);
+        }
+    }
+    if total_leaves > 1 {
+        let spine_ids: Vec<ComponentId> = (0..spines)
+            .map(|s| b.add(format!("spine{s}"), switch(1), "spine switch", None, true))
+            .collect();
+        let up = LinkParams {
+            latency: net.latency,
+            ..edge
+        };
+        for &leaf in leaves.values() {
+            for &s in &spine_ids {
+                b.connect(leaf, s, up);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Ring, switch, 2-D mesh and torus layouts of devices.
+fn build_direct(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, SemanticError> {
+    match f.layout {
+        Layout::Ring | Layout::Switch => dims_exact(f, 1, "ring / switch")?,
+        Layout::Mesh2d => dims_exact(f, 2, "mesh2d")?,
+        _ => {
+            if f.dims.is_empty() || f.dims.iter().any(|&d| d == 0) {
+                return fail("dims", "a torus needs dims like [4, 4, 4], every entry at least 1");
+            }
+        }
+    }
+    if f.nodes != 1 {
+        return fail("nodes", "nodes applies to nvswitch-node and pcie-node layouts only");
+    }
+    let (class, fab) = fabric(f)?;
+    let params = fabric_params(class, fab);
+    let total: u32 = f
+        .dims
+        .iter()
+        .try_fold(1u32, |a, &d| a.checked_mul(d))
+        .filter(|&t| t <= 1 << 16)
+        .ok_or_else(|| SemanticError {
+            field: "dims".into(),
+            span: None,
+            message: "too many devices (at most 65536)".into(),
+        })?;
+    let forwards = f.layout != Layout::Switch;
+    let prefix = device_prefix(f.device.kind);
+    let devs: Vec<ComponentId> = (0..total)
+        .map(|i| add_device(f, b, format!("{prefix}{i}"), None, forwards))
+        .collect();
+    let routing = if f.layout == Layout::Switch {
+        let sw = b.add(
+            "switch".into(),
+            ComponentKind::NvSwitch {
+                in_switch_reduction: fab.in_switch_reduction,
+            },
+            "switch",
+            None,
+            true,
+        );
+        for &d in &devs {
+            b.connect(d, sw, params);
+        }
+        RoutingPolicy::ShortestPath { ecmp: false }
+    } else {
+        let wrap = f.layout != Layout::Mesh2d;
+        let strides = strides(&f.dims);
+        for i in 0..total {
+            for (d, (&size, &stride)) in f.dims.iter().zip(&strides).enumerate() {
+                let c = (i / stride) % size;
+                let next = if c + 1 < size {
+                    Some(c + 1)
+                } else if wrap && size > 2 {
+                    Some(0)
+                } else {
+                    None
+                };
+                if let Some(n) = next {
+                    let _ = d;
+                    let j = i - c * stride + n * stride;
+                    b.connect(devs[i as usize], devs[j as usize], params);
+                }
+            }
+        }
+        RoutingPolicy::DimensionOrder {
+            dims: f.dims.clone(),
+            wrap,
+        }
+    };
+    if let Some(p) = &f.pcie {
+        if f.host.is_none() {
+            return fail("pcie", "PCIe links go to a host: add a [host] section");
+        }
+        let pcie = LinkParams {
+            class: LinkClass::Pcie,
+            bandwidth: p.bandwidth,
+            lanes: p.lanes,
+            latency: p.latency,
+            full_duplex: true,
+        };
+        let hosts = total.div_ceil(p.devices_per_switch);
+        for h in 0..hosts {
+            let host = add_host(f, b, format!("host{h}"), Some(h)).expect("checked");
+            for i in h * p.devices_per_switch..((h + 1) * p.devices_per_switch).min(total) {
+                b.connect(devs[i as usize], host, pcie);
+                add_host_scope(f, b, devs[i as usize], host);
+                b.component_mut(devs[i as usize]).node = Some(h);
+            }
+        }
+    }
+    Ok(routing)
+}
+
+/// Row-major strides of `dims`.
+pub(crate) fn strides(dims: &[u32]) -> Vec<u32> {
+    let mut s = vec![1u32; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// Components and links as listed in the file.
+fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, SemanticError> {
+    if f.components.is_empty() {
+        return fail("component", "layout explicit needs [[component]] entries");
+    }
+    let mut ids: BTreeMap<&str, ComponentId> = BTreeMap::new();
+    for c in &f.components {
+        if ids.contains_key(c.name.as_str()) {
+            return fail("component.name", format!("duplicate component name \"{}\"", c.name));
+        }
+        let id = match c.kind {
+            ComponentKindSpec::Device => add_device(f, b, c.name.clone(), c.node, false),
+            ComponentKindSpec::Host => match add_host(f, b, c.name.clone(), c.node) {
+                Some(id) => id,
+                None => return fail("component.kind", "a host component needs a [host] section"),
+            },
+            ComponentKindSpec::Nvswitch => b.add(
+                c.name.clone(),
+                ComponentKind::NvSwitch {
+                    in_switch_reduction: c.in_switch_reduction,
+                },
+                "NVSwitch",
+                c.node,
+                true,
+            ),
+            ComponentKindSpec::PcieSwitch => b.add(c.name.clone(), ComponentKind::PcieSwitch, "PCIe switch", c.node, true),
+            ComponentKindSpec::Nic => {
+                let model = f.nic.as_ref().map(|n| n.model.as_str()).unwrap_or("NIC");
+                b.add(c.name.clone(), ComponentKind::Nic, model, c.node, true)
+            }
+            ComponentKindSpec::NetworkSwitch => b.add(
+                c.name.clone(),
+                ComponentKind::NetworkSwitch {
+                    level: 0,
+                    in_switch_reduction: c.in_switch_reduction,
+                },
+                "switch",
+                c.node,
+                true,
+            ),
+        };
+        ids.insert(&c.name, id);
+    }
+    for l in &f.links {
+        let end = |s: &toml::Spanned<String>, field: &str| {
+            ids.get(s.get_ref().as_str()).copied().ok_or_else(|| SemanticError {
+                field: field.into(),
+                span: Some(s.span()),
+                message: format!("dangling link: no component named \"{}\"", s.get_ref()),
+            })
+        };
+        let from = end(&l.from, "link.from")?;
+        let to = end(&l.to, "link.to")?;
+        if from == to {
+            return Err(SemanticError {
+                field: "link.to".into(),
+                span: Some(l.to.span()),
+                message: "a link must join two different components".into(),
+            });
+        }
+        let class = match l.class {
+            LinkClassSpec::Nvlink => LinkClass::Nvlink,
+            LinkClassSpec::Ici => LinkClass::Ici,
+            LinkClassSpec::Pcie => LinkClass::Pcie,
+            LinkClassSpec::Network => LinkClass::Network,
+        };
+        b.connect(
+            from,
+            to,
+            LinkParams {
+                class,
+                bandwidth: l.bandwidth,
+                lanes: l.lanes,
+                latency: l.latency,
+                full_duplex: l.full_duplex,
+            },
+        );
+    }
+    Ok(RoutingPolicy::ShortestPath { ecmp: false })
+}

@@ -1,0 +1,62 @@
+//! Hardware topologies: a graph of devices (with FLOP/s and memory scopes),
+//! switches, NICs, PCIe switches and hosts joined by directed links with
+//! bandwidth and latency; reproducible routes as lists of link ids; presets
+//! loaded from TOML files; mapping a device mesh onto the devices.
+
+mod build;
+mod graph;
+mod load;
+mod mesh_map;
+mod presets;
+mod route;
+mod spec;
+mod summary;
+pub mod units;
+
+pub use build::SemanticError;
+pub use graph::{
+    Component, ComponentId, ComponentKind, Link, LinkClass, LinkId, MemoryScope, RoutingPolicy, Topology,
+};
+pub use load::{load_path, load_text, parse_file_text, Override};
+pub use mesh_map::MeshMapping;
+pub use presets::{load, preset_names, preset_text, PRESETS};
+pub use spec::{DeviceKind, Layout, TopologyFile, FORMAT_VERSION};
+pub use summary::{NeighbourClass, Summary};
+pub use units::{Bandwidth, ByteSize, Duration, FlopRate, UnitError};
+
+/// Anything that goes wrong loading, building or querying a topology.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    /// A bad topology file: where, which field, what is wrong.
+    #[error("{file}:{}field `{field}`: {message}", position(*line, *col))]
+    File {
+        file: String,
+        line: Option<usize>,
+        col: Option<usize>,
+        field: String,
+        message: String,
+    },
+    #[error("--set {key}: {message}")]
+    Override { key: String, message: String },
+    #[error("unknown topology \"{name}\" ({known})")]
+    UnknownPreset { name: String, known: String },
+    #[error("cannot read {path}: {message}")]
+    Io { path: String, message: String },
+    #[error("no route from {from} to {to}")]
+    NoRoute { from: String, to: String },
+    #[error("no component {0}")]
+    NoSuchComponent(String),
+    #[error("no device {0} (the topology has devices 0..{1})")]
+    NoSuchDevice(u32, u32),
+    #[error("the mesh has {mesh} devices but the topology has {topology}")]
+    MeshSize { mesh: u64, topology: u32 },
+    #[error("{0}")]
+    Mesh(#[from] crate::mesh::MeshError),
+}
+
+fn position(line: Option<usize>, col: Option<usize>) -> String {
+    match (line, col) {
+        (Some(l), Some(c)) => format!("{l}:{c}: "),
+        _ => " ".to_string(),
+    }
+}

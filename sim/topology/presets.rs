@@ -1,0 +1,62 @@
+//! Presets: the topology files under `topologies/`, compiled into the binary
+//! and loaded by name. `NAME:ARG` sets the preset's `dims` (`ring:8`,
+//! `tpu-v4:4x4x4`, `mesh2d:2x4`, `pcie-box:8`); a name that is a path to a
+//! `.toml` file loads that file instead.
+
+use std::path::Path;
+
+use super::load::{load_path, load_text, Override};
+use super::{Topology, TopologyError};
+
+/// Every preset: name and file text.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("dgx-a100", include_str!("../../topologies/dgx-a100.toml")),
+    ("dgx-h100", include_str!("../../topologies/dgx-h100.toml")),
+    ("hgx-h200", include_str!("../../topologies/hgx-h200.toml")),
+    ("tpu-v4", include_str!("../../topologies/tpu-v4.toml")),
+    ("ring", include_str!("../../topologies/ring.toml")),
+    ("switch", include_str!("../../topologies/switch.toml")),
+    ("mesh2d", include_str!("../../topologies/mesh2d.toml")),
+    ("pcie-box", include_str!("../../topologies/pcie-box.toml")),
+];
+
+/// Names of the presets, in the order of [`PRESETS`].
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|(n, _)| *n).collect()
+}
+
+/// The file text of preset `name` (without a `:ARG` suffix).
+pub fn preset_text(name: &str) -> Option<&'static str> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Load a preset (`dgx-h100`, `ring:8`) or a file path, with overrides.
+pub fn load(name_or_path: &str, overrides: &[Override]) -> Result<Topology, TopologyError> {
+    let looks_like_path = name_or_path.ends_with(".toml") || name_or_path.contains('/');
+    if looks_like_path {
+        return load_path(Path::new(name_or_path), overrides);
+    }
+    let (base, arg) = match name_or_path.split_once(':') {
+        Some((b, a)) => (b, Some(a)),
+        None => (name_or_path, None),
+    };
+    let text = preset_text(base).ok_or_else(|| TopologyError::UnknownPreset {
+        name: name_or_path.to_string(),
+        known: preset_names().join(", "),
+    })?;
+    let mut all = Vec::new();
+    if let Some(arg) = arg {
+        let dims: Result<Vec<u32>, _> = arg.split('x').map(|d| d.trim().parse::<u32>()).collect();
+        let dims = dims.map_err(|_| TopologyError::UnknownPreset {
+            name: name_or_path.to_string(),
+            known: format!("expected NAME:DIMS such as ring:8 or tpu-v4:4x4x4; presets: {}", preset_names().join(", ")),
+        })?;
+        let list: Vec<String> = dims.iter().map(u32::to_string).collect();
+        all.push(Override {
+            key: "dims".into(),
+            value: format!("[{}]", list.join(", ")),
+        });
+    }
+    all.extend_from_slice(overrides);
+    load_text(text, &format!("topologies/{base}.toml"), &all)
+}

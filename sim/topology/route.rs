@@ -1,0 +1,159 @@
+//! Routing: every route is a list of directed link ids from `src` to `dst`,
+//! and the same arguments always give the same route.
+//!
+//! - Grids (ring, 2-D mesh, torus) use dimension-order routing between devices:
+//!   dimension 0 first; on a wrapped dimension the shorter way, ties going up.
+//! - Everything else uses least-cost paths, a link costing `1e15 / bandwidth`
+//!   (wide links first; among equal links, fewer hops). Components that do not
+//!   forward (GPUs and hosts in an NVSwitch node) are only ever the first or
+//!   last hop. Among equal-cost next hops the lowest link id wins, or with ECMP
+//!   (fat trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow
+//!   stays on one path.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
+use super::TopologyError;
+
+impl Topology {
+    /// The route from `src` to `dst` for flow `flow_id` (empty when `src == dst`).
+    pub fn route(&self, src: ComponentId, dst: ComponentId, flow_id: u64) -> Result<Vec<LinkId>, TopologyError> {
+        let n = self.components.len() as u32;
+        for c in [src, dst] {
+            if c.0 >= n {
+                return Err(TopologyError::NoSuchComponent(format!("#{}", c.0)));
+            }
+        }
+        if src == dst {
+            return Ok(Vec::new());
+        }
+        if let RoutingPolicy::DimensionOrder { dims, wrap } = &self.routing {
+            if let (Some(a), Some(b)) = (self.device_index(src), self.device_index(dst)) {
+                return self.dimension_order(a, b, dims, *wrap);
+            }
+        }
+        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
+        self.shortest(src, dst, flow_id, ecmp)
+    }
+
+    /// Route between device ids (the index of a device, as a mesh names it).
+    pub fn route_devices(&self, src: u32, dst: u32, flow_id: u64) -> Result<Vec<LinkId>, TopologyError> {
+        let s = self.device(src).ok_or(TopologyError::NoSuchDevice(src, self.num_devices()))?;
+        let d = self.device(dst).ok_or(TopologyError::NoSuchDevice(dst, self.num_devices()))?;
+        self.route(s, d, flow_id)
+    }
+
+    /// Device id of component `c`, if it is a device.
+    pub fn device_index(&self, c: ComponentId) -> Option<u32> {
+        match self.component(c).kind {
+            ComponentKind::Device { index, .. } => Some(index),
+            _ => None,
+        }
+    }
+
+    fn dimension_order(&self, a: u32, b: u32, dims: &[u32], wrap: bool) -> Result<Vec<LinkId>, TopologyError> {
+        let strides = super::build::strides(dims);
+        let mut cur = a;
+        let mut path = Vec::new();
+        for (&size, &stride) in dims.iter().zip(&strides) {
+            let target = (b / stride) % size;
+            loop {
+                let c = (cur / stride) % size;
+                if c == target {
+                    break;
+                }
+                let up = (target + size - c) % size;
+                let go_up = if wrap { up <= size - up } else { target > c };
+                let next_c = if go_up { (c + 1) % size } else { (c + size - 1) % size };
+                let next = cur - c * stride + next_c * stride;
+                let link = self.fabric_link(cur, next).ok_or_else(|| TopologyError::NoRoute {
+                    from: self.component(self.devices[a as usize]).name.clone(),
+                    to: self.component(self.devices[b as usize]).name.clone(),
+                })?;
+                path.push(link);
+                cur = next;
+            }
+        }
+        Ok(path)
+    }
+
+    /// The lowest-id device-fabric link from device `a` to device `b`.
+    fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
+        let to = self.devices[b as usize];
+        self.out_links(self.devices[a as usize]).into_iter().find(|&l| {
+            let link = self.link(l);
+            link.to == to && matches!(link.class, LinkClass::Nvlink | LinkClass::Ici)
+        })
+    }
+
+    fn shortest(&self, src: ComponentId, dst: ComponentId, flow_id: u64, ecmp: bool) -> Result<Vec<LinkId>, TopologyError> {
+        let dist = self.costs_to(dst);
+        let no_route = || TopologyError::NoRoute {
+            from: self.component(src).name.clone(),
+            to: self.component(dst).name.clone(),
+        };
+        if dist[src.0 as usize] == u64::MAX {
+            return Err(no_route());
+        }
+        let mut cur = src;
+        let mut path = Vec::new();
+        while cur != dst {
+            let d = dist[cur.0 as usize];
+            let candidates: Vec<LinkId> = self
+                .out_links(cur)
+                .into_iter()
+                .filter(|&l| {
+                    let to = self.link(l).to;
+                    dist[to.0 as usize] != u64::MAX
+                        && dist[to.0 as usize] + link_cost(self.link(l).bandwidth.0) == d
+                        && (to == dst || self.component(to).forwards)
+                })
+                .collect();
+            let pick = if ecmp && candidates.len() > 1 {
+                let h = mix(flow_id ^ mix(((src.0 as u64) << 32) | dst.0 as u64) ^ mix(path.len() as u64 + 1));
+                candidates[(h % candidates.len() as u64) as usize]
+            } else {
+                *candidates.first().ok_or_else(no_route)?
+            };
+            path.push(pick);
+            cur = self.link(pick).to;
+        }
+        Ok(path)
+    }
+
+    /// Least cost from every component to `dst` over paths whose intermediate
+    /// components forward (`u64::MAX` when unreachable).
+    pub(crate) fn costs_to(&self, dst: ComponentId) -> Vec<u64> {
+        let mut dist = vec![u64::MAX; self.components.len()];
+        dist[dst.0 as usize] = 0;
+        let mut heap = BinaryHeap::from([Reverse((0u64, dst))]);
+        while let Some(Reverse((d, c))) = heap.pop() {
+            if d > dist[c.0 as usize] || (c != dst && !self.component(c).forwards) {
+                continue;
+            }
+            for l in self.in_links(c) {
+                let link = self.link(l);
+                let nd = d + link_cost(link.bandwidth.0);
+                if nd < dist[link.from.0 as usize] {
+                    dist[link.from.0 as usize] = nd;
+                    heap.push(Reverse((nd, link.from)));
+                }
+            }
+        }
+        dist
+    }
+}
+
+/// Routing cost of a link: inversely proportional to its bandwidth.
+pub(crate) fn link_cost(bytes_per_s: u64) -> u64 {
+    1_000_000_000_000_000u64.div_ceil(bytes_per_s.max(1))
+}
+
+/// SplitMix64 finalizer: a fixed, platform-independent hash for ECMP.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

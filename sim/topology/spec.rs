@@ -1,0 +1,236 @@
+//! The topology file format (TOML, version 1). Every preset under
+//! `topologies/` is such a file; users copy and edit them. Unknown fields are
+//! errors (`deny_unknown_fields`), quantities are strings with units.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::DType;
+
+use super::units::{Bandwidth, ByteSize, Duration, FlopRate};
+
+/// The only format version this build reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A whole topology file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    /// Format version; must be 1.
+    pub format: u32,
+    /// Short name (the preset name).
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Where the figures come from.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// How the components are laid out (see [`Layout`]).
+    pub layout: Layout,
+    /// Devices per dimension: `[gpus]` for node layouts, `[n]` for ring and
+    /// switch, `[rows, cols]` for mesh2d, `[x, y, z]` for a torus. Ignored by `explicit`.
+    #[serde(default)]
+    pub dims: Vec<u32>,
+    /// Number of nodes joined by a rail-optimized two-level fat tree (node layouts).
+    #[serde(default = "one")]
+    pub nodes: u32,
+    /// The accelerator every device component is.
+    pub device: DeviceSpec,
+    /// Device-to-device links of GPUs (NVLink): to the NVSwitch, or between neighbours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink: Option<FabricSpec>,
+    /// Device-to-device links of TPUs (inter-chip interconnect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ici: Option<FabricSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<PcieSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpec>,
+    /// Explicit layout only: the components.
+    #[serde(default, rename = "component", skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<ComponentSpec>,
+    /// Explicit layout only: the links (each full-duplex link gives two directed links).
+    #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkSpec>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_lane() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// How components are generated from the parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// GPUs on one NVSwitch per node, PCIe switches to the host and NICs, rail-aligned NICs.
+    NvswitchNode,
+    /// GPUs behind PCIe switches under one host, no NVLink.
+    PcieNode,
+    /// Devices in a bidirectional ring (1-D torus).
+    Ring,
+    /// Devices on one switch.
+    Switch,
+    /// Devices in a 2-D grid without wrap-around.
+    Mesh2d,
+    /// Devices in a torus of any rank, wrap-around in every dimension.
+    Torus,
+    /// Components and links listed in the file.
+    Explicit,
+}
+
+/// The kind of accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Gpu,
+    Tpu,
+    Cpu,
+}
+
+/// One accelerator model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub kind: DeviceKind,
+    pub model: String,
+    /// Peak dense FLOP/s per element type.
+    pub flops: BTreeMap<DType, FlopRate>,
+    /// Memory scopes on the device (`global` = HBM, `shared` = on-chip).
+    pub memory: Vec<MemorySpec>,
+}
+
+/// A memory scope: name, capacity, bandwidth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    pub scope: String,
+    pub capacity: ByteSize,
+    pub bandwidth: Bandwidth,
+}
+
+/// Device-to-device link bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FabricSpec {
+    /// Bandwidth of one link bundle per direction (all lanes together).
+    pub bandwidth: Bandwidth,
+    #[serde(default = "one_lane")]
+    pub lanes: u32,
+    pub latency: Duration,
+    /// The switch reduces in the network (NVLS / SHARP); switch layouts only.
+    #[serde(default)]
+    pub in_switch_reduction: bool,
+}
+
+/// PCIe links and switches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieSpec {
+    /// Per direction of one x`lanes` link.
+    pub bandwidth: Bandwidth,
+    #[serde(default = "sixteen")]
+    pub lanes: u32,
+    pub latency: Duration,
+    /// GPUs (and as many NICs) under each PCIe switch.
+    pub devices_per_switch: u32,
+}
+
+fn sixteen() -> u32 {
+    16
+}
+
+/// The host (CPUs and their DRAM), one per node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub model: String,
+    pub memory: ByteSize,
+    pub memory_bandwidth: Bandwidth,
+    #[serde(default)]
+    pub flops: BTreeMap<DType, FlopRate>,
+}
+
+/// Network interfaces, one per GPU (rail-aligned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    pub model: String,
+    pub bandwidth: Bandwidth,
+    /// Latency of the NIC-to-leaf link.
+    pub latency: Duration,
+}
+
+/// The fat tree joining nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Ports per switch; a leaf uses half down, half up (non-blocking).
+    pub switch_radix: u32,
+    /// Latency of a leaf-to-spine link.
+    pub latency: Duration,
+    /// Switches reduce in the network (SHARP).
+    #[serde(default)]
+    pub in_switch_reduction: bool,
+}
+
+/// A component of an explicit layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentSpec {
+    pub name: String,
+    pub kind: ComponentKindSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// Switches only: reduces in the network.
+    #[serde(default)]
+    pub in_switch_reduction: bool,
+}
+
+/// Component kinds as written in files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComponentKindSpec {
+    /// An accelerator with the `[device]` figures.
+    Device,
+    Host,
+    Nvswitch,
+    PcieSwitch,
+    Nic,
+    NetworkSwitch,
+}
+
+/// A link of an explicit layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: toml::Spanned<String>,
+    pub to: toml::Spanned<String>,
+    pub class: LinkClassSpec,
+    pub bandwidth: Bandwidth,
+    #[serde(default = "one_lane")]
+    pub lanes: u32,
+    pub latency: Duration,
+    #[serde(default = "yes")]
+    pub full_duplex: bool,
+}
+
+/// Link classes as written in files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkClassSpec {
+    Nvlink,
+    Ici,
+    Pcie,
+    Network,
+}
