@@ -10,3 +10,4 @@ mod propagate;
 mod sharding;
 mod strategies;
 mod tensor;
+mod topology;

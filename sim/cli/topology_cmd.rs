@@ -162,18 +162,36 @@ fn print_text(t: &Topology, s: &topology::Summary) {
     println!("{}: {}", t.name, t.description);
     let routing = match t.routing() {
         topology::RoutingPolicy::ShortestPath { ecmp } => {
-            format!("least cost (a link costs 1e15/bandwidth), ties by {}", if *ecmp { "flow hash (ECMP)" } else { "lowest link id" })
+            format!(
+                "least cost (a link costs 1e15/bandwidth), ties by {}",
+                if *ecmp {
+                    "flow hash (ECMP)"
+                } else {
+                    "lowest link id"
+                }
+            )
         }
         topology::RoutingPolicy::DimensionOrder { dims, wrap } => format!(
             "dimension order over {} ({})",
-            dims.iter().map(u32::to_string).collect::<Vec<_>>().join("x"),
+            dims.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join("x"),
             if *wrap { "torus" } else { "no wrap-around" }
         ),
     };
     println!("routing: {routing}");
-    let counts: Vec<String> = s.component_counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let counts: Vec<String> = s
+        .component_counts
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
     println!("components: {}", counts.join(", "));
-    let links: Vec<String> = s.link_counts.iter().map(|(k, v)| format!("{} {k}", v / 2)).collect();
+    let links: Vec<String> = s
+        .link_counts
+        .iter()
+        .map(|(k, v)| format!("{} {k}", v / 2))
+        .collect();
     println!("physical links: {}", links.join(", "));
     println!(
         "bisection bandwidth (devices 0..{} -> {}..{}, one direction): {}",
@@ -239,14 +257,20 @@ fn t_bw(b: topology::Bandwidth) -> String {
 }
 
 fn dot(t: &Topology) -> String {
-    let mut out = format!("graph \"{}\" {{\n  node [shape=box, fontsize=10];\n", t.name);
+    let mut out = format!(
+        "graph \"{}\" {{\n  node [shape=box, fontsize=10];\n",
+        t.name
+    );
     for c in t.components() {
         let shape = match c.kind {
             topology::ComponentKind::Device { .. } => "box",
             topology::ComponentKind::Host => "house",
             _ => "ellipse",
         };
-        out.push_str(&format!("  c{} [label=\"{}\", shape={shape}];\n", c.id.0, c.name));
+        out.push_str(&format!(
+            "  c{} [label=\"{}\", shape={shape}];\n",
+            c.id.0, c.name
+        ));
     }
     for l in t.links().iter().filter(|l| l.id.0 < l.reverse.0) {
         out.push_str(&format!(
@@ -263,12 +287,23 @@ fn component(t: &Topology, text: &str) -> anyhow::Result<ComponentId> {
         return Ok(c);
     }
     if let Ok(i) = text.parse::<u32>() {
-        return t
-            .device(i)
-            .with_context(|| format!("no device {i} (the topology has devices 0..{})", t.num_devices()));
+        return t.device(i).with_context(|| {
+            format!(
+                "no device {i} (the topology has devices 0..{})",
+                t.num_devices()
+            )
+        });
     }
-    let examples: Vec<&str> = t.components().iter().take(4).map(|c| c.name.as_str()).collect();
-    bail!("no component \"{text}\" (expected a device id or a name such as {})", examples.join(", "))
+    let examples: Vec<&str> = t
+        .components()
+        .iter()
+        .take(4)
+        .map(|c| c.name.as_str())
+        .collect();
+    bail!(
+        "no component \"{text}\" (expected a device id or a name such as {})",
+        examples.join(", ")
+    )
 }
 
 #[derive(Serialize)]
@@ -313,7 +348,9 @@ fn route(t: &Topology, a: &str, b: &str, flow: u64, format: ShowFormat) -> anyho
                 t.component(dst).name,
                 hops.len(),
                 latency,
-                bottleneck.map(|b| b.to_string()).unwrap_or_else(|| "-".into())
+                bottleneck
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "-".into())
             );
             for h in hops {
                 println!(

@@ -81,7 +81,12 @@ impl Dataflow {
     }
 
     /// Fix where a value is stored (e.g. `memory_scope = host`).
-    pub fn constrain(&mut self, v: ValueId, device: VirtualDevice, source: &str) -> Result<(), PlanError> {
+    pub fn constrain(
+        &mut self,
+        v: ValueId,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
         self.value_mut(v)?.constraints.push(Constraint {
             device,
             source: source.to_string(),
@@ -90,7 +95,12 @@ impl Dataflow {
     }
 
     /// Declare an op reading `operands` and producing `results` (each value has at most one producer).
-    pub fn op(&mut self, name: &str, operands: &[ValueId], results: &[ValueId]) -> Result<OpId, PlanError> {
+    pub fn op(
+        &mut self,
+        name: &str,
+        operands: &[ValueId],
+        results: &[ValueId],
+    ) -> Result<OpId, PlanError> {
         let id = OpId(self.ops.len() as u32);
         for &v in operands {
             self.value_mut(v)?;
@@ -119,7 +129,12 @@ impl Dataflow {
     }
 
     /// Constrain where an op executes.
-    pub fn pin_op(&mut self, op: OpId, device: VirtualDevice, source: &str) -> Result<(), PlanError> {
+    pub fn pin_op(
+        &mut self,
+        op: OpId,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
         self.op_mut(op)?.exec.push(Constraint {
             device,
             source: source.to_string(),
@@ -128,10 +143,19 @@ impl Dataflow {
     }
 
     /// The op reads operand `index` from `device` (defaulted with the op's device).
-    pub fn pin_operand(&mut self, op: OpId, index: u32, device: VirtualDevice, source: &str) -> Result<(), PlanError> {
+    pub fn pin_operand(
+        &mut self,
+        op: OpId,
+        index: u32,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
         let o = self.op_mut(op)?;
         if index as usize >= o.operands.len() {
-            return Err(PlanError::BadDataflow(format!("op `{}` has no operand {index}", o.name)));
+            return Err(PlanError::BadDataflow(format!(
+                "op `{}` has no operand {index}",
+                o.name
+            )));
         }
         o.operand_pins.push((
             index,
@@ -144,10 +168,19 @@ impl Dataflow {
     }
 
     /// The op writes result `index` directly to `device` (no copy after it).
-    pub fn pin_result(&mut self, op: OpId, index: u32, device: VirtualDevice, source: &str) -> Result<(), PlanError> {
+    pub fn pin_result(
+        &mut self,
+        op: OpId,
+        index: u32,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
         let o = self.op_mut(op)?;
         if index as usize >= o.results.len() {
-            return Err(PlanError::BadDataflow(format!("op `{}` has no result {index}", o.name)));
+            return Err(PlanError::BadDataflow(format!(
+                "op `{}` has no result {index}",
+                o.name
+            )));
         }
         o.result_pins.push((
             index,
@@ -181,7 +214,10 @@ impl Dataflow {
 
     fn result_pinned(&self, v: ValueId) -> bool {
         match self.values[v.0 as usize].producer {
-            Some((op, i)) => self.ops[op.0 as usize].result_pins.iter().any(|(j, _)| *j == i),
+            Some((op, i)) => self.ops[op.0 as usize]
+                .result_pins
+                .iter()
+                .any(|(j, _)| *j == i),
             None => false,
         }
     }
@@ -280,7 +316,12 @@ pub fn plan_devices(df: &Dataflow, default: &VirtualDevice) -> Result<Plan, Plan
                     .cloned()
                     .unwrap_or_else(|| Constraint {
                         device: class.joined.clone(),
-                        source: class.parts.iter().map(|p| p.source.as_str()).collect::<Vec<_>>().join(" + "),
+                        source: class
+                            .parts
+                            .iter()
+                            .map(|p| p.source.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" + "),
                     });
                 Err(PlanError::Conflict {
                     place: place(node),
@@ -305,16 +346,23 @@ pub fn plan_devices(df: &Dataflow, default: &VirtualDevice) -> Result<Plan, Plan
             add(&mut uf, op.results[*i as usize].0 as usize, c)?;
         }
     }
-    let device_of = |uf: &mut UnionFind, node: usize| VirtualDevice::default(&classes[uf.find(node)].joined, default);
+    let device_of = |uf: &mut UnionFind, node: usize| {
+        VirtualDevice::default(&classes[uf.find(node)].joined, default)
+    };
     let value_devices: Vec<VirtualDevice> = (0..nv).map(|v| device_of(&mut uf, v)).collect();
-    let op_devices: Vec<VirtualDevice> = (0..df.ops.len()).map(|o| device_of(&mut uf, node_of_op(o))).collect();
+    let op_devices: Vec<VirtualDevice> = (0..df.ops.len())
+        .map(|o| device_of(&mut uf, node_of_op(o)))
+        .collect();
 
     let mut copies: Vec<DeviceCopy> = Vec::new();
     let mut need = |value: ValueId, from: &VirtualDevice, to: &VirtualDevice, at: (OpId, Port)| {
         if from == to {
             return;
         }
-        if let Some(c) = copies.iter_mut().find(|c| c.value == value && c.to == *to && c.from == *from) {
+        if let Some(c) = copies
+            .iter_mut()
+            .find(|c| c.value == value && c.to == *to && c.from == *from)
+        {
             c.at.push(at);
         } else {
             copies.push(DeviceCopy {
@@ -333,11 +381,21 @@ pub fn plan_devices(df: &Dataflow, default: &VirtualDevice) -> Result<Plan, Plan
                 Some((_, c)) => VirtualDevice::default(&c.device, here),
                 None => here.clone(),
             };
-            need(v, &value_devices[v.0 as usize], &to, (OpId(o as u32), Port::Operand(i as u32)));
+            need(
+                v,
+                &value_devices[v.0 as usize],
+                &to,
+                (OpId(o as u32), Port::Operand(i as u32)),
+            );
         }
         for (i, &r) in op.results.iter().enumerate() {
             if !df.values[r.0 as usize].constraints.is_empty() && !df.result_pinned(r) {
-                need(r, here, &value_devices[r.0 as usize], (OpId(o as u32), Port::Result(i as u32)));
+                need(
+                    r,
+                    here,
+                    &value_devices[r.0 as usize],
+                    (OpId(o as u32), Port::Result(i as u32)),
+                );
             }
         }
     }

@@ -21,7 +21,12 @@ pub enum DeviceType {
 }
 
 impl DeviceType {
-    pub const ALL: [DeviceType; 4] = [DeviceType::Cpu, DeviceType::Cuda, DeviceType::Rocm, DeviceType::Tpu];
+    pub const ALL: [DeviceType; 4] = [
+        DeviceType::Cpu,
+        DeviceType::Cuda,
+        DeviceType::Rocm,
+        DeviceType::Tpu,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -125,7 +130,10 @@ impl VirtualDevice {
 
     /// No device type, id, target or scope.
     pub fn is_fully_unconstrained(&self) -> bool {
-        self.device_type.is_none() && self.virtual_device_id.is_none() && self.target.is_none() && self.memory_scope.is_none()
+        self.device_type.is_none()
+            && self.virtual_device_id.is_none()
+            && self.target.is_none()
+            && self.memory_scope.is_none()
     }
 
     /// Target, id and scope all given (the target implies the device type).
@@ -153,7 +161,13 @@ impl VirtualDevice {
         let virtual_device_id = field(&lhs.virtual_device_id, &rhs.virtual_device_id).ok()?;
         let target = field(&lhs.target, &rhs.target).ok()?;
         let memory_scope = field(&lhs.memory_scope, &rhs.memory_scope).ok()?;
-        VirtualDevice::new(device_type, virtual_device_id, target, memory_scope.as_deref()).ok()
+        VirtualDevice::new(
+            device_type,
+            virtual_device_id,
+            target,
+            memory_scope.as_deref(),
+        )
+        .ok()
     }
 
     /// Each part of `lhs`, or where `lhs` leaves it unconstrained the part of
@@ -209,7 +223,13 @@ impl FromStr for VirtualDevice {
         if parts.len() != 4 {
             return Err(bad("expected 4 parts"));
         }
-        let given = |p: &str| if p == "?" || p.is_empty() { None } else { Some(p.to_string()) };
+        let given = |p: &str| {
+            if p == "?" || p.is_empty() {
+                None
+            } else {
+                Some(p.to_string())
+            }
+        };
         let device_type = match given(parts[0]) {
             None => None,
             Some(d) => Some(
@@ -221,7 +241,10 @@ impl FromStr for VirtualDevice {
         };
         let id = match given(parts[1]) {
             None => None,
-            Some(i) => Some(i.parse::<u32>().map_err(|_| bad("virtual device id must be a number or ?"))?),
+            Some(i) => Some(
+                i.parse::<u32>()
+                    .map_err(|_| bad("virtual device id must be a number or ?"))?,
+            ),
         };
         let target = given(parts[2]).map(|t| Target::new(&t)).transpose()?;
         VirtualDevice::new(device_type, id, target, given(parts[3]).as_deref())

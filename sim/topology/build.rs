@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::graph::{Builder, ComponentId, ComponentKind, LinkClass, LinkParams, MemoryScope, RoutingPolicy, Topology};
+use super::graph::{
+    Builder, ComponentId, ComponentKind, LinkClass, LinkParams, MemoryScope, RoutingPolicy,
+    Topology,
+};
 use super::spec::{ComponentKindSpec, DeviceKind, FabricSpec, Layout, LinkClassSpec, TopologyFile};
 use super::units::Bandwidth;
 
@@ -29,7 +32,13 @@ fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, SemanticError> 
 /// Build the topology a file describes.
 pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     if f.format != super::spec::FORMAT_VERSION {
-        return fail("format", format!("format version {} is not supported (this build reads 1)", f.format));
+        return fail(
+            "format",
+            format!(
+                "format version {} is not supported (this build reads 1)",
+                f.format
+            ),
+        );
     }
     if f.nodes == 0 {
         return fail("nodes", "nodes must be at least 1");
@@ -44,7 +53,12 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     if b.num_devices() == 0 {
         return fail("layout", "the topology has no devices");
     }
-    Ok(b.finish(f.name.clone(), f.description.clone(), f.sources.clone(), routing))
+    Ok(b.finish(
+        f.name.clone(),
+        f.description.clone(),
+        f.sources.clone(),
+        routing,
+    ))
 }
 
 /// Zero bandwidths and lane counts are as wrong as negative ones.
@@ -70,7 +84,10 @@ fn check_figures(f: &TopologyFile) -> Result<(), SemanticError> {
             return fail("pcie.lanes", "lanes must be at least 1");
         }
         if p.devices_per_switch == 0 {
-            return fail("pcie.devices_per_switch", "devices_per_switch must be at least 1");
+            return fail(
+                "pcie.devices_per_switch",
+                "devices_per_switch must be at least 1",
+            );
         }
     }
     if let Some(n) = &f.nic {
@@ -97,7 +114,13 @@ fn device_prefix(kind: DeviceKind) -> &'static str {
 }
 
 /// Add one accelerator with the file's figures; `host` gives it a `host` scope.
-fn add_device(f: &TopologyFile, b: &mut Builder, name: String, node: Option<u32>, forwards: bool) -> ComponentId {
+fn add_device(
+    f: &TopologyFile,
+    b: &mut Builder,
+    name: String,
+    node: Option<u32>,
+    forwards: bool,
+) -> ComponentId {
     let index = b.num_devices();
     let id = b.add(
         name,
@@ -125,12 +148,16 @@ fn add_device(f: &TopologyFile, b: &mut Builder, name: String, node: Option<u32>
     id
 }
 
-/// A host forwards (PCIe peer-to-peer through the root complex) only where
-/// there is no faster device fabric.
-fn add_host(f: &TopologyFile, b: &mut Builder, name: String, node: Option<u32>) -> Option<ComponentId> {
+/// A host forwards PCIe peer-to-peer traffic through its root complex (routing
+/// charges that extra, see `route.rs`).
+fn add_host(
+    f: &TopologyFile,
+    b: &mut Builder,
+    name: String,
+    node: Option<u32>,
+) -> Option<ComponentId> {
     let h = f.host.as_ref()?;
-    let forwards = f.layout == Layout::PcieNode || f.layout == Layout::Explicit;
-    let id = b.add(name, ComponentKind::Host, &h.model, node, forwards);
+    let id = b.add(name, ComponentKind::Host, &h.model, node, true);
     let c = b.component_mut(id);
     c.flops = h.flops.clone();
     c.memory = vec![MemoryScope {
@@ -170,15 +197,24 @@ fn fabric(f: &TopologyFile) -> Result<(LinkClass, &FabricSpec), SemanticError> {
         (Some(n), None) => Ok((LinkClass::Nvlink, n)),
         (None, Some(i)) => Ok((LinkClass::Ici, i)),
         (Some(_), Some(_)) => fail("ici", "give either [nvlink] or [ici], not both"),
-        (None, None) => fail("layout", "this layout needs an [nvlink] or [ici] section for its device links"),
+        (None, None) => fail(
+            "layout",
+            "this layout needs an [nvlink] or [ici] section for its device links",
+        ),
     }
 }
 
 fn dims_exact(f: &TopologyFile, rank: usize, what: &str) -> Result<(), SemanticError> {
     if f.dims.len() != rank {
-        return fail("dims", format!("layout {what} takes dims with {rank} entries, found {}", f.dims.len()));
+        return fail(
+            "dims",
+            format!(
+                "layout {what} takes dims with {rank} entries, found {}",
+                f.dims.len()
+            ),
+        );
     }
-    if f.dims.iter().any(|&d| d == 0) {
+    if f.dims.contains(&0) {
         return fail("dims", "every entry of dims must be at least 1");
     }
     Ok(())
@@ -190,14 +226,11 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
     let gpus = f.dims[0];
     let nvswitch = match f.layout {
         Layout::NvswitchNode => {
-            let n = f
-                .nvlink
-                .as_ref()
-                .ok_or_else(|| SemanticError {
-                    field: "layout".into(),
-                    span: None,
-                    message: "layout nvswitch-node needs an [nvlink] section".into(),
-                })?;
+            let n = f.nvlink.as_ref().ok_or_else(|| SemanticError {
+                field: "layout".into(),
+                span: None,
+                message: "layout nvswitch-node needs an [nvlink] section".into(),
+            })?;
             if f.ici.is_some() {
                 return fail("ici", "layout nvswitch-node takes [nvlink], not [ici]");
             }
@@ -205,7 +238,10 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
         }
         _ => {
             if f.nvlink.is_some() || f.ici.is_some() {
-                return fail("layout", "layout pcie-node has no NVLink: remove [nvlink]/[ici]");
+                return fail(
+                    "layout",
+                    "layout pcie-node has no NVLink: remove [nvlink]/[ici]",
+                );
             }
             if f.pcie.is_none() {
                 return fail("layout", "layout pcie-node needs a [pcie] section");
@@ -214,18 +250,34 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
         }
     };
     if f.nodes > 1 && (f.nic.is_none() || f.network.is_none()) {
-        return fail("nodes", "nodes > 1 needs [nic] and [network] sections to join the nodes");
+        return fail(
+            "nodes",
+            "nodes > 1 needs [nic] and [network] sections to join the nodes",
+        );
     }
     if f.nic.is_some() && f.pcie.is_none() {
         return fail("nic", "NICs hang off PCIe switches: add a [pcie] section");
     }
     if f.pcie.is_some() && f.host.is_none() {
-        return fail("pcie", "PCIe switches connect to a host: add a [host] section");
+        return fail(
+            "pcie",
+            "PCIe switches connect to a host: add a [host] section",
+        );
     }
     let mut nics: Vec<Vec<ComponentId>> = Vec::new();
     for n in 0..f.nodes {
         let gpu_ids: Vec<ComponentId> = (0..gpus)
-            .map(|i| add_device(f, b, format!("n{n}.{}{i}", device_prefix(f.device.kind)), Some(n), false))
+            .map(|i| {
+                let id = add_device(
+                    f,
+                    b,
+                    format!("n{n}.{}{i}", device_prefix(f.device.kind)),
+                    Some(n),
+                    false,
+                );
+                b.component_mut(id).rail = Some(i);
+                id
+            })
             .collect();
         if let Some(fab) = nvswitch {
             let sw = b.add(
@@ -243,7 +295,8 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
         }
         let mut node_nics = Vec::new();
         if let Some(p) = &f.pcie {
-            let host = add_host(f, b, format!("n{n}.host"), Some(n)).expect("checked: pcie needs host");
+            let host =
+                add_host(f, b, format!("n{n}.host"), Some(n)).expect("checked: pcie needs host");
             let pcie = LinkParams {
                 class: LinkClass::Pcie,
                 bandwidth: p.bandwidth,
@@ -253,7 +306,15 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
             };
             let switches = gpus.div_ceil(p.devices_per_switch);
             let sw_ids: Vec<ComponentId> = (0..switches)
-                .map(|s| b.add(format!("n{n}.pcie{s}"), ComponentKind::PcieSwitch, "PCIe switch", Some(n), true))
+                .map(|s| {
+                    b.add(
+                        format!("n{n}.pcie{s}"),
+                        ComponentKind::PcieSwitch,
+                        "PCIe switch",
+                        Some(n),
+                        true,
+                    )
+                })
                 .collect();
             for &s in &sw_ids {
                 b.connect(s, host, pcie);
@@ -264,7 +325,14 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
             }
             if let Some(nic) = &f.nic {
                 for i in 0..gpus {
-                    let id = b.add(format!("n{n}.nic{i}"), ComponentKind::Nic, &nic.model, Some(n), true);
+                    let id = b.add(
+                        format!("n{n}.nic{i}"),
+                        ComponentKind::Nic,
+                        &nic.model,
+                        Some(n),
+                        true,
+                    );
+                    b.component_mut(id).rail = Some(i);
                     b.connect(id, sw_ids[(i / p.devices_per_switch) as usize], pcie);
                     node_nics.push(id);
                 }
@@ -281,11 +349,18 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
 /// Rail-optimized two-level fat tree: NIC `r` of every node goes to a leaf of
 /// rail `r` (half of a leaf's ports down, half up); every leaf connects once to
 /// every spine, all links at the NIC speed, so the tree is non-blocking.
-fn build_fat_tree(f: &TopologyFile, b: &mut Builder, nics: &[Vec<ComponentId>]) -> Result<(), SemanticError> {
+fn build_fat_tree(
+    f: &TopologyFile,
+    b: &mut Builder,
+    nics: &[Vec<ComponentId>],
+) -> Result<(), SemanticError> {
     let nic = f.nic.as_ref().expect("checked");
     let net = f.network.as_ref().expect("checked");
     if net.switch_radix < 2 || net.switch_radix % 2 != 0 {
-        return fail("network.switch_radix", "switch_radix must be an even number of at least 2");
+        return fail(
+            "network.switch_radix",
+            "switch_radix must be an even number of at least 2",
+        );
     }
     let down = net.switch_radix / 2;
     let nodes = nics.len() as u32;
@@ -309,7 +384,15 @@ fn build_fat_tree(f: &TopologyFile, b: &mut Builder, nics: &[Vec<ComponentId>]) 
     let mut leaves = BTreeMap::new();
     for r in 0..rails {
         for k in 0..leaves_per_rail {
-            leaves.insert((r, k), b.add(format!("leaf.r{r}.{k}"), switch(0), "leaf switch", None, true));
+            let leaf = b.add(
+                format!("leaf.r{r}.{k}"),
+                switch(0),
+                "leaf switch",
+                None,
+                true,
+            );
+            b.component_mut(leaf).rail = Some(r);
+            leaves.insert((r, k), leaf);
         }
     }
     let edge = LinkParams {
@@ -347,13 +430,19 @@ fn build_direct(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Sema
         Layout::Ring | Layout::Switch => dims_exact(f, 1, "ring / switch")?,
         Layout::Mesh2d => dims_exact(f, 2, "mesh2d")?,
         _ => {
-            if f.dims.is_empty() || f.dims.iter().any(|&d| d == 0) {
-                return fail("dims", "a torus needs dims like [4, 4, 4], every entry at least 1");
+            if f.dims.is_empty() || f.dims.contains(&0) {
+                return fail(
+                    "dims",
+                    "a torus needs dims like [4, 4, 4], every entry at least 1",
+                );
             }
         }
     }
     if f.nodes != 1 {
-        return fail("nodes", "nodes applies to nvswitch-node and pcie-node layouts only");
+        return fail(
+            "nodes",
+            "nodes applies to nvswitch-node and pcie-node layouts only",
+        );
     }
     let (class, fab) = fabric(f)?;
     let params = fabric_params(class, fab);
@@ -452,7 +541,10 @@ fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Se
     let mut ids: BTreeMap<&str, ComponentId> = BTreeMap::new();
     for c in &f.components {
         if ids.contains_key(c.name.as_str()) {
-            return fail("component.name", format!("duplicate component name \"{}\"", c.name));
+            return fail(
+                "component.name",
+                format!("duplicate component name \"{}\"", c.name),
+            );
         }
         let id = match c.kind {
             ComponentKindSpec::Device => add_device(f, b, c.name.clone(), c.node, false),
@@ -469,7 +561,13 @@ fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Se
                 c.node,
                 true,
             ),
-            ComponentKindSpec::PcieSwitch => b.add(c.name.clone(), ComponentKind::PcieSwitch, "PCIe switch", c.node, true),
+            ComponentKindSpec::PcieSwitch => b.add(
+                c.name.clone(),
+                ComponentKind::PcieSwitch,
+                "PCIe switch",
+                c.node,
+                true,
+            ),
             ComponentKindSpec::Nic => {
                 let model = f.nic.as_ref().map(|n| n.model.as_str()).unwrap_or("NIC");
                 b.add(c.name.clone(), ComponentKind::Nic, model, c.node, true)
@@ -489,11 +587,13 @@ fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Se
     }
     for l in &f.links {
         let end = |s: &toml::Spanned<String>, field: &str| {
-            ids.get(s.get_ref().as_str()).copied().ok_or_else(|| SemanticError {
-                field: field.into(),
-                span: Some(s.span()),
-                message: format!("dangling link: no component named \"{}\"", s.get_ref()),
-            })
+            ids.get(s.get_ref().as_str())
+                .copied()
+                .ok_or_else(|| SemanticError {
+                    field: field.into(),
+                    span: Some(s.span()),
+                    message: format!("dangling link: no component named \"{}\"", s.get_ref()),
+                })
         };
         let from = end(&l.from, "link.from")?;
         let to = end(&l.to, "link.to")?;

@@ -32,15 +32,23 @@ impl fmt::Display for LinkId {
 #[serde(rename_all = "kebab-case", tag = "type")]
 pub enum ComponentKind {
     /// An accelerator (or CPU used as a device); `index` is its device id.
-    Device { kind: DeviceKind, index: u32 },
+    Device {
+        kind: DeviceKind,
+        index: u32,
+    },
     /// A node's CPUs and DRAM.
     Host,
     /// An NVLink switch (one logical switch per node).
-    NvSwitch { in_switch_reduction: bool },
+    NvSwitch {
+        in_switch_reduction: bool,
+    },
     PcieSwitch,
     Nic,
     /// A network switch; level 0 = leaf, 1 = spine.
-    NetworkSwitch { level: u32, in_switch_reduction: bool },
+    NetworkSwitch {
+        level: u32,
+        in_switch_reduction: bool,
+    },
 }
 
 /// A memory scope reachable from a device (TVM's `memory_scope`).
@@ -68,6 +76,9 @@ pub struct Component {
     pub node: Option<u32>,
     /// Whether traffic between other components may pass through it.
     pub forwards: bool,
+    /// Rail of a rail-optimized cluster: GPU `k` of a node, its NIC `k` and
+    /// the leaf switches of rail `k` (None elsewhere).
+    pub rail: Option<u32>,
     /// Peak dense FLOP/s per element type (devices and hosts).
     pub flops: BTreeMap<DType, FlopRate>,
     /// Memory scopes (devices: global, shared, host; hosts: their DRAM as `global`).
@@ -216,7 +227,6 @@ impl Topology {
     }
 }
 
-
 /// Builds a [`Topology`] component by component (used by the layout generators).
 #[derive(Debug, Default)]
 pub(crate) struct Builder {
@@ -236,7 +246,14 @@ pub(crate) struct LinkParams {
 }
 
 impl Builder {
-    pub fn add(&mut self, name: String, kind: ComponentKind, model: &str, node: Option<u32>, forwards: bool) -> ComponentId {
+    pub fn add(
+        &mut self,
+        name: String,
+        kind: ComponentKind,
+        model: &str,
+        node: Option<u32>,
+        forwards: bool,
+    ) -> ComponentId {
         let id = ComponentId(self.components.len() as u32);
         if matches!(kind, ComponentKind::Device { .. }) {
             self.devices.push(id);
@@ -248,6 +265,7 @@ impl Builder {
             model: model.to_string(),
             node,
             forwards,
+            rail: None,
             flops: BTreeMap::new(),
             memory: Vec::new(),
         });
@@ -282,15 +300,29 @@ impl Builder {
         ab
     }
 
-    pub fn finish(self, name: String, description: String, sources: Vec<String>, routing: RoutingPolicy) -> Topology {
+    pub fn finish(
+        self,
+        name: String,
+        description: String,
+        sources: Vec<String>,
+        routing: RoutingPolicy,
+    ) -> Topology {
         let mut graph = DiGraph::with_capacity(self.components.len(), self.links.len());
         for c in &self.components {
             graph.add_node(c.id);
         }
         for l in &self.links {
-            graph.add_edge(NodeIndex::new(l.from.0 as usize), NodeIndex::new(l.to.0 as usize), l.id);
+            graph.add_edge(
+                NodeIndex::new(l.from.0 as usize),
+                NodeIndex::new(l.to.0 as usize),
+                l.id,
+            );
         }
-        let by_name = self.components.iter().map(|c| (c.name.clone(), c.id)).collect();
+        let by_name = self
+            .components
+            .iter()
+            .map(|c| (c.name.clone(), c.id))
+            .collect();
         Topology {
             name,
             description,

@@ -22,10 +22,12 @@ pub struct Override {
 impl Override {
     /// Parse `key=value`.
     pub fn parse(text: &str) -> Result<Override, TopologyError> {
-        let (k, v) = text.split_once('=').ok_or_else(|| TopologyError::Override {
-            key: text.to_string(),
-            message: "expected key=value, e.g. nvlink.bandwidth=900GB/s".into(),
-        })?;
+        let (k, v) = text
+            .split_once('=')
+            .ok_or_else(|| TopologyError::Override {
+                key: text.to_string(),
+                message: "expected key=value, e.g. nvlink.bandwidth=900GB/s".into(),
+            })?;
         let key = k.trim();
         if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
             return Err(TopologyError::Override {
@@ -54,12 +56,17 @@ pub fn parse_file_text(text: &str, file: &str) -> Result<TopologyFile, TopologyE
 }
 
 /// Parse, override and build. Overrides are applied in order, each checked.
-pub fn load_text(text: &str, file: &str, overrides: &[Override]) -> Result<Topology, TopologyError> {
+pub fn load_text(
+    text: &str,
+    file: &str,
+    overrides: &[Override],
+) -> Result<Topology, TopologyError> {
     let mut spec = parse_file_text(text, file)?;
     if overrides.is_empty() {
         return build(&spec).map_err(|e| semantic_error(e, Some(text), file));
     }
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| toml_error(&e, Some(text), file))?;
+    let mut table: toml::Table =
+        toml::from_str(text).map_err(|e| toml_error(&e, Some(text), file))?;
     for o in overrides {
         set(&mut table, o)?;
         let edited = toml::to_string(&table).map_err(|e| TopologyError::Override {
@@ -71,7 +78,10 @@ pub fn load_text(text: &str, file: &str, overrides: &[Override]) -> Result<Topol
             message: toml_error(&e, None, file).to_string(),
         })?;
     }
-    let described: Vec<String> = overrides.iter().map(|o| format!("{}={}", o.key, o.value)).collect();
+    let described: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("{}={}", o.key, o.value))
+        .collect();
     build(&spec).map_err(|e| TopologyError::Override {
         key: described.join(" "),
         message: semantic_error(e, None, file).to_string(),
@@ -94,10 +104,12 @@ fn set(table: &mut toml::Table, o: &Override) -> Result<(), TopologyError> {
         let entry = t
             .entry(p.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        t = entry.as_table_mut().ok_or_else(|| TopologyError::Override {
-            key: o.key.clone(),
-            message: format!("'{p}' is not a section, so it has no fields"),
-        })?;
+        t = entry
+            .as_table_mut()
+            .ok_or_else(|| TopologyError::Override {
+                key: o.key.clone(),
+                message: format!("'{p}' is not a section, so it has no fields"),
+            })?;
     }
     t.insert(parts[parts.len() - 1].to_string(), o.value());
     Ok(())
@@ -117,7 +129,11 @@ fn toml_error(e: &toml::de::Error, text: Option<&str>, file: &str) -> TopologyEr
         .to_string();
     if let Some(rest) = message.strip_prefix("unknown field `") {
         if let Some(name) = rest.split('`').next() {
-            field = if field.is_empty() { name.to_string() } else { format!("{field}.{name}") };
+            field = if field.is_empty() {
+                name.to_string()
+            } else {
+                format!("{field}.{name}")
+            };
         }
     }
     let (line, col) = match (text, e.span()) {

@@ -47,7 +47,10 @@ impl<'t> MeshMapping<'t> {
         self.topology
             .device(device as u32)
             .filter(|_| device < self.mesh.num_devices())
-            .ok_or(TopologyError::NoSuchDevice(device as u32, self.topology.num_devices()))
+            .ok_or(TopologyError::NoSuchDevice(
+                device as u32,
+                self.topology.num_devices(),
+            ))
     }
 
     /// Routes between ring neighbours of every device group along `axes`
@@ -71,7 +74,10 @@ impl<'t> MeshMapping<'t> {
 
     /// Link classes crossed by a collective along `axes` (empty when the groups
     /// have one device).
-    pub fn axis_link_classes(&self, axes: &[AxisRef]) -> Result<BTreeSet<LinkClass>, TopologyError> {
+    pub fn axis_link_classes(
+        &self,
+        axes: &[AxisRef],
+    ) -> Result<BTreeSet<LinkClass>, TopologyError> {
         Ok(self
             .axis_routes(axes)?
             .iter()

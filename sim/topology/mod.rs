@@ -15,7 +15,8 @@ pub mod units;
 
 pub use build::SemanticError;
 pub use graph::{
-    Component, ComponentId, ComponentKind, Link, LinkClass, LinkId, MemoryScope, RoutingPolicy, Topology,
+    Component, ComponentId, ComponentKind, Link, LinkClass, LinkId, MemoryScope, RoutingPolicy,
+    Topology,
 };
 pub use load::{load_path, load_text, parse_file_text, Override};
 pub use mesh_map::MeshMapping;

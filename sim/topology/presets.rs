@@ -49,7 +49,10 @@ pub fn load(name_or_path: &str, overrides: &[Override]) -> Result<Topology, Topo
         let dims: Result<Vec<u32>, _> = arg.split('x').map(|d| d.trim().parse::<u32>()).collect();
         let dims = dims.map_err(|_| TopologyError::UnknownPreset {
             name: name_or_path.to_string(),
-            known: format!("expected NAME:DIMS such as ring:8 or tpu-v4:4x4x4; presets: {}", preset_names().join(", ")),
+            known: format!(
+                "expected NAME:DIMS such as ring:8 or tpu-v4:4x4x4; presets: {}",
+                preset_names().join(", ")
+            ),
         })?;
         let list: Vec<String> = dims.iter().map(u32::to_string).collect();
         all.push(Override {

@@ -4,11 +4,14 @@
 //! - Grids (ring, 2-D mesh, torus) use dimension-order routing between devices:
 //!   dimension 0 first; on a wrapped dimension the shorter way, ties going up.
 //! - Everything else uses least-cost paths, a link costing `1e15 / bandwidth`
-//!   (wide links first; among equal links, fewer hops). Components that do not
-//!   forward (GPUs and hosts in an NVSwitch node) are only ever the first or
-//!   last hop. Among equal-cost next hops the lowest link id wins, or with ECMP
+//!   (wide links first; among equal links, fewer hops), and a link into or out
+//!   of a host 4 times that, so peer-to-peer through a CPU root complex is the
+//!   last resort (it is the only way in a PCIe box). Components that do not
+//!   forward (GPUs in an NVSwitch node) are only ever the first or last hop. Among equal-cost next hops the lowest link id wins, or with ECMP
 //!   (fat trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow
-//!   stays on one path.
+//!   stays on one path. Rail-aligned first: among equal next hops, those on
+//!   the source's rail win, then those on the destination's rail (GPU `k`
+//!   uses NIC `k`, as NCCL assigns them).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -18,7 +21,12 @@ use super::TopologyError;
 
 impl Topology {
     /// The route from `src` to `dst` for flow `flow_id` (empty when `src == dst`).
-    pub fn route(&self, src: ComponentId, dst: ComponentId, flow_id: u64) -> Result<Vec<LinkId>, TopologyError> {
+    pub fn route(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        flow_id: u64,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let n = self.components.len() as u32;
         for c in [src, dst] {
             if c.0 >= n {
@@ -38,9 +46,18 @@ impl Topology {
     }
 
     /// Route between device ids (the index of a device, as a mesh names it).
-    pub fn route_devices(&self, src: u32, dst: u32, flow_id: u64) -> Result<Vec<LinkId>, TopologyError> {
-        let s = self.device(src).ok_or(TopologyError::NoSuchDevice(src, self.num_devices()))?;
-        let d = self.device(dst).ok_or(TopologyError::NoSuchDevice(dst, self.num_devices()))?;
+    pub fn route_devices(
+        &self,
+        src: u32,
+        dst: u32,
+        flow_id: u64,
+    ) -> Result<Vec<LinkId>, TopologyError> {
+        let s = self
+            .device(src)
+            .ok_or(TopologyError::NoSuchDevice(src, self.num_devices()))?;
+        let d = self
+            .device(dst)
+            .ok_or(TopologyError::NoSuchDevice(dst, self.num_devices()))?;
         self.route(s, d, flow_id)
     }
 
@@ -52,7 +69,13 @@ impl Topology {
         }
     }
 
-    fn dimension_order(&self, a: u32, b: u32, dims: &[u32], wrap: bool) -> Result<Vec<LinkId>, TopologyError> {
+    fn dimension_order(
+        &self,
+        a: u32,
+        b: u32,
+        dims: &[u32],
+        wrap: bool,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let strides = super::build::strides(dims);
         let mut cur = a;
         let mut path = Vec::new();
@@ -65,12 +88,18 @@ impl Topology {
                 }
                 let up = (target + size - c) % size;
                 let go_up = if wrap { up <= size - up } else { target > c };
-                let next_c = if go_up { (c + 1) % size } else { (c + size - 1) % size };
+                let next_c = if go_up {
+                    (c + 1) % size
+                } else {
+                    (c + size - 1) % size
+                };
                 let next = cur - c * stride + next_c * stride;
-                let link = self.fabric_link(cur, next).ok_or_else(|| TopologyError::NoRoute {
-                    from: self.component(self.devices[a as usize]).name.clone(),
-                    to: self.component(self.devices[b as usize]).name.clone(),
-                })?;
+                let link = self
+                    .fabric_link(cur, next)
+                    .ok_or_else(|| TopologyError::NoRoute {
+                        from: self.component(self.devices[a as usize]).name.clone(),
+                        to: self.component(self.devices[b as usize]).name.clone(),
+                    })?;
                 path.push(link);
                 cur = next;
             }
@@ -81,13 +110,21 @@ impl Topology {
     /// The lowest-id device-fabric link from device `a` to device `b`.
     fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
         let to = self.devices[b as usize];
-        self.out_links(self.devices[a as usize]).into_iter().find(|&l| {
-            let link = self.link(l);
-            link.to == to && matches!(link.class, LinkClass::Nvlink | LinkClass::Ici)
-        })
+        self.out_links(self.devices[a as usize])
+            .into_iter()
+            .find(|&l| {
+                let link = self.link(l);
+                link.to == to && matches!(link.class, LinkClass::Nvlink | LinkClass::Ici)
+            })
     }
 
-    fn shortest(&self, src: ComponentId, dst: ComponentId, flow_id: u64, ecmp: bool) -> Result<Vec<LinkId>, TopologyError> {
+    fn shortest(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        flow_id: u64,
+        ecmp: bool,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let dist = self.costs_to(dst);
         let no_route = || TopologyError::NoRoute {
             from: self.component(src).name.clone(),
@@ -100,18 +137,21 @@ impl Topology {
         let mut path = Vec::new();
         while cur != dst {
             let d = dist[cur.0 as usize];
-            let candidates: Vec<LinkId> = self
+            let all: Vec<LinkId> = self
                 .out_links(cur)
                 .into_iter()
                 .filter(|&l| {
                     let to = self.link(l).to;
                     dist[to.0 as usize] != u64::MAX
-                        && dist[to.0 as usize] + link_cost(self.link(l).bandwidth.0) == d
+                        && dist[to.0 as usize] + self.link_cost(l) == d
                         && (to == dst || self.component(to).forwards)
                 })
                 .collect();
+            let candidates = self.rail_preferred(all, src, dst);
             let pick = if ecmp && candidates.len() > 1 {
-                let h = mix(flow_id ^ mix(((src.0 as u64) << 32) | dst.0 as u64) ^ mix(path.len() as u64 + 1));
+                let h = mix(flow_id
+                    ^ mix(((src.0 as u64) << 32) | dst.0 as u64)
+                    ^ mix(path.len() as u64 + 1));
                 candidates[(h % candidates.len() as u64) as usize]
             } else {
                 *candidates.first().ok_or_else(no_route)?
@@ -120,6 +160,24 @@ impl Topology {
             cur = self.link(pick).to;
         }
         Ok(path)
+    }
+
+    /// The candidates on `src`'s rail, else on `dst`'s rail, else all.
+    fn rail_preferred(&self, all: Vec<LinkId>, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
+        for rail in [self.component(src).rail, self.component(dst).rail]
+            .into_iter()
+            .flatten()
+        {
+            let on: Vec<LinkId> = all
+                .iter()
+                .copied()
+                .filter(|&l| self.component(self.link(l).to).rail == Some(rail))
+                .collect();
+            if !on.is_empty() {
+                return on;
+            }
+        }
+        all
     }
 
     /// Least cost from every component to `dst` over paths whose intermediate
@@ -134,7 +192,7 @@ impl Topology {
             }
             for l in self.in_links(c) {
                 let link = self.link(l);
-                let nd = d + link_cost(link.bandwidth.0);
+                let nd = d + self.link_cost(l);
                 if nd < dist[link.from.0 as usize] {
                     dist[link.from.0 as usize] = nd;
                     heap.push(Reverse((nd, link.from)));
@@ -143,11 +201,19 @@ impl Topology {
         }
         dist
     }
-}
 
-/// Routing cost of a link: inversely proportional to its bandwidth.
-pub(crate) fn link_cost(bytes_per_s: u64) -> u64 {
-    1_000_000_000_000_000u64.div_ceil(bytes_per_s.max(1))
+    /// Routing cost of a link: inversely proportional to its bandwidth, four
+    /// times that when it touches a host.
+    pub(crate) fn link_cost(&self, l: LinkId) -> u64 {
+        let link = self.link(l);
+        let base = 1_000_000_000_000_000u64.div_ceil(link.bandwidth.0.max(1));
+        let host = |c: ComponentId| matches!(self.component(c).kind, ComponentKind::Host);
+        if host(link.from) || host(link.to) {
+            base * 4
+        } else {
+            base
+        }
+    }
 }
 
 /// SplitMix64 finalizer: a fixed, platform-independent hash for ECMP.

@@ -46,7 +46,9 @@ impl Topology {
     pub fn summary(&self) -> Result<Summary, TopologyError> {
         let mut component_counts = BTreeMap::new();
         for c in &self.components {
-            *component_counts.entry(kind_name(&c.kind).to_string()).or_insert(0) += 1;
+            *component_counts
+                .entry(kind_name(&c.kind).to_string())
+                .or_insert(0) += 1;
         }
         let mut link_counts = BTreeMap::new();
         for l in &self.links {
@@ -63,7 +65,8 @@ impl Topology {
 
     /// How device `from` reaches each other device, grouped by (classes, hops, bandwidth).
     pub fn neighbour_classes(&self, from: u32) -> Result<Vec<NeighbourClass>, TopologyError> {
-        let mut groups: BTreeMap<(LinkClass, Vec<LinkClass>, u32, Bandwidth, Duration), u32> = BTreeMap::new();
+        let mut groups: BTreeMap<(LinkClass, Vec<LinkClass>, u32, Bandwidth, Duration), u32> =
+            BTreeMap::new();
         for to in 0..self.num_devices() {
             if to == from {
                 continue;
@@ -76,8 +79,15 @@ impl Topology {
                     path_classes.push(c);
                 }
             }
-            let class = *path_classes.iter().max().expect("distinct devices have a non-empty route");
-            let bandwidth = route.iter().map(|&l| self.link(l).bandwidth).min().expect("non-empty");
+            let class = *path_classes
+                .iter()
+                .max()
+                .expect("distinct devices have a non-empty route");
+            let bandwidth = route
+                .iter()
+                .map(|&l| self.link(l).bandwidth)
+                .min()
+                .expect("non-empty");
             let latency = Duration(route.iter().map(|&l| self.link(l).latency.0).sum());
             *groups
                 .entry((class, path_classes, route.len() as u32, bandwidth, latency))
@@ -85,14 +95,16 @@ impl Topology {
         }
         Ok(groups
             .into_iter()
-            .map(|((class, path_classes, hops, bandwidth, latency), peers)| NeighbourClass {
-                class,
-                path_classes,
-                hops,
-                peers,
-                bandwidth,
-                latency,
-            })
+            .map(
+                |((class, path_classes, hops, bandwidth, latency), peers)| NeighbourClass {
+                    class,
+                    path_classes,
+                    hops,
+                    peers,
+                    bandwidth,
+                    latency,
+                },
+            )
             .collect())
     }
 
@@ -104,7 +116,12 @@ impl Topology {
         if n < 2 {
             return Bandwidth(0);
         }
-        let side: BTreeMap<ComponentId, bool> = self.devices.iter().enumerate().map(|(i, &c)| (c, i < n / 2)).collect();
+        let side: BTreeMap<ComponentId, bool> = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (c, i < n / 2))
+            .collect();
         let mut g: DiGraph<(), u128> = DiGraph::new();
         for _ in &self.components {
             g.add_node(());
@@ -117,7 +134,11 @@ impl Topology {
             if side.get(&l.to) == Some(&true) || side.get(&l.from) == Some(&false) {
                 continue;
             }
-            g.add_edge(NodeIndex::new(l.from.0 as usize), NodeIndex::new(l.to.0 as usize), l.bandwidth.0 as u128);
+            g.add_edge(
+                NodeIndex::new(l.from.0 as usize),
+                NodeIndex::new(l.to.0 as usize),
+                l.bandwidth.0 as u128,
+            );
         }
         for (&c, &first) in &side {
             let c = NodeIndex::new(c.0 as usize);

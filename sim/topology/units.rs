@@ -30,45 +30,129 @@ struct Unit {
 }
 
 const BANDWIDTH_UNITS: &[Unit] = &[
-    Unit { name: "B/s", scale: 1 },
-    Unit { name: "KB/s", scale: 1_000 },
-    Unit { name: "MB/s", scale: 1_000_000 },
-    Unit { name: "GB/s", scale: 1_000_000_000 },
-    Unit { name: "TB/s", scale: 1_000_000_000_000 },
+    Unit {
+        name: "B/s",
+        scale: 1,
+    },
+    Unit {
+        name: "KB/s",
+        scale: 1_000,
+    },
+    Unit {
+        name: "MB/s",
+        scale: 1_000_000,
+    },
+    Unit {
+        name: "GB/s",
+        scale: 1_000_000_000,
+    },
+    Unit {
+        name: "TB/s",
+        scale: 1_000_000_000_000,
+    },
 ];
 /// Bit rates: the scale is in bits; the value is divided by 8.
 const BIT_RATE_UNITS: &[Unit] = &[
-    Unit { name: "b/s", scale: 1 },
-    Unit { name: "Kb/s", scale: 1_000 },
-    Unit { name: "Mb/s", scale: 1_000_000 },
-    Unit { name: "Gb/s", scale: 1_000_000_000 },
-    Unit { name: "Tb/s", scale: 1_000_000_000_000 },
+    Unit {
+        name: "b/s",
+        scale: 1,
+    },
+    Unit {
+        name: "Kb/s",
+        scale: 1_000,
+    },
+    Unit {
+        name: "Mb/s",
+        scale: 1_000_000,
+    },
+    Unit {
+        name: "Gb/s",
+        scale: 1_000_000_000,
+    },
+    Unit {
+        name: "Tb/s",
+        scale: 1_000_000_000_000,
+    },
 ];
 const TIME_UNITS: &[Unit] = &[
-    Unit { name: "ps", scale: 1 },
-    Unit { name: "ns", scale: 1_000 },
-    Unit { name: "us", scale: 1_000_000 },
-    Unit { name: "ms", scale: 1_000_000_000 },
-    Unit { name: "s", scale: 1_000_000_000_000 },
+    Unit {
+        name: "ps",
+        scale: 1,
+    },
+    Unit {
+        name: "ns",
+        scale: 1_000,
+    },
+    Unit {
+        name: "us",
+        scale: 1_000_000,
+    },
+    Unit {
+        name: "ms",
+        scale: 1_000_000_000,
+    },
+    Unit {
+        name: "s",
+        scale: 1_000_000_000_000,
+    },
 ];
 const DECIMAL_SIZE_UNITS: &[Unit] = &[
-    Unit { name: "B", scale: 1 },
-    Unit { name: "KB", scale: 1_000 },
-    Unit { name: "MB", scale: 1_000_000 },
-    Unit { name: "GB", scale: 1_000_000_000 },
-    Unit { name: "TB", scale: 1_000_000_000_000 },
+    Unit {
+        name: "B",
+        scale: 1,
+    },
+    Unit {
+        name: "KB",
+        scale: 1_000,
+    },
+    Unit {
+        name: "MB",
+        scale: 1_000_000,
+    },
+    Unit {
+        name: "GB",
+        scale: 1_000_000_000,
+    },
+    Unit {
+        name: "TB",
+        scale: 1_000_000_000_000,
+    },
 ];
 const BINARY_SIZE_UNITS: &[Unit] = &[
-    Unit { name: "KiB", scale: 1 << 10 },
-    Unit { name: "MiB", scale: 1 << 20 },
-    Unit { name: "GiB", scale: 1 << 30 },
-    Unit { name: "TiB", scale: 1 << 40 },
+    Unit {
+        name: "KiB",
+        scale: 1 << 10,
+    },
+    Unit {
+        name: "MiB",
+        scale: 1 << 20,
+    },
+    Unit {
+        name: "GiB",
+        scale: 1 << 30,
+    },
+    Unit {
+        name: "TiB",
+        scale: 1 << 40,
+    },
 ];
 const FLOP_UNITS: &[Unit] = &[
-    Unit { name: "FLOP/s", scale: 1 },
-    Unit { name: "GFLOP/s", scale: 1_000_000_000 },
-    Unit { name: "TFLOP/s", scale: 1_000_000_000_000 },
-    Unit { name: "PFLOP/s", scale: 1_000_000_000_000_000 },
+    Unit {
+        name: "FLOP/s",
+        scale: 1,
+    },
+    Unit {
+        name: "GFLOP/s",
+        scale: 1_000_000_000,
+    },
+    Unit {
+        name: "TFLOP/s",
+        scale: 1_000_000_000_000,
+    },
+    Unit {
+        name: "PFLOP/s",
+        scale: 1_000_000_000_000_000,
+    },
 ];
 
 /// Split `450.5GB/s` into the number `450.5` and the unit `GB/s`.
@@ -92,14 +176,19 @@ fn exact(number: &str, scale: u128, divisor: u128) -> Result<u128, String> {
     if int.is_empty() && frac.is_empty() {
         return Err("no number".into());
     }
-    if !int.chars().all(|c| c.is_ascii_digit()) || !frac.chars().all(|c| c.is_ascii_digit()) || frac.len() > 18 {
+    if !int.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+        || frac.len() > 18
+    {
         return Err(format!("'{number}' is not a decimal number"));
     }
     let digits: u128 = format!("{int}{frac}")
         .parse::<u128>()
         .map_err(|_| format!("'{number}' is too large"))?;
     let denom = 10u128.pow(frac.len() as u32) * divisor;
-    let scaled = digits.checked_mul(scale).ok_or_else(|| format!("'{number}' is too large"))?;
+    let scaled = digits
+        .checked_mul(scale)
+        .ok_or_else(|| format!("'{number}' is too large"))?;
     if scaled % denom != 0 {
         return Err("is not a whole number of the base unit".into());
     }
@@ -149,7 +238,12 @@ fn print_with(value: u64, table: &[Unit]) -> String {
                     return if decimals == 0 {
                         format!("{int}{}", u.name)
                     } else {
-                        format!("{int}.{:0width$}{}", frac, u.name, width = decimals as usize)
+                        format!(
+                            "{int}.{:0width$}{}",
+                            frac,
+                            u.name,
+                            width = decimals as usize
+                        )
                     };
                 }
             }
@@ -196,14 +290,14 @@ macro_rules! quantity {
                 impl serde::de::Visitor<'_> for V {
                     type Value = $name;
                     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        write!(f, "a {} with a unit as a string, e.g. \"{}\"", $kind, $example)
+                        write!(f, "a {} with a unit as a string, e.g. {}", $kind, $example)
                     }
                     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
                         $name::parse(v).map_err(E::custom)
                     }
                     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<$name, E> {
                         Err(E::custom(format!(
-                            "bad {} {v}: {}a number needs a unit (expected a string such as \"{}\")",
+                            "bad {} {v}: {}a number needs a unit (expected a string such as {})",
                             $kind,
                             if v < 0 { "must not be negative, and " } else { "" },
                             $example
@@ -211,7 +305,7 @@ macro_rules! quantity {
                     }
                     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<$name, E> {
                         Err(E::custom(format!(
-                            "bad {} {v}: {}a number needs a unit (expected a string such as \"{}\")",
+                            "bad {} {v}: {}a number needs a unit (expected a string such as {})",
                             $kind,
                             if v < 0.0 { "must not be negative, and " } else { "" },
                             $example
@@ -306,13 +400,25 @@ mod tests {
     fn parses_and_prints() {
         assert_eq!(Bandwidth::parse("450GB/s").unwrap().0, 450_000_000_000);
         assert_eq!(Bandwidth::parse("400Gb/s").unwrap().0, 50_000_000_000);
-        assert_eq!(Bandwidth::parse("31.5GB/s").unwrap().to_string(), "31.5GB/s");
+        assert_eq!(
+            Bandwidth::parse("31.5GB/s").unwrap().to_string(),
+            "31.5GB/s"
+        );
         assert_eq!(Duration::parse("0.6us").unwrap().0, 600_000);
         assert_eq!(Duration::parse("2us").unwrap().to_string(), "2us");
         assert_eq!(ByteSize::parse("80GiB").unwrap().0, 80 << 30);
-        assert_eq!(FlopRate::parse("989TFLOP/s").unwrap().to_string(), "989TFLOP/s");
-        assert!(Bandwidth::parse("-1GB/s").unwrap_err().to_string().contains("negative"));
-        assert!(Bandwidth::parse("450GBs").unwrap_err().to_string().contains("GB/s"));
+        assert_eq!(
+            FlopRate::parse("989TFLOP/s").unwrap().to_string(),
+            "989TFLOP/s"
+        );
+        assert!(Bandwidth::parse("-1GB/s")
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
+        assert!(Bandwidth::parse("450GBs")
+            .unwrap_err()
+            .to_string()
+            .contains("GB/s"));
         assert!(Duration::parse("0.5ps").is_err());
     }
 }

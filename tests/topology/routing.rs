@@ -1,0 +1,181 @@
+//! Routing invariants (proptest): reproducible, and a connected path of
+//! directed links from source to destination that passes only through
+//! components that forward; dimension order on grids; ECMP keeps a flow on one path.
+
+use proptest::prelude::*;
+
+use shardsim::topology::{self, ComponentId, ComponentKind, Override, Topology};
+
+/// A topology from a small family of presets and parameters.
+fn topology_strategy() -> impl Strategy<Value = Topology> {
+    prop_oneof![
+        (2u32..12).prop_map(|n| format!("ring:{n}")),
+        (1u32..5, 1u32..5).prop_map(|(r, c)| format!("mesh2d:{r}x{c}")),
+        (1u32..4, 1u32..4, 1u32..5).prop_map(|(a, b, c)| format!("tpu-v4:{a}x{b}x{c}")),
+        (2u32..10).prop_map(|n| format!("switch:{n}")),
+        (1u32..9).prop_map(|n| format!("pcie-box:{n}")),
+        (1u32..5).prop_map(|n| format!("dgx-h100@{n}")),
+        (1u32..4).prop_map(|n| format!("dgx-a100@{n}")),
+    ]
+    .prop_map(|spec| match spec.split_once('@') {
+        Some((name, nodes)) => topology::load(
+            name,
+            &[Override {
+                key: "nodes".into(),
+                value: nodes.into(),
+            }],
+        )
+        .unwrap(),
+        None => topology::load(&spec, &[]).unwrap(),
+    })
+}
+
+/// Traffic endpoints: devices, hosts and NICs (switches only relay).
+fn endpoints(t: &Topology) -> Vec<ComponentId> {
+    t.components()
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.kind,
+                ComponentKind::Device { .. } | ComponentKind::Host | ComponentKind::Nic
+            )
+        })
+        .map(|c| c.id)
+        .collect()
+}
+
+fn check_path(
+    t: &Topology,
+    src: ComponentId,
+    dst: ComponentId,
+    route: &[topology::LinkId],
+) -> Result<(), TestCaseError> {
+    if src == dst {
+        prop_assert!(route.is_empty());
+        return Ok(());
+    }
+    prop_assert!(!route.is_empty());
+    prop_assert_eq!(t.link(route[0]).from, src);
+    prop_assert_eq!(t.link(*route.last().unwrap()).to, dst);
+    let mut seen = std::collections::BTreeSet::new();
+    for w in route.windows(2) {
+        let (a, b) = (t.link(w[0]), t.link(w[1]));
+        prop_assert_eq!(a.to, b.from, "links must connect");
+        prop_assert!(
+            t.component(a.to).forwards,
+            "{} does not forward",
+            t.component(a.to).name
+        );
+    }
+    for &l in route {
+        prop_assert!(
+            seen.insert(t.link(l).from),
+            "a route never revisits a component"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn routes_are_valid_and_reproducible(t in topology_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), flow in any::<u64>()) {
+        let ends = endpoints(&t);
+        let (src, dst) = (ends[a.index(ends.len())], ends[b.index(ends.len())]);
+        let route = t.route(src, dst, flow).unwrap();
+        check_path(&t, src, dst, &route)?;
+        prop_assert_eq!(&route, &t.route(src, dst, flow).unwrap());
+        // A clone (a second load) routes the same way.
+        let again = t.clone();
+        prop_assert_eq!(&route, &again.route(src, dst, flow).unwrap());
+    }
+
+    #[test]
+    fn torus_routes_follow_dimension_order(x in 1u32..5, y in 1u32..5, z in 1u32..5, a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>()) {
+        let t = topology::load(&format!("tpu-v4:{x}x{y}x{z}"), &[]).unwrap();
+        let n = t.num_devices();
+        let (s, d) = (a.index(n as usize) as u32, b.index(n as usize) as u32);
+        let route = t.route_devices(s, d, 0).unwrap();
+        let dims = [x, y, z];
+        let coords = |i: u32| [i / (y * z), (i / z) % y, i % z];
+        // Hop count is the torus distance, summed over dimensions.
+        let (cs, cd) = (coords(s), coords(d));
+        let dist: u32 = (0..3).map(|k| {
+            let up = (cd[k] + dims[k] - cs[k]) % dims[k];
+            up.min(dims[k] - up)
+        }).sum();
+        prop_assert_eq!(route.len() as u32, dist);
+        // The dimension that changes never goes back to an earlier one.
+        let mut last_dim = 0;
+        for &l in &route {
+            let link = t.link(l);
+            let (f, to) = (t.device_index(link.from).unwrap(), t.device_index(link.to).unwrap());
+            let changed = (0..3).find(|&k| coords(f)[k] != coords(to)[k]).unwrap();
+            prop_assert!(changed >= last_dim);
+            last_dim = changed;
+        }
+    }
+}
+
+#[test]
+fn ecmp_spreads_flows_over_spines_but_keeps_each_flow_on_one_path() {
+    let t = topology::load(
+        "dgx-h100",
+        &[Override {
+            key: "nodes".into(),
+            value: "4".into(),
+        }],
+    )
+    .unwrap();
+    // GPU 0 of node 0 to GPU 5 of node 1 changes rail, so it climbs to a spine.
+    let spine_of = |flow| {
+        let r = t.route_devices(0, 13, flow).unwrap();
+        r.iter()
+            .map(|&l| t.component(t.link(l).to))
+            .find(|c| matches!(c.kind, ComponentKind::NetworkSwitch { level: 1, .. }))
+            .map(|c| c.name.clone())
+            .expect("cross-rail traffic goes through a spine")
+    };
+    let spines: std::collections::BTreeSet<String> = (0..64).map(spine_of).collect();
+    assert!(
+        spines.len() >= 3,
+        "64 flows should use several of the 4 spines, used {spines:?}"
+    );
+    for flow in 0..16 {
+        assert_eq!(spine_of(flow), spine_of(flow));
+    }
+}
+
+#[test]
+fn ring_goes_the_short_way_and_ties_go_up() {
+    let t = topology::load("ring:6", &[]).unwrap();
+    let names = |r: Vec<topology::LinkId>| -> Vec<String> {
+        r.iter()
+            .map(|&l| t.component(t.link(l).to).name.clone())
+            .collect()
+    };
+    assert_eq!(names(t.route_devices(0, 5, 0).unwrap()), ["gpu5"]);
+    assert_eq!(names(t.route_devices(0, 2, 0).unwrap()), ["gpu1", "gpu2"]);
+    // Distance 3 either way: go up.
+    assert_eq!(
+        names(t.route_devices(1, 4, 0).unwrap()),
+        ["gpu2", "gpu3", "gpu4"]
+    );
+    assert_eq!(
+        names(t.route_devices(4, 1, 0).unwrap()),
+        ["gpu5", "gpu0", "gpu1"]
+    );
+}
+
+#[test]
+fn nvlink_is_preferred_over_pcie_inside_a_node() {
+    let t = topology::load("dgx-h100", &[]).unwrap();
+    for d in 1..8 {
+        let r = t.route_devices(0, d, 3).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(r
+            .iter()
+            .all(|&l| t.link(l).class == topology::LinkClass::Nvlink));
+    }
+}
