@@ -583,6 +583,9 @@ fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Se
                 true,
             ),
         };
+        if let Some(fw) = c.forwards {
+            b.component_mut(id).forwards = fw;
+        }
         ids.insert(&c.name, id);
     }
     for l in &f.links {

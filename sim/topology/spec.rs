@@ -195,6 +195,9 @@ pub struct ComponentSpec {
     /// Switches only: reduces in the network.
     #[serde(default)]
     pub in_switch_reduction: bool,
+    /// Whether traffic may pass through it (default: devices no, everything else yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwards: Option<bool>,
 }
 
 /// Component kinds as written in files.

@@ -106,3 +106,32 @@ fn bad_overrides_name_the_key() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+#[test]
+fn explicit_layout_builds_what_it_lists() {
+    let path = fixture("topology/good/two_boxes.toml");
+    let t = topology::load(path.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(t.num_devices(), 4);
+    assert_eq!(t.links().len(), 10, "five physical links, two directions each");
+    let half: Vec<_> = t.links().iter().filter(|l| !l.full_duplex).collect();
+    assert_eq!(half.len(), 2);
+    assert_eq!(half[0].reverse, half[1].id);
+    assert_eq!(half[0].bandwidth.0, 12_500_000_000);
+    // a1 -> b1: PCIe to the switch, the network link, then through b0 (which forwards).
+    let (a1, b1) = (t.by_name("a1").unwrap(), t.by_name("b1").unwrap());
+    let names: Vec<&str> = t
+        .route(a1, b1, 0)
+        .unwrap()
+        .iter()
+        .map(|&l| t.component(t.link(l).to).name.as_str())
+        .collect();
+    assert_eq!(names, ["sa", "b0", "b1"]);
+    // The way back is the same path reversed.
+    let back: Vec<&str> = t
+        .route(b1, a1, 0)
+        .unwrap()
+        .iter()
+        .map(|&l| t.component(t.link(l).to).name.as_str())
+        .collect();
+    assert_eq!(back, ["b0", "sa", "a1"]);
+}
