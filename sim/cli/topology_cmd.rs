@@ -1,6 +1,9 @@
 //! `shardsim topology list|show|route`: presets, a topology's components,
 //! links and figures, and the route between two components.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
+
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
@@ -101,7 +104,16 @@ struct PresetRow {
     description: String,
 }
 
+/// Write `text` to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 fn list(format: ShowFormat) -> anyhow::Result<()> {
+    let mut out = String::new();
     let rows: Vec<PresetRow> = topology::preset_names()
         .into_iter()
         .map(|name| {
@@ -114,16 +126,20 @@ fn list(format: ShowFormat) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<_>>()?;
     match format {
-        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        ShowFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?,
         ShowFormat::Text => {
             for r in rows {
-                println!("{:<10} {:>4} devices  {}", r.name, r.devices, r.description);
+                writeln!(
+                    out,
+                    "{:<10} {:>4} devices  {}",
+                    r.name, r.devices, r.description
+                )?;
             }
-            println!("\nParameters: NAME:DIMS (ring:16, tpu-v4:4x4x8, mesh2d:4x4, pcie-box:4), --nodes N, --set key=value");
+            writeln!(out, "\nParameters: NAME:DIMS (ring:16, tpu-v4:4x4x8, mesh2d:4x4, pcie-box:4), --nodes N, --set key=value")?;
         }
         ShowFormat::Dot => bail!("--format dot applies to `topology show`"),
     }
-    Ok(())
+    emit(&out)
 }
 
 #[derive(Serialize)]
@@ -139,6 +155,7 @@ struct ShowReport<'a> {
 
 fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
     let summary = t.summary()?;
+    let mut out = String::new();
     match format {
         ShowFormat::Json => {
             let r = ShowReport {
@@ -150,16 +167,16 @@ fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
                 components: t.components(),
                 links: t.links(),
             };
-            println!("{}", serde_json::to_string_pretty(&r)?);
+            writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
         }
-        ShowFormat::Dot => print!("{}", dot(t)),
-        ShowFormat::Text => print_text(t, &summary),
+        ShowFormat::Dot => write!(out, "{}", dot(t))?,
+        ShowFormat::Text => print_text(&mut out, t, &summary)?,
     }
-    Ok(())
+    emit(&out)
 }
 
-fn print_text(t: &Topology, s: &topology::Summary) {
-    println!("{}: {}", t.name, t.description);
+fn print_text(out: &mut String, t: &Topology, s: &topology::Summary) -> std::fmt::Result {
+    writeln!(out, "{}: {}", t.name, t.description)?;
     let routing = match t.routing() {
         topology::RoutingPolicy::ShortestPath { ecmp } => {
             format!(
@@ -180,45 +197,48 @@ fn print_text(t: &Topology, s: &topology::Summary) {
             if *wrap { "torus" } else { "no wrap-around" }
         ),
     };
-    println!("routing: {routing}");
+    writeln!(out, "routing: {routing}")?;
     let counts: Vec<String> = s
         .component_counts
         .iter()
         .map(|(k, v)| format!("{v} {k}"))
         .collect();
-    println!("components: {}", counts.join(", "));
+    writeln!(out, "components: {}", counts.join(", "))?;
     let links: Vec<String> = s
         .link_counts
         .iter()
         .map(|(k, v)| format!("{} {k}", v / 2))
         .collect();
-    println!("physical links: {}", links.join(", "));
-    println!(
+    writeln!(out, "physical links: {}", links.join(", "))?;
+    writeln!(
+        out,
         "bisection bandwidth (devices 0..{} -> {}..{}, one direction): {}",
         s.devices / 2,
         s.devices / 2,
         s.devices,
         t_bw(s.bisection)
-    );
+    )?;
     if let Some(d0) = t.device(0) {
         let c = t.component(d0);
-        println!("\ndevice: {} x {}", s.devices, c.model);
+        writeln!(out, "\ndevice: {} x {}", s.devices, c.model)?;
         let flops: Vec<String> = c.flops.iter().map(|(d, f)| format!("{d} {f}")).collect();
-        println!("  peak: {}", flops.join(", "));
-        println!("  memory scopes:");
+        writeln!(out, "  peak: {}", flops.join(", "))?;
+        writeln!(out, "  memory scopes:")?;
         for m in &c.memory {
-            println!(
+            writeln!(
+                out,
                 "    {:<7} {:>9}  {:>11}  at {}",
                 m.scope,
                 m.capacity.to_string(),
                 m.bandwidth.to_string(),
                 t.component(m.location).name
-            );
+            )?;
         }
-        println!("  {} reaches:", c.name);
+        writeln!(out, "  {} reaches:", c.name)?;
         for n in &s.neighbours {
             let path: Vec<String> = n.path_classes.iter().map(|c| c.to_string()).collect();
-            println!(
+            writeln!(
+                out,
                 "    {:<8} {:>4} peers  {:>2} hops  {:>10}/dir  latency {:<8} via {}",
                 n.class.to_string(),
                 n.peers,
@@ -226,12 +246,16 @@ fn print_text(t: &Topology, s: &topology::Summary) {
                 t_bw(n.bandwidth),
                 n.latency.to_string(),
                 path.join("+")
-            );
+            )?;
         }
     }
-    println!("\nlinks (each both ways; L<id> is the first direction):");
+    writeln!(
+        out,
+        "\nlinks (each both ways; L<id> is the first direction):"
+    )?;
     for l in t.links().iter().filter(|l| l.id.0 < l.reverse.0) {
-        println!(
+        writeln!(
+            out,
             "  {:<6} {:<14} <-> {:<14} {:<7} {:>10} x{:<3} {}{}",
             l.id.to_string(),
             t.component(l.from).name,
@@ -241,14 +265,15 @@ fn print_text(t: &Topology, s: &topology::Summary) {
             l.lanes,
             l.latency,
             if l.full_duplex { "" } else { "  half-duplex" }
-        );
+        )?;
     }
     if !t.sources.is_empty() {
-        println!("\nsources:");
+        writeln!(out, "\nsources:")?;
         for src in &t.sources {
-            println!("  - {src}");
+            writeln!(out, "  - {src}")?;
         }
     }
+    Ok(())
 }
 
 /// Bandwidth as bytes, with the bit rate for network-style figures.
@@ -339,10 +364,12 @@ fn route(t: &Topology, a: &str, b: &str, flow: u64, format: ShowFormat) -> anyho
         .collect();
     let latency = topology::Duration(path.iter().map(|&l| t.link(l).latency_ps()).sum());
     let bottleneck = path.iter().map(|&l| t.link(l).bandwidth).min();
+    let mut out = String::new();
     match format {
-        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&hops)?),
+        ShowFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&hops)?)?,
         ShowFormat::Text => {
-            println!(
+            writeln!(
+                out,
                 "{} -> {}: {} hops, latency {}, bottleneck {}",
                 t.component(src).name,
                 t.component(dst).name,
@@ -351,9 +378,10 @@ fn route(t: &Topology, a: &str, b: &str, flow: u64, format: ShowFormat) -> anyho
                 bottleneck
                     .map(|b| b.to_string())
                     .unwrap_or_else(|| "-".into())
-            );
+            )?;
             for h in hops {
-                println!(
+                writeln!(
+                    out,
                     "  L{:<5} {:<14} -> {:<14} {:<7} {:>10} {}",
                     h.link,
                     h.from,
@@ -361,10 +389,10 @@ fn route(t: &Topology, a: &str, b: &str, flow: u64, format: ShowFormat) -> anyho
                     h.class.to_string(),
                     h.bandwidth,
                     h.latency
-                );
+                )?;
             }
         }
         ShowFormat::Dot => bail!("--format dot applies to `topology show`"),
     }
-    Ok(())
+    emit(&out)
 }

@@ -49,6 +49,12 @@ pub enum TopologyError {
     NoSuchComponent(String),
     #[error("no device {0} (the topology has devices 0..{1})")]
     NoSuchDevice(u32, u32),
+    #[error("{device} has no memory scope \"{scope}\" (it has: {known})")]
+    NoSuchScope {
+        device: String,
+        scope: String,
+        known: String,
+    },
     #[error("the mesh has {mesh} devices but the topology has {topology}")]
     MeshSize { mesh: u64, topology: u32 },
     #[error("{0}")]

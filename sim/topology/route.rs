@@ -61,6 +61,39 @@ impl Topology {
         self.route(s, d, flow_id)
     }
 
+    /// The route of a copy between two memory scopes of device `device` (e.g.
+    /// `host` -> `global`): from where the source scope lives to where the
+    /// target scope lives; empty when both live on the device itself.
+    pub fn copy_route(
+        &self,
+        device: u32,
+        from_scope: &str,
+        to_scope: &str,
+        flow_id: u64,
+    ) -> Result<Vec<LinkId>, TopologyError> {
+        let d = self
+            .device(device)
+            .ok_or(TopologyError::NoSuchDevice(device, self.num_devices()))?;
+        let at = |scope: &str| {
+            self.memory_scope(d, scope)
+                .map(|m| m.location)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = self
+                        .component(d)
+                        .memory
+                        .iter()
+                        .map(|m| m.scope.as_str())
+                        .collect();
+                    TopologyError::NoSuchScope {
+                        device: self.component(d).name.clone(),
+                        scope: scope.to_string(),
+                        known: known.join(", "),
+                    }
+                })
+        };
+        self.route(at(from_scope)?, at(to_scope)?, flow_id)
+    }
+
     /// Device id of component `c`, if it is a device.
     pub fn device_index(&self, c: ComponentId) -> Option<u32> {
         match self.component(c).kind {

@@ -112,7 +112,11 @@ fn explicit_layout_builds_what_it_lists() {
     let path = fixture("topology/good/two_boxes.toml");
     let t = topology::load(path.to_str().unwrap(), &[]).unwrap();
     assert_eq!(t.num_devices(), 4);
-    assert_eq!(t.links().len(), 10, "five physical links, two directions each");
+    assert_eq!(
+        t.links().len(),
+        10,
+        "five physical links, two directions each"
+    );
     let half: Vec<_> = t.links().iter().filter(|l| !l.full_duplex).collect();
     assert_eq!(half.len(), 2);
     assert_eq!(half[0].reverse, half[1].id);

@@ -220,10 +220,22 @@ fn memory_scopes_and_host_copies() {
     assert_eq!(host.capacity.0, 2 << 40);
     // Pinned host memory is read at PCIe Gen5 x16 speed, below the DRAM's 614.4 GB/s.
     assert_eq!(host.bandwidth.0, 63 * GB);
-    // A copy from the host scope to the device crosses PCIe only.
-    let route = t.route(host.location, gpu, 0).unwrap();
+    // A copy from the host scope to the device crosses PCIe only: host -> PCIe switch -> GPU.
+    let route = t.copy_route(5, "host", "global", 0).unwrap();
+    assert_eq!(route, t.route(host.location, gpu, 0).unwrap());
     assert_eq!(route.len(), 2);
     assert!(route.iter().all(|&l| t.link(l).class == LinkClass::Pcie));
+    assert_eq!(t.link(route[1]).to, gpu);
+    // Both ends on the device: no links.
+    assert!(t.copy_route(5, "global", "global", 0).unwrap().is_empty());
+    let err = t
+        .copy_route(5, "shared", "global", 0)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "n0.gpu5 has no memory scope \"shared\" (it has: global, host)"
+    );
 }
 
 #[test]
