@@ -225,7 +225,10 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
     dims_exact(f, 1, "nvswitch-node / pcie-node (GPUs per node)")?;
     let gpus = f.dims[0];
     if u64::from(gpus) * u64::from(f.nodes) > 1 << 16 {
-        return fail("nodes", "too many devices (at most 65536 = nodes x GPUs per node)");
+        return fail(
+            "nodes",
+            "too many devices (at most 65536 = nodes x GPUs per node)",
+        );
     }
     let nvswitch = match f.layout {
         Layout::NvswitchNode => {
