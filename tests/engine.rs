@@ -552,7 +552,10 @@ fn engine_clock_never_goes_back() {
     assert!(e.schedule_after(Time(u64::MAX), "y").is_err());
 }
 
-fn faulty_case() -> impl Strategy<Value = (Case, Vec<(usize, u64, Option<f64>)>, bool)> {
+/// Faults as (link, time, Some(fraction) to degrade or None to fail).
+type Faults = Vec<(usize, u64, Option<f64>)>;
+
+fn faulty_case() -> impl Strategy<Value = (Case, Faults, bool)> {
     // Faults: (link, time, Some(fraction) to degrade or None to fail); and
     // whether a re-route callback (drop the failed links from the route) is set.
     let fault = (

@@ -134,7 +134,8 @@ impl Schedule {
         while let Some(o) = sim.step()? {
             let (id, at) = match o {
                 Occurrence::User { at, event } => {
-                    sim.log_mut().record(at, "compute_done", event as u64, String::new);
+                    sim.log_mut()
+                        .record(at, "compute_done", event as u64, String::new);
                     (event, at)
                 }
                 Occurrence::Delivered { at, tag } => (tag as usize, at),

@@ -527,8 +527,8 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 }
             }
         }
-        for u in before..units.len() {
-            let values: Vec<ValueId> = match &units[u] {
+        for (u, unit) in units.iter().enumerate().skip(before) {
+            let values: Vec<ValueId> = match unit {
                 Unit::Op { op, .. } => {
                     let o = func.op(*op);
                     o.operands.iter().chain(&o.results).copied().collect()

@@ -138,7 +138,9 @@ fn pads_match_jax() {
         .unwrap()
         .to_scalar()
         .unwrap();
-    let pads: [(Scalar, [i64; 2], [i64; 2], [u64; 2]); 4] = [
+    // (padding value, low, high, interior)
+    type PadCase = (Scalar, [i64; 2], [i64; 2], [u64; 2]);
+    let pads: [PadCase; 4] = [
         (zero, [1, 0], [2, 3], [0, 0]),
         (Scalar::F32(-1.0), [2, 1], [2, 1], [0, 0]),
         (Scalar::F32(0.5), [1, 0], [1, 0], [1, 0]),
