@@ -147,34 +147,38 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
             replica_groups: l.replica_groups(&mesh, s),
         }),
     };
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print_text(&report),
-    }
-    Ok(())
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Text => render_text(&report),
+    };
+    super::output::write_output(None, &text)
 }
 
-fn print_text(r: &Report) {
-    println!("mesh (Shardy):     {}", r.shardy);
-    println!("mesh (TF DTensor): {}", r.dtensor);
-    println!("mesh (TVM):        {}", r.tvm);
-    println!("devices: {}   strides: {:?}", r.num_devices, r.strides);
+fn render_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "mesh (Shardy):     {}", r.shardy);
+    let _ = writeln!(out, "mesh (TF DTensor): {}", r.dtensor);
+    let _ = writeln!(out, "mesh (TVM):        {}", r.tvm);
+    let _ = writeln!(out, "devices: {}   strides: {:?}", r.num_devices, r.strides);
     if let Some(s) = &r.sharding {
-        println!("tensor {} sharded as {}", s.tensor, s.sharding);
-        println!(
+        let _ = writeln!(out, "tensor {} sharded as {}", s.tensor, s.sharding);
+        let _ = writeln!(
+            out,
             "  placement: {}",
             s.placement
                 .as_deref()
                 .unwrap_or("(none: not expressible as a TVM Placement)")
         );
-        println!(
+        let _ = writeln!(
+            out,
             "  shards per dim: {:?}   local shape: {:?}   padding: {:?}",
             s.shards_per_dim, s.local_shape, s.padding
         );
         let groups: Vec<String> = s.replica_groups.iter().map(|g| format!("{g:?}")).collect();
-        println!("  replica groups: {}", groups.join(" "));
+        let _ = writeln!(out, "  replica groups: {}", groups.join(" "));
     }
-    println!();
+    let _ = writeln!(out);
     for d in &r.devices {
         let coords: Vec<String> = d.coords.iter().map(|(n, c)| format!("{n}={c}")).collect();
         let mut line = format!(
@@ -187,6 +191,7 @@ fn print_text(r: &Report) {
             let ranges: Vec<String> = ranges.iter().map(|(a, b)| format!("[{a}:{b})")).collect();
             line.push_str(&format!("  local {:?}  global {}", shape, ranges.join("")));
         }
-        println!("{line}");
+        let _ = writeln!(out, "{line}");
     }
+    out
 }

@@ -31,8 +31,11 @@ pub fn write_output(path: Option<&std::path::Path>, content: &str) -> anyhow::Re
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            out.write_all(content.as_bytes())?;
-            out.flush()?;
+            // A reader that stops early (`| head`) is not an error.
+            match out.write_all(content.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                _ => {}
+            }
         }
         Some(p) => {
             let tmp = p.with_extension(format!(
