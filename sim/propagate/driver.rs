@@ -396,6 +396,53 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
             }
         }
     }
+    // Manual computations: results take the out shardings, operands the in
+    // shardings (as constraints do), and the body's arguments the in shardings
+    // restricted to the free (non-manual) axes, from which the body propagates.
+    for &id in &order {
+        let op = func.op(id);
+        let OpKind::ManualComputation {
+            in_shardings,
+            out_shardings,
+            manual_axes,
+        } = &op.kind
+        else {
+            continue;
+        };
+        let (ins, outs, manual) = (
+            in_shardings.clone(),
+            out_shardings.clone(),
+            manual_axes.clone(),
+        );
+        let (operands, results) = (op.operands.clone(), op.results.clone());
+        let args: Vec<ValueId> = op
+            .regions
+            .first()
+            .map(|r| r.args.clone())
+            .unwrap_or_default();
+        for (&r, s) in results.iter().zip(&outs) {
+            func.value_mut(r).sharding = Some(s.clone());
+        }
+        for (&o, s) in operands.iter().zip(&ins) {
+            let fully_closed = s.dims.iter().all(|d| d.is_closed);
+            if func.value(o).sharding.is_none() && fully_closed {
+                func.value_mut(o).sharding = Some(s.clone());
+            }
+        }
+        for (&a, s) in args.iter().zip(&ins) {
+            let mut free = s.clone();
+            let keep =
+                |axes: &mut Vec<crate::mesh::AxisRef>| axes.retain(|x| !manual.contains(&x.name));
+            for d in &mut free.dims {
+                keep(&mut d.axes);
+            }
+            keep(&mut free.replicated);
+            keep(&mut free.unreduced);
+            if free.dims.iter().any(|d| !d.axes.is_empty()) {
+                func.value_mut(a).sharding = Some(free);
+            }
+        }
+    }
     // Sharding groups: members share one sharding from the start.
     let mut by_id: BTreeMap<i64, Vec<ValueId>> = BTreeMap::new();
     for &id in &order {
