@@ -2,6 +2,7 @@
 //! on bad programs, malformed texts and parser fuzzing.
 
 mod fixtures;
+mod errors;
 mod fuzz;
 mod interp;
 mod snippets;
