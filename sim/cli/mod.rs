@@ -5,6 +5,7 @@ mod bench_cmd;
 mod bench_engine;
 mod bench_propagate;
 mod interp_cmd;
+mod check_cmd;
 mod mesh_cmd;
 mod output;
 mod propagate_cmd;
@@ -33,6 +34,9 @@ pub enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Hardware topologies: list presets, show one, route between components.
     Topology(topology_cmd::TopologyArgs),
+    /// Parse and verify an MLIR program; print functions, ops by kind, meshes, sharded values.
+    Check(check_cmd::CheckArgs),
+    /// Speed measurements (e.g. `bench parse --ops 100000`).
 }
 
 /// Run a parsed command line.
@@ -43,5 +47,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Propagate(args) => propagate_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Topology(args) => topology_cmd::run(args),
+        Command::Check(args) => check_cmd::run(args),
     }
 }

@@ -27,21 +27,18 @@ pub fn value_name<'a>(c: &mut Cursor<'a>) -> Result<&'a str, TextError> {
     Ok(&rest[..1 + len])
 }
 
-/// A use `%name` or `%name#k`: the key under which the value was defined.
-pub fn value_use(c: &mut Cursor<'_>) -> Result<String, TextError> {
+/// A use `%name` or `%name#k`: the name and the result number, if any.
+pub fn value_use<'a>(c: &mut Cursor<'a>) -> Result<(&'a str, Option<u64>), TextError> {
     let name = value_name(c)?;
     if c.peek_raw() == Some('#') {
         let save = c.pos();
         c.set_pos(save + 1);
         let digits = c.rest().bytes().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 {
-            return Err(c.error_at(save, "a result number after '#'"));
-        }
-        let k = &c.rest()[..digits];
+        let k = c.rest()[..digits].parse::<u64>().map_err(|_| c.error_at(save, "a result number after '#'"))?;
         c.set_pos(c.pos() + digits);
-        return Ok(format!("{name}#{k}"));
+        return Ok((name, Some(k)));
     }
-    Ok(name.to_string())
+    Ok((name, None))
 }
 
 /// `tensor<16x8xf32>` / `tensor<f32>`.
