@@ -83,7 +83,8 @@ pub fn chain_module(n: usize) -> String {
             for _ in 0..p.runs {
                 let c0 = cpu_seconds();
                 let t = Instant::now();
-                let m = parse_and_verify(&text).map_err(|e| anyhow::anyhow!("generated module: {e}"))?;
+                let m = parse_and_verify(&text)
+                    .map_err(|e| anyhow::anyhow!("generated module: {e}"))?;
                 times.push(t.elapsed().as_secs_f64());
                 if let (Some(a), Some(b)) = (c0, cpu_seconds()) {
                     cpu.push(b - a);
@@ -106,7 +107,10 @@ pub fn chain_module(n: usize) -> String {
             if !cpu.is_empty() {
                 // CPU time is what the parser used, whatever else runs on the machine.
                 let c = cpu[cpu.len() / 2];
-                println!("  cpu time: median {c:.3} s ({:.0} ops per cpu-second)", p.ops as f64 / c);
+                println!(
+                    "  cpu time: median {c:.3} s ({:.0} ops per cpu-second)",
+                    p.ops as f64 / c
+                );
             }
         }
     }

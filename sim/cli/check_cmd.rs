@@ -60,7 +60,11 @@ fn summarize(file: &str, m: &Module) -> Summary {
                 args: f.args.len(),
                 results: f.result_types.len(),
                 ops: f.ops.len(),
-                sharded_args: f.args.iter().filter(|&&a| f.value(a).sharding.is_some()).count(),
+                sharded_args: f
+                    .args
+                    .iter()
+                    .filter(|&&a| f.value(a).sharding.is_some())
+                    .count(),
                 sharded_results: f.result_shardings.iter().flatten().count(),
             }
         })
@@ -69,7 +73,11 @@ fn summarize(file: &str, m: &Module) -> Summary {
         file: file.to_string(),
         functions,
         ops_by_kind,
-        meshes: m.meshes.iter().map(|(n, mesh)| (n.clone(), mesh.to_string())).collect(),
+        meshes: m
+            .meshes
+            .iter()
+            .map(|(n, mesh)| (n.clone(), mesh.to_string()))
+            .collect(),
         values,
         sharded_values,
         ops_with_rules,
@@ -77,13 +85,19 @@ fn summarize(file: &str, m: &Module) -> Summary {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.input).with_context(|| format!("cannot read {}", args.input))?;
+    let text = std::fs::read_to_string(&args.input)
+        .with_context(|| format!("cannot read {}", args.input))?;
     let module = parse_and_verify(&text).map_err(|e| anyhow::anyhow!(e.in_file(&args.input)))?;
     let s = summarize(&args.input, &module);
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
         Format::Text => {
-            println!("{}: ok ({} ops, {} values)", s.file, module.num_ops(), s.values);
+            println!(
+                "{}: ok ({} ops, {} values)",
+                s.file,
+                module.num_ops(),
+                s.values
+            );
             for (name, mesh) in &s.meshes {
                 println!("mesh @{name} = {mesh}");
             }
@@ -97,7 +111,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
             for (k, n) in &s.ops_by_kind {
                 println!("  {k:<32} {n}");
             }
-            println!("sharded values: {} of {}; ops with sharding rules: {}", s.sharded_values, s.values, s.ops_with_rules);
+            println!(
+                "sharded values: {} of {}; ops with sharding rules: {}",
+                s.sharded_values, s.values, s.ops_with_rules
+            );
         }
     }
     Ok(())

@@ -54,7 +54,10 @@ fn verifier_rejects_bad_programs_with_op_and_location() {
             Ok(_) => panic!("accepted: {line}"),
             Err(e) => {
                 let msg = e.to_string();
-                assert!(msg.contains(want), "for {line}\n  got:  {msg}\n  want: {want}");
+                assert!(
+                    msg.contains(want),
+                    "for {line}\n  got:  {msg}\n  want: {want}"
+                );
                 assert_eq!(e.line_col(), (3, 3), "{msg}");
             }
         }
@@ -94,8 +97,13 @@ fn verifier_checks_function_and_region_structure() {
         ),
     ];
     for (text, want) in cases {
-        let msg = parse_and_verify(text).map(|_| String::from("accepted")).unwrap_or_else(|e| e.to_string());
-        assert!(msg.contains(want), "\n  got:  {msg}\n  want: {want}\n{text}");
+        let msg = parse_and_verify(text)
+            .map(|_| String::from("accepted"))
+            .unwrap_or_else(|e| e.to_string());
+        assert!(
+            msg.contains(want),
+            "\n  got:  {msg}\n  want: {want}\n{text}"
+        );
     }
 }
 
@@ -135,7 +143,9 @@ fn malformed_texts_give_located_errors() {
     assert!(MALFORMED.len() >= 20);
     let mut bad = Vec::new();
     for (text, want) in MALFORMED {
-        let msg = parse_and_verify(text).map(|_| String::from("accepted")).unwrap_or_else(|e| e.to_string());
+        let msg = parse_and_verify(text)
+            .map(|_| String::from("accepted"))
+            .unwrap_or_else(|e| e.to_string());
         if !msg.contains(want) {
             bad.push(format!("  got:  {msg}\n  want: {want}"));
         }

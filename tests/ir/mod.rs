@@ -1,8 +1,8 @@
 //! Program IR: MLIR import/export round trips on every JAX fixture, the verifier
 //! on bad programs, malformed texts and parser fuzzing.
 
-mod fixtures;
 mod errors;
+mod fixtures;
 mod fuzz;
 mod interp;
 mod snippets;

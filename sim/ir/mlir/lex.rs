@@ -34,7 +34,9 @@ pub fn value_use<'a>(c: &mut Cursor<'a>) -> Result<(&'a str, Option<u64>), TextE
         let save = c.pos();
         c.set_pos(save + 1);
         let digits = c.rest().bytes().take_while(|b| b.is_ascii_digit()).count();
-        let k = c.rest()[..digits].parse::<u64>().map_err(|_| c.error_at(save, "a result number after '#'"))?;
+        let k = c.rest()[..digits]
+            .parse::<u64>()
+            .map_err(|_| c.error_at(save, "a result number after '#'"))?;
         c.set_pos(c.pos() + digits);
         return Ok((name, Some(k)));
     }

@@ -6,14 +6,22 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::base::{Cursor, TensorType, TextError};
-use crate::ir::model::{Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility};
-use crate::ir::ops::{AllToAllParam, BinaryOp, CompareDir, CompareType, DotDims, OpKind, PropagationDirection, UnaryOp};
+use crate::ir::model::{
+    Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,
+};
+use crate::ir::ops::{
+    AllToAllParam, BinaryOp, CompareDir, CompareType, DotDims, OpKind, PropagationDirection,
+    UnaryOp,
+};
 use crate::ir::rule::OpShardingRule;
 use crate::mesh::{AxisRef, Mesh, SubAxis};
 use crate::sharding::{ShardingPerValue, TensorSharding};
 
 use super::dense::parse_dense;
-use super::lex::{attr_name, dim_list, int_list, keyword, paren_types, raw_dict, raw_value, skip_loc, tensor_type, value_name, value_use};
+use super::lex::{
+    attr_name, dim_list, int_list, keyword, paren_types, raw_dict, raw_value, skip_loc,
+    tensor_type, value_name, value_use,
+};
 
 /// Parse a module from MLIR text.
 pub fn parse_module(text: &str) -> Result<Module, TextError> {
@@ -27,7 +35,12 @@ pub fn parse_module(text: &str) -> Result<Module, TextError> {
 
 fn line_starts(text: &str) -> Vec<usize> {
     let mut v = vec![0];
-    v.extend(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i + 1));
+    v.extend(
+        text.bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
     v
 }
 
@@ -54,7 +67,8 @@ impl Hasher for FxHasher {
         for chunk in bytes.chunks(8) {
             let mut w = [0u8; 8];
             w[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
     }
     fn write_u8(&mut self, b: u8) {
@@ -159,7 +173,13 @@ impl<'a> Parser<'a> {
                 let start = self.c.pos();
                 match self.c.rest().find("#-}") {
                     Some(i) => self.c.set_pos(start + i + 3),
-                    None => return Err(self.c.error_with(start, "'#-}' closing a resource block", "end of input")),
+                    None => {
+                        return Err(self.c.error_with(
+                            start,
+                            "'#-}' closing a resource block",
+                            "end of input",
+                        ))
+                    }
                 }
             } else {
                 return Ok(());
@@ -173,7 +193,10 @@ impl<'a> Parser<'a> {
         }
         let pos = self.c.pos();
         let rest = self.c.rest();
-        let len = rest.bytes().take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')).count();
+        let len = rest
+            .bytes()
+            .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-'))
+            .count();
         if len == 0 {
             return Err(self.c.error_at(pos, "a symbol name after '@'"));
         }
@@ -195,11 +218,19 @@ impl<'a> Parser<'a> {
             } else if self.c.eat_keyword("func.func") {
                 let f = self.func()?;
                 if m.funcs.iter().any(|g| g.name == f.name) {
-                    return Err(self.c.error_with(0, "distinct function names", format!("a second @{}", f.name)));
+                    return Err(self.c.error_with(
+                        0,
+                        "distinct function names",
+                        format!("a second @{}", f.name),
+                    ));
                 }
                 m.funcs.push(f);
             } else {
-                return Err(self.c.error(if wrapped { "'sdy.mesh', 'func.func' or '}'" } else { "'sdy.mesh', 'func.func' or 'module'" }));
+                return Err(self.c.error(if wrapped {
+                    "'sdy.mesh', 'func.func' or '}'"
+                } else {
+                    "'sdy.mesh', 'func.func' or 'module'"
+                }));
             }
         }
     }
@@ -209,11 +240,17 @@ impl<'a> Parser<'a> {
         let pos = self.c.pos();
         let name = self.symbol_name()?;
         if self.meshes.iter().any(|(n, _)| *n == name) {
-            return Err(self.c.error_with(pos, "distinct mesh names", format!("a second @{name}")));
+            return Err(self
+                .c
+                .error_with(pos, "distinct mesh names", format!("a second @{name}")));
         }
         self.c.expect("=")?;
         let mesh = Mesh::parse_at(&mut self.c)?;
-        let attrs = if self.c.peek() == Some('{') { raw_dict(&mut self.c)? } else { Vec::new() };
+        let attrs = if self.c.peek() == Some('{') {
+            raw_dict(&mut self.c)?
+        } else {
+            Vec::new()
+        };
         skip_loc(&mut self.c)?;
         self.meshes.push((name, mesh));
         m.mesh_attrs.push(attrs);
@@ -254,8 +291,14 @@ impl<'a> Parser<'a> {
         // Reserve for the lines of this function (an op per line) so the arenas
         // and the name map are not regrown on large modules.
         let rest = self.c.rest();
-        let end = rest.find("\n  func.func").or_else(|| rest.find("\nfunc.func")).unwrap_or(rest.len());
-        let lines = rest.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count();
+        let end = rest
+            .find("\n  func.func")
+            .or_else(|| rest.find("\nfunc.func"))
+            .unwrap_or(rest.len());
+        let lines = rest.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
         fb.func.ops.reserve(lines);
         fb.func.values.reserve(lines + 8);
         fb.names.reserve(lines + 8);
@@ -316,7 +359,11 @@ impl<'a> Parser<'a> {
 
     fn func_result(&mut self, f: &mut Func, with_attrs: bool) -> Result<(), TextError> {
         let ty = tensor_type(&mut self.c)?;
-        let (sharding, attrs) = if with_attrs { self.arg_attrs(&ty)? } else { (None, Vec::new()) };
+        let (sharding, attrs) = if with_attrs {
+            self.arg_attrs(&ty)?
+        } else {
+            (None, Vec::new())
+        };
         f.result_types.push(ty);
         f.result_shardings.push(sharding);
         f.result_attrs.push(attrs);
@@ -324,7 +371,10 @@ impl<'a> Parser<'a> {
     }
 
     /// `{sdy.sharding = ..., other = ...}` after an argument or result type.
-    fn arg_attrs(&mut self, _ty: &TensorType) -> Result<(Option<TensorSharding>, Vec<RawAttr>), TextError> {
+    fn arg_attrs(
+        &mut self,
+        _ty: &TensorType,
+    ) -> Result<(Option<TensorSharding>, Vec<RawAttr>), TextError> {
         let mut sharding = None;
         let mut raw = Vec::new();
         if self.c.peek() != Some('{') {
@@ -344,7 +394,11 @@ impl<'a> Parser<'a> {
                 }
                 sharding = Some(TensorSharding::parse_at(&mut self.c, Some(&self.meshes))?);
             } else {
-                let value = if self.c.eat("=") { raw_value(&mut self.c)? } else { String::new() };
+                let value = if self.c.eat("=") {
+                    raw_value(&mut self.c)?
+                } else {
+                    String::new()
+                };
                 raw.push(RawAttr { name, value });
             }
             if self.c.eat("}") {
@@ -356,9 +410,20 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn define(&mut self, fb: &mut FuncBuilder<'a>, name: &'a str, id: ValueId, count: u32, pos: usize) -> Result<(), TextError> {
+    fn define(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        name: &'a str,
+        id: ValueId,
+        count: u32,
+        pos: usize,
+    ) -> Result<(), TextError> {
         if fb.names.contains_key(name) {
-            return Err(self.c.error_with(pos, "a fresh value name", format!("{name} defined twice")));
+            return Err(self.c.error_with(
+                pos,
+                "a fresh value name",
+                format!("{name} defined twice"),
+            ));
         }
         fb.names.insert(name, (id, count));
         Ok(())
@@ -390,9 +455,17 @@ impl<'a> Parser<'a> {
         match (fb.names.get(name), index) {
             (Some(&(first, 1)), None) => Ok(first),
             (Some(&(first, n)), Some(k)) if k < u64::from(n) => Ok(ValueId(first.0 + k as u32)),
-            (Some(&(_, n)), None) => Err(self.c.error_with(pos, format!("one of the {n} results, like {name}#0"), name.to_string())),
+            (Some(&(_, n)), None) => Err(self.c.error_with(
+                pos,
+                format!("one of the {n} results, like {name}#0"),
+                name.to_string(),
+            )),
             (Some(_), Some(_)) => Err(self.c.error_with(pos, "a result number in range", shown())),
-            (None, _) => Err(self.c.error_with(pos, "a value defined before this use", format!("undefined value {}", shown()))),
+            (None, _) => Err(self.c.error_with(
+                pos,
+                "a value defined before this use",
+                format!("undefined value {}", shown()),
+            )),
         }
     }
 
@@ -438,7 +511,11 @@ impl<'a> Parser<'a> {
                     self.c.eat(":");
                     let n = self.c.uint()?;
                     if n == 0 || n > 1_000_000 {
-                        return Err(self.c.error_with(pos, "a result count between 1 and 1000000", n.to_string()));
+                        return Err(self.c.error_with(
+                            pos,
+                            "a result count between 1 and 1000000",
+                            n.to_string(),
+                        ));
                     }
                     count = n as usize;
                 }
@@ -472,13 +549,25 @@ impl<'a> Parser<'a> {
         if nres != result_types.len() {
             return Err(self.c.error_with(
                 name_pos,
-                format!("{} result type(s) for the {} result(s) named", result_types.len(), nres),
-                format!("{} op with {} result type(s)", kind.name(), result_types.len()),
+                format!(
+                    "{} result type(s) for the {} result(s) named",
+                    result_types.len(),
+                    nres
+                ),
+                format!(
+                    "{} op with {} result type(s)",
+                    kind.name(),
+                    result_types.len()
+                ),
             ));
         }
         if let Some((spos, s)) = &attrs.sharding {
             if s.0.len() != nres {
-                return Err(self.c.error_with(*spos, format!("{nres} sharding(s), one per result"), format!("{}", s.0.len())));
+                return Err(self.c.error_with(
+                    *spos,
+                    format!("{nres} sharding(s), one per result"),
+                    format!("{}", s.0.len()),
+                ));
             }
         }
         let mut results = Vec::with_capacity(nres);
@@ -487,8 +576,14 @@ impl<'a> Parser<'a> {
         for (gname, count, pos) in result_groups {
             let first = ValueId(fb.func.values.len() as u32);
             for k in 0..count {
-                let vname = if count == 1 { gname.to_string() } else { format!("{gname}#{k}") };
-                let ty = types.next().unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
+                let vname = if count == 1 {
+                    gname.to_string()
+                } else {
+                    format!("{gname}#{k}")
+                };
+                let ty = types
+                    .next()
+                    .unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
                 let sharding = attrs.sharding.as_ref().map(|(_, s)| s.0[index].clone());
                 let vid = fb.func.add_value(Value {
                     name: vname.clone(),
@@ -537,12 +632,20 @@ impl<'a> Parser<'a> {
                 "sdy.sharding_rule" => {
                     self.c.expect("=")?;
                     if out.rule.is_some() {
-                        return Err(self.c.error_with(pos, "one sdy.sharding_rule", "a second one"));
+                        return Err(self.c.error_with(
+                            pos,
+                            "one sdy.sharding_rule",
+                            "a second one",
+                        ));
                     }
                     out.rule = Some(OpShardingRule::parse_at(&mut self.c)?);
                 }
                 _ => {
-                    let value = if self.c.eat("=") { raw_value(&mut self.c)? } else { String::new() };
+                    let value = if self.c.eat("=") {
+                        raw_value(&mut self.c)?
+                    } else {
+                        String::new()
+                    };
                     out.raw.push(RawAttr { name, value });
                 }
             }
@@ -561,7 +664,11 @@ impl<'a> Parser<'a> {
         if self.c.peek() == Some('(') {
             let ins = paren_types(&mut self.c)?;
             self.c.expect("->")?;
-            let outs = if self.c.peek() == Some('(') { paren_types(&mut self.c)? } else { vec![tensor_type(&mut self.c)?] };
+            let outs = if self.c.peek() == Some('(') {
+                paren_types(&mut self.c)?
+            } else {
+                vec![tensor_type(&mut self.c)?]
+            };
             return Ok(Sig::Functional(ins, outs));
         }
         let mut list = vec![tensor_type(&mut self.c)?];
@@ -569,22 +676,41 @@ impl<'a> Parser<'a> {
             list.push(tensor_type(&mut self.c)?);
         }
         if self.c.eat("->") {
-            let outs = if self.c.peek() == Some('(') { paren_types(&mut self.c)? } else { vec![tensor_type(&mut self.c)?] };
+            let outs = if self.c.peek() == Some('(') {
+                paren_types(&mut self.c)?
+            } else {
+                vec![tensor_type(&mut self.c)?]
+            };
             return Ok(Sig::Functional(list, outs));
         }
         Ok(Sig::Bare(list))
     }
 
     /// Check a functional signature's operand types against the operands; return the result types.
-    fn results_of(&mut self, fb: &FuncBuilder<'a>, sig: Sig, operands: &[ValueId], sig_pos: usize, kind: &OpKind) -> Result<Vec<TensorType>, TextError> {
+    fn results_of(
+        &mut self,
+        fb: &FuncBuilder<'a>,
+        sig: Sig,
+        operands: &[ValueId],
+        sig_pos: usize,
+        kind: &OpKind,
+    ) -> Result<Vec<TensorType>, TextError> {
         let check = |p: &mut Self, tys: &[TensorType]| -> Result<(), TextError> {
             if tys.len() != operands.len() {
-                return Err(p.c.error_with(sig_pos, format!("{} operand type(s)", operands.len()), format!("{}", tys.len())));
+                return Err(p.c.error_with(
+                    sig_pos,
+                    format!("{} operand type(s)", operands.len()),
+                    format!("{}", tys.len()),
+                ));
             }
             for (i, (t, &v)) in tys.iter().zip(operands).enumerate() {
                 let actual = &fb.func.value(v).ty;
                 if t != actual {
-                    return Err(p.c.error_with(sig_pos, format!("operand #{i} of type {actual}"), format!("{t}")));
+                    return Err(p.c.error_with(
+                        sig_pos,
+                        format!("operand #{i} of type {actual}"),
+                        format!("{t}"),
+                    ));
                 }
             }
             Ok(())
@@ -606,7 +732,11 @@ impl<'a> Parser<'a> {
                 }
                 OpKind::Select if list.len() == 2 => Ok(vec![list[1].clone()]),
                 _ if list.len() == 1 => Ok(list),
-                _ => Err(self.c.error_with(sig_pos, "one result type or '(operand types) -> result types'", format!("{} types", list.len()))),
+                _ => Err(self.c.error_with(
+                    sig_pos,
+                    "one result type or '(operand types) -> result types'",
+                    format!("{} types", list.len()),
+                )),
             },
         }
     }
@@ -620,7 +750,10 @@ impl<'a> Parser<'a> {
         name: &str,
         name_pos: usize,
     ) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
-        let name = name.strip_prefix("func.").filter(|n| *n == "call" || *n == "return").unwrap_or(name);
+        let name = name
+            .strip_prefix("func.")
+            .filter(|n| *n == "call" || *n == "return")
+            .unwrap_or(name);
         let mut regions = Vec::new();
         let (kind, operands) = if let Some(u) = UnaryOp::ALL.iter().find(|u| u.name() == name) {
             (OpKind::Unary(*u), self.operand_list(fb)?)
@@ -632,14 +765,22 @@ impl<'a> Parser<'a> {
                 "stablehlo.clamp" => (OpKind::Clamp, self.operand_list(fb)?),
                 "stablehlo.convert" => (OpKind::Convert, self.operand_list(fb)?),
                 "stablehlo.reshape" => (OpKind::Reshape, self.operand_list(fb)?),
-                "stablehlo.dynamic_update_slice" => (OpKind::DynamicUpdateSlice, self.operand_list(fb)?),
+                "stablehlo.dynamic_update_slice" => {
+                    (OpKind::DynamicUpdateSlice, self.operand_list(fb)?)
+                }
                 "stablehlo.compare" => {
                     let dpos = self.here();
                     let d = self.c.ident()?;
                     let dir = CompareDir::ALL
                         .into_iter()
                         .find(|x| x.name() == d)
-                        .ok_or_else(|| self.c.error_with(dpos, "a comparison direction (EQ, NE, LT, LE, GT, GE)", format!("'{d}'")))?;
+                        .ok_or_else(|| {
+                            self.c.error_with(
+                                dpos,
+                                "a comparison direction (EQ, NE, LT, LE, GT, GE)",
+                                format!("'{d}'"),
+                            )
+                        })?;
                     self.c.expect(",")?;
                     let ops = self.operand_list(fb)?;
                     let mut cmp_type = None;
@@ -650,7 +791,13 @@ impl<'a> Parser<'a> {
                             CompareType::ALL
                                 .into_iter()
                                 .find(|x| x.name() == t)
-                                .ok_or_else(|| self.c.error_with(tpos, "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)", format!("'{t}'")))?,
+                                .ok_or_else(|| {
+                                    self.c.error_with(
+                                        tpos,
+                                        "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)",
+                                        format!("'{t}'"),
+                                    )
+                                })?,
                         );
                     }
                     (OpKind::Compare { dir, cmp_type }, ops)
@@ -674,7 +821,12 @@ impl<'a> Parser<'a> {
                 "stablehlo.iota" => {
                     keyword(&mut self.c, "dim")?;
                     self.c.expect("=")?;
-                    (OpKind::Iota { dim: self.c.uint()? }, Vec::new())
+                    (
+                        OpKind::Iota {
+                            dim: self.c.uint()?,
+                        },
+                        Vec::new(),
+                    )
                 }
                 "stablehlo.broadcast_in_dim" | "stablehlo.transpose" | "stablehlo.reverse" => {
                     let ops = self.operand_list(fb)?;
@@ -694,7 +846,12 @@ impl<'a> Parser<'a> {
                     self.c.expect(",")?;
                     keyword(&mut self.c, "dim")?;
                     self.c.expect("=")?;
-                    (OpKind::Concatenate { dim: self.c.uint()? }, ops)
+                    (
+                        OpKind::Concatenate {
+                            dim: self.c.uint()?,
+                        },
+                        ops,
+                    )
                 }
                 "stablehlo.slice" => {
                     let ops = self.operand_list(fb)?;
@@ -714,14 +871,26 @@ impl<'a> Parser<'a> {
                             }
                         }
                     }
-                    (OpKind::Slice { start, limit, strides }, ops)
+                    (
+                        OpKind::Slice {
+                            start,
+                            limit,
+                            strides,
+                        },
+                        ops,
+                    )
                 }
                 "stablehlo.dynamic_slice" => {
                     let ops = self.operand_list(fb)?;
                     self.c.expect(",")?;
                     keyword(&mut self.c, "sizes")?;
                     self.c.expect("=")?;
-                    (OpKind::DynamicSlice { sizes: dim_list(&mut self.c)? }, ops)
+                    (
+                        OpKind::DynamicSlice {
+                            sizes: dim_list(&mut self.c)?,
+                        },
+                        ops,
+                    )
                 }
                 "stablehlo.pad" => {
                     let ops = self.operand_list(fb)?;
@@ -735,7 +904,14 @@ impl<'a> Parser<'a> {
                     let interior = lists.pop().unwrap_or_default();
                     let high = lists.pop().unwrap_or_default();
                     let low = lists.pop().unwrap_or_default();
-                    (OpKind::Pad { low, high, interior }, ops)
+                    (
+                        OpKind::Pad {
+                            low,
+                            high,
+                            interior,
+                        },
+                        ops,
+                    )
                 }
                 "stablehlo.dot_general" | "stablehlo.dot" => {
                     let ops = self.operand_list(fb)?;
@@ -774,15 +950,26 @@ impl<'a> Parser<'a> {
                             }
                             "algorithm" => {
                                 let v = raw_value(&mut self.c)?;
-                                extra.push(RawAttr { name: "algorithm".into(), value: v });
+                                extra.push(RawAttr {
+                                    name: "algorithm".into(),
+                                    value: v,
+                                });
                             }
                             _ => {
-                                return Err(self.c.error_with(kpos, "batching_dims, contracting_dims, precision or algorithm", format!("'{kw}'")));
+                                return Err(self.c.error_with(
+                                    kpos,
+                                    "batching_dims, contracting_dims, precision or algorithm",
+                                    format!("'{kw}'"),
+                                ));
                             }
                         }
                     }
                     let _ = saw_contracting;
-                    let kind = if general { OpKind::DotGeneral { dims, precision } } else { OpKind::Dot { precision } };
+                    let kind = if general {
+                        OpKind::DotGeneral { dims, precision }
+                    } else {
+                        OpKind::Dot { precision }
+                    };
                     let mut attrs = self.op_attrs()?;
                     attrs.raw.extend(extra);
                     let sig_pos = self.here();
@@ -794,14 +981,23 @@ impl<'a> Parser<'a> {
                 "sdy.sharding_constraint" | "sdy.reshard" => {
                     let ops = self.operand_list(fb)?;
                     let sharding = TensorSharding::parse_at(&mut self.c, Some(&self.meshes))?;
-                    let kind = if name == "sdy.reshard" { OpKind::Reshard { sharding } } else { OpKind::ShardingConstraint { sharding } };
+                    let kind = if name == "sdy.reshard" {
+                        OpKind::Reshard { sharding }
+                    } else {
+                        OpKind::ShardingConstraint { sharding }
+                    };
                     (kind, ops)
                 }
                 "sdy.sharding_group" => {
                     let ops = self.operand_list(fb)?;
                     keyword(&mut self.c, "group_id")?;
                     self.c.expect("=")?;
-                    (OpKind::ShardingGroup { group_id: self.c.int()? }, ops)
+                    (
+                        OpKind::ShardingGroup {
+                            group_id: self.c.int()?,
+                        },
+                        ops,
+                    )
                 }
                 "sdy.propagation_barrier" => {
                     let ops = self.operand_list(fb)?;
@@ -812,7 +1008,13 @@ impl<'a> Parser<'a> {
                     let direction = PropagationDirection::ALL
                         .into_iter()
                         .find(|x| x.name() == d)
-                        .ok_or_else(|| self.c.error_with(dpos, "NONE, FORWARD, BACKWARD or BOTH", format!("'{d}'")))?;
+                        .ok_or_else(|| {
+                            self.c.error_with(
+                                dpos,
+                                "NONE, FORWARD, BACKWARD or BOTH",
+                                format!("'{d}'"),
+                            )
+                        })?;
                     (OpKind::PropagationBarrier { direction }, ops)
                 }
                 "sdy.data_flow_edge" => {
@@ -830,9 +1032,18 @@ impl<'a> Parser<'a> {
                     let ops = self.operand_list(fb)?;
                     let out_sharding = self.out_sharding()?;
                     let kind = match name {
-                        "sdy.all_gather" => OpKind::AllGather { gathering_axes: axes, out_sharding },
-                        "sdy.all_slice" => OpKind::AllSlice { slicing_axes: axes, out_sharding },
-                        _ => OpKind::ReduceScatter { scatter_axes: axes, out_sharding },
+                        "sdy.all_gather" => OpKind::AllGather {
+                            gathering_axes: axes,
+                            out_sharding,
+                        },
+                        "sdy.all_slice" => OpKind::AllSlice {
+                            slicing_axes: axes,
+                            out_sharding,
+                        },
+                        _ => OpKind::ReduceScatter {
+                            scatter_axes: axes,
+                            out_sharding,
+                        },
                     };
                     (kind, ops)
                 }
@@ -840,7 +1051,13 @@ impl<'a> Parser<'a> {
                     let reduction_axes = self.axis_set()?;
                     let ops = self.operand_list(fb)?;
                     let out_sharding = self.out_sharding()?;
-                    (OpKind::AllReduce { reduction_axes, out_sharding }, ops)
+                    (
+                        OpKind::AllReduce {
+                            reduction_axes,
+                            out_sharding,
+                        },
+                        ops,
+                    )
                 }
                 "sdy.all_to_all" => {
                     self.c.expect("[")?;
@@ -852,7 +1069,11 @@ impl<'a> Parser<'a> {
                             let src_dim = self.c.uint()?;
                             self.c.expect("->")?;
                             let tgt_dim = self.c.uint()?;
-                            params.push(AllToAllParam { axes, src_dim, tgt_dim });
+                            params.push(AllToAllParam {
+                                axes,
+                                src_dim,
+                                tgt_dim,
+                            });
                             if self.c.eat("]") {
                                 break;
                             }
@@ -863,7 +1084,13 @@ impl<'a> Parser<'a> {
                     }
                     let ops = self.operand_list(fb)?;
                     let out_sharding = self.out_sharding()?;
-                    (OpKind::AllToAll { params, out_sharding }, ops)
+                    (
+                        OpKind::AllToAll {
+                            params,
+                            out_sharding,
+                        },
+                        ops,
+                    )
                 }
                 "sdy.collective_permute" => {
                     let ops = self.operand_list(fb)?;
@@ -915,9 +1142,15 @@ impl<'a> Parser<'a> {
                         }
                     } else {
                         OpKind::ManualComputation {
-                            in_shardings: in_shardings.ok_or_else(|| self.c.error_with(name_pos, "in_shardings=[...]", "none"))?,
-                            out_shardings: out_shardings.ok_or_else(|| self.c.error_with(name_pos, "out_shardings=[...]", "none"))?,
-                            manual_axes: manual_axes.ok_or_else(|| self.c.error_with(name_pos, "manual_axes={...}", "none"))?,
+                            in_shardings: in_shardings.ok_or_else(|| {
+                                self.c.error_with(name_pos, "in_shardings=[...]", "none")
+                            })?,
+                            out_shardings: out_shardings.ok_or_else(|| {
+                                self.c.error_with(name_pos, "out_shardings=[...]", "none")
+                            })?,
+                            manual_axes: manual_axes.ok_or_else(|| {
+                                self.c.error_with(name_pos, "manual_axes={...}", "none")
+                            })?,
                         }
                     };
                     (kind, ops)
@@ -1045,7 +1278,14 @@ impl<'a> Parser<'a> {
     }
 
     /// Block arguments `(%a: T, %b: T)` defined in the current scope.
-    fn block_args(&mut self, fb: &mut FuncBuilder<'a>, op: OpId, region: usize, first_index: usize, step: usize) -> Result<Vec<ValueId>, TextError> {
+    fn block_args(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        op: OpId,
+        region: usize,
+        first_index: usize,
+        step: usize,
+    ) -> Result<Vec<ValueId>, TextError> {
         self.c.expect("(")?;
         let mut out = Vec::new();
         if self.c.eat(")") {
@@ -1076,7 +1316,12 @@ impl<'a> Parser<'a> {
     }
 
     /// `(%arg1: T, ...) { ops }` as used by named/manual computations.
-    fn region_with_header(&mut self, fb: &mut FuncBuilder<'a>, op: OpId, region: usize) -> Result<Region, TextError> {
+    fn region_with_header(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        op: OpId,
+        region: usize,
+    ) -> Result<Region, TextError> {
         let args = self.block_args(fb, op, region, 0, 1)?;
         self.c.expect("{")?;
         let ops = self.block_ops(fb)?;
@@ -1104,7 +1349,11 @@ impl<'a> Parser<'a> {
 
     /// `stablehlo.reduce(%a init: %b), ... [applies OP] across dimensions = [..] {attrs} : sig [reducer(...) (...) { body }]`.
     #[allow(clippy::type_complexity)]
-    fn reduce(&mut self, fb: &mut FuncBuilder<'a>, id: OpId) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
+    fn reduce(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        id: OpId,
+    ) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
         let mut inputs = Vec::new();
         let mut inits = Vec::new();
         loop {
@@ -1126,7 +1375,13 @@ impl<'a> Parser<'a> {
             let b = BinaryOp::ALL
                 .into_iter()
                 .find(|b| b.name() == name)
-                .ok_or_else(|| self.c.error_with(pos, "a binary op to apply (stablehlo.add, stablehlo.maximum, ...)", format!("'{name}'")))?;
+                .ok_or_else(|| {
+                    self.c.error_with(
+                        pos,
+                        "a binary op to apply (stablehlo.add, stablehlo.maximum, ...)",
+                        format!("'{name}'"),
+                    )
+                })?;
             applies = Some((b, pos));
         }
         keyword(&mut self.c, "across")?;
@@ -1150,7 +1405,11 @@ impl<'a> Parser<'a> {
                     name: format!("%reduce_arg{index}"),
                     ty,
                     sharding: None,
-                    def: ValueDef::BlockArg { op: id, region: 0, index },
+                    def: ValueDef::BlockArg {
+                        op: id,
+                        region: 0,
+                        index,
+                    },
                 }));
             }
             let mut ops = Vec::new();
@@ -1194,7 +1453,9 @@ impl<'a> Parser<'a> {
             for i in 0..n {
                 let pair = self.block_args(fb, id, 0, i, n)?;
                 if pair.len() != 2 {
-                    return Err(self.c.error(format!("two reducer arguments for input #{i}")));
+                    return Err(self
+                        .c
+                        .error(format!("two reducer arguments for input #{i}")));
                 }
                 args[i] = pair[0];
                 args[n + i] = pair[1];
@@ -1210,7 +1471,11 @@ impl<'a> Parser<'a> {
 
     /// The generic form `"dialect.op"(%a, %b) <{props}> ({regions}) {attrs} : (T, T) -> T`.
     #[allow(clippy::type_complexity)]
-    fn generic_op(&mut self, fb: &mut FuncBuilder<'a>, id: OpId) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
+    fn generic_op(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        id: OpId,
+    ) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
         let name_pos = self.here();
         let name = self.c.string()?;
         let operands = self.paren_operands(fb)?;
@@ -1253,18 +1518,45 @@ impl<'a> Parser<'a> {
             // The value was taken from the `value` attribute against the result type.
             let text = take_attr(&mut attrs.raw, "value").unwrap_or_default();
             let mut sub = Cursor::new(&text);
-            let raw = parse_dense(&mut sub).map_err(|_| self.c.error_with(name_pos, "a dense<...> value attribute", text.clone()))?;
+            let raw = parse_dense(&mut sub).map_err(|_| {
+                self.c
+                    .error_with(name_pos, "a dense<...> value attribute", text.clone())
+            })?;
             let value = raw
-                .resolve(&sub, tys.first().ok_or_else(|| self.c.error_with(name_pos, "a result type", "none"))?)
-                .map_err(|e| self.c.error_with(name_pos, "a valid constant value", e.to_string()))?;
-            return Ok((OpKind::Constant { value, sdy: name == "sdy.constant" }, operands, regions, attrs, tys));
+                .resolve(
+                    &sub,
+                    tys.first()
+                        .ok_or_else(|| self.c.error_with(name_pos, "a result type", "none"))?,
+                )
+                .map_err(|e| {
+                    self.c
+                        .error_with(name_pos, "a valid constant value", e.to_string())
+                })?;
+            return Ok((
+                OpKind::Constant {
+                    value,
+                    sdy: name == "sdy.constant",
+                },
+                operands,
+                regions,
+                attrs,
+                tys,
+            ));
         }
         Ok((kind, operands, regions, attrs, tys))
     }
 
     /// The op kind of a generic-form op, taking its typed attributes out of `raw`.
-    fn generic_kind(&self, name: &str, pos: usize, raw: &mut Vec<RawAttr>) -> Result<OpKind, TextError> {
-        let name = name.strip_prefix("func.").filter(|n| *n == "call" || *n == "return").unwrap_or(name);
+    fn generic_kind(
+        &self,
+        name: &str,
+        pos: usize,
+        raw: &mut Vec<RawAttr>,
+    ) -> Result<OpKind, TextError> {
+        let name = name
+            .strip_prefix("func.")
+            .filter(|n| *n == "call" || *n == "return")
+            .unwrap_or(name);
         if let Some(u) = UnaryOp::ALL.iter().find(|u| u.name() == name) {
             return Ok(OpKind::Unary(*u));
         }
@@ -1272,18 +1564,33 @@ impl<'a> Parser<'a> {
             return Ok(OpKind::Binary(*b));
         }
         let ints = |raw: &mut Vec<RawAttr>, key: &str| -> Result<Vec<i64>, TextError> {
-            let v = take_attr(raw, key).ok_or_else(|| self.c.error_with(pos, format!("attribute '{key}'"), "none"))?;
-            parse_int_array(&v).ok_or_else(|| self.c.error_with(pos, format!("a list of integers for '{key}'"), v))
+            let v = take_attr(raw, key)
+                .ok_or_else(|| self.c.error_with(pos, format!("attribute '{key}'"), "none"))?;
+            parse_int_array(&v).ok_or_else(|| {
+                self.c
+                    .error_with(pos, format!("a list of integers for '{key}'"), v)
+            })
         };
         let dims = |raw: &mut Vec<RawAttr>, key: &str| -> Result<Vec<u64>, TextError> {
             ints(raw, key)?
                 .into_iter()
-                .map(|x| u64::try_from(x).map_err(|_| self.c.error_with(pos, format!("non-negative values in '{key}'"), x.to_string())))
+                .map(|x| {
+                    u64::try_from(x).map_err(|_| {
+                        self.c.error_with(
+                            pos,
+                            format!("non-negative values in '{key}'"),
+                            x.to_string(),
+                        )
+                    })
+                })
                 .collect()
         };
         let one = |raw: &mut Vec<RawAttr>, key: &str| -> Result<u64, TextError> {
             let v = dims(raw, key)?;
-            v.first().copied().filter(|_| v.len() == 1).ok_or_else(|| self.c.error_with(pos, format!("one integer for '{key}'"), format!("{v:?}")))
+            v.first().copied().filter(|_| v.len() == 1).ok_or_else(|| {
+                self.c
+                    .error_with(pos, format!("one integer for '{key}'"), format!("{v:?}"))
+            })
         };
         Ok(match name {
             "stablehlo.select" => OpKind::Select,
@@ -1295,13 +1602,27 @@ impl<'a> Parser<'a> {
                 value: crate::ir::ops::DenseValue::Elements(Vec::new()),
                 sdy: false,
             },
-            "stablehlo.iota" => OpKind::Iota { dim: one(raw, "iota_dimension")? },
-            "stablehlo.broadcast_in_dim" => OpKind::BroadcastInDim { dims: dims(raw, "broadcast_dimensions")? },
-            "stablehlo.transpose" => OpKind::Transpose { perm: dims(raw, "permutation")? },
-            "stablehlo.reverse" => OpKind::Reverse { dims: dims(raw, "dimensions")? },
-            "stablehlo.reduce" => OpKind::Reduce { dims: dims(raw, "dimensions")? },
-            "stablehlo.concatenate" => OpKind::Concatenate { dim: one(raw, "dimension")? },
-            "stablehlo.dynamic_slice" => OpKind::DynamicSlice { sizes: dims(raw, "slice_sizes")? },
+            "stablehlo.iota" => OpKind::Iota {
+                dim: one(raw, "iota_dimension")?,
+            },
+            "stablehlo.broadcast_in_dim" => OpKind::BroadcastInDim {
+                dims: dims(raw, "broadcast_dimensions")?,
+            },
+            "stablehlo.transpose" => OpKind::Transpose {
+                perm: dims(raw, "permutation")?,
+            },
+            "stablehlo.reverse" => OpKind::Reverse {
+                dims: dims(raw, "dimensions")?,
+            },
+            "stablehlo.reduce" => OpKind::Reduce {
+                dims: dims(raw, "dimensions")?,
+            },
+            "stablehlo.concatenate" => OpKind::Concatenate {
+                dim: one(raw, "dimension")?,
+            },
+            "stablehlo.dynamic_slice" => OpKind::DynamicSlice {
+                sizes: dims(raw, "slice_sizes")?,
+            },
             "stablehlo.slice" => OpKind::Slice {
                 start: ints(raw, "start_indices")?,
                 limit: ints(raw, "limit_indices")?,
@@ -1313,7 +1634,10 @@ impl<'a> Parser<'a> {
                 interior: ints(raw, "interior_padding")?,
             },
             "stablehlo.compare" => {
-                let d = take_attr(raw, "comparison_direction").ok_or_else(|| self.c.error_with(pos, "attribute 'comparison_direction'", "none"))?;
+                let d = take_attr(raw, "comparison_direction").ok_or_else(|| {
+                    self.c
+                        .error_with(pos, "attribute 'comparison_direction'", "none")
+                })?;
                 let dir = CompareDir::ALL
                     .into_iter()
                     .find(|x| last_word(&d) == x.name())
@@ -1323,23 +1647,40 @@ impl<'a> Parser<'a> {
                         CompareType::ALL
                             .into_iter()
                             .find(|x| last_word(&t) == x.name())
-                            .ok_or_else(|| self.c.error_with(pos, "a comparison type", t.clone()))?,
+                            .ok_or_else(|| {
+                                self.c.error_with(pos, "a comparison type", t.clone())
+                            })?,
                     ),
                     None => None,
                 };
                 OpKind::Compare { dir, cmp_type }
             }
             "stablehlo.dot_general" => {
-                let text = take_attr(raw, "dot_dimension_numbers").ok_or_else(|| self.c.error_with(pos, "attribute 'dot_dimension_numbers'", "none"))?;
+                let text = take_attr(raw, "dot_dimension_numbers").ok_or_else(|| {
+                    self.c
+                        .error_with(pos, "attribute 'dot_dimension_numbers'", "none")
+                })?;
                 let field = |key: &str| -> Result<Vec<u64>, TextError> {
                     match text.find(key) {
                         None => Ok(Vec::new()),
                         Some(i) => {
                             let rest = &text[i + key.len()..];
-                            let list = rest.split_once('[').and_then(|(_, r)| r.split_once(']')).map(|(l, _)| l).unwrap_or("");
+                            let list = rest
+                                .split_once('[')
+                                .and_then(|(_, r)| r.split_once(']'))
+                                .map(|(l, _)| l)
+                                .unwrap_or("");
                             list.split(',')
                                 .filter(|t| !t.trim().is_empty())
-                                .map(|t| t.trim().parse::<u64>().map_err(|_| self.c.error_with(pos, format!("integers in {key}"), t.to_string())))
+                                .map(|t| {
+                                    t.trim().parse::<u64>().map_err(|_| {
+                                        self.c.error_with(
+                                            pos,
+                                            format!("integers in {key}"),
+                                            t.to_string(),
+                                        )
+                                    })
+                                })
                                 .collect()
                         }
                     }
@@ -1355,9 +1696,12 @@ impl<'a> Parser<'a> {
                     precision: take_precision(raw),
                 }
             }
-            "stablehlo.dot" => OpKind::Dot { precision: take_precision(raw) },
+            "stablehlo.dot" => OpKind::Dot {
+                precision: take_precision(raw),
+            },
             "call" => {
-                let callee = take_attr(raw, "callee").ok_or_else(|| self.c.error_with(pos, "attribute 'callee'", "none"))?;
+                let callee = take_attr(raw, "callee")
+                    .ok_or_else(|| self.c.error_with(pos, "attribute 'callee'", "none"))?;
                 OpKind::Call {
                     callee: callee.trim_start_matches('@').to_string(),
                 }
@@ -1392,7 +1736,10 @@ fn take_attr(raw: &mut Vec<RawAttr>, key: &str) -> Option<String> {
 }
 
 fn last_word(s: &str) -> &str {
-    s.trim_end_matches('>').rsplit([' ', '<']).next().unwrap_or("")
+    s.trim_end_matches('>')
+        .rsplit([' ', '<'])
+        .next()
+        .unwrap_or("")
 }
 
 fn take_precision(raw: &mut Vec<RawAttr>) -> Vec<String> {
@@ -1418,9 +1765,16 @@ fn parse_int_array(text: &str) -> Option<Vec<i64>> {
             None => "",
         }
     } else if let Some(r) = text.strip_prefix("dense<") {
-        r.split_once('>')?.0.trim_start_matches('[').trim_end_matches(']')
+        r.split_once('>')?
+            .0
+            .trim_start_matches('[')
+            .trim_end_matches(']')
     } else {
         text.split(':').next()?
     };
-    body.split(',').map(str::trim).filter(|t| !t.is_empty()).map(|t| t.parse().ok()).collect()
+    body.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().ok())
+        .collect()
 }
