@@ -32,11 +32,18 @@ struct FuncSummary {
 }
 
 #[derive(Serialize)]
+struct MeshSummary {
+    name: String,
+    mesh: String,
+    devices: u64,
+}
+
+#[derive(Serialize)]
 struct Summary {
     file: String,
     functions: Vec<FuncSummary>,
     ops_by_kind: BTreeMap<String, usize>,
-    meshes: Vec<(String, String)>,
+    meshes: Vec<MeshSummary>,
     values: usize,
     sharded_values: usize,
     ops_with_rules: usize,
@@ -76,7 +83,11 @@ fn summarize(file: &str, m: &Module) -> Summary {
         meshes: m
             .meshes
             .iter()
-            .map(|(n, mesh)| (n.clone(), mesh.to_string()))
+            .map(|(n, mesh)| MeshSummary {
+                name: n.clone(),
+                mesh: mesh.to_string(),
+                devices: mesh.num_devices(),
+            })
             .collect(),
         values,
         sharded_values,
@@ -98,8 +109,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
                 module.num_ops(),
                 s.values
             );
-            for (name, mesh) in &s.meshes {
-                println!("mesh @{name} = {mesh}");
+            for m in &s.meshes {
+                println!("mesh @{} = {} ({} devices)", m.name, m.mesh, m.devices);
             }
             for f in &s.functions {
                 println!(
