@@ -136,6 +136,11 @@ const MALFORMED: &[(&str, &str)] = &[
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = sdy.all_gather [{\"x\"] %arg0 out_sharding=<@m, [{}]> : tensor<4xf32>\n  return %arg0 : tensor<4xf32>\n}\n", "2:28: expected ',' or '}' after an axis, found ']'"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  return %arg0 : tensor<4xf32>\n}\n}\n", "4:1: expected 'sdy.mesh', 'func.func' or 'module', found '}'"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.abs %arg0 : tensor<4xf32> loc(\"x.py\":1\n  return %0 : tensor<4xf32>\n}\n", "2:47: expected ')' closing this '(', found end of input"),
+    // A reducer's block argument is out of scope after the reducer.
+    ("func.func @main(%arg0: tensor<4xf32>) -> tensor<f32> {\n  %cst = stablehlo.constant dense<0.0> : tensor<f32>\n  %0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n   reducer(%arg1: tensor<f32>, %arg2: tensor<f32>)  {\n    %1 = stablehlo.add %arg1, %arg2 : tensor<f32>\n    stablehlo.return %1 : tensor<f32>\n  }\n  return %arg1 : tensor<f32>\n}\n", "8:10: expected a value defined before this use, found undefined value %arg1"),
+    // `%01` is not `%1`; `%2#2` is out of range for a two-result op.
+    ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %1 = stablehlo.abs %arg0 : tensor<4xf32>\n  return %01 : tensor<4xf32>\n}\n", "3:10: expected a value defined before this use, found undefined value %01"),
+    ("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> tensor<4xf32> {\n  %2:2 = stablehlo.reduce(%arg0 init: %arg0), (%arg1 init: %arg1) across dimensions = [] : (tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>)\n   reducer(%a: tensor<f32>, %b: tensor<f32>) (%c: tensor<i32>, %d: tensor<i32>)  {\n    stablehlo.return %a, %c : tensor<f32>, tensor<i32>\n  }\n  return %2#2 : tensor<4xf32>\n}\n", "6:10: expected a result number in range, found %2#2"),
 ];
 
 #[test]

@@ -54,7 +54,110 @@ struct Parser<'a> {
 struct FuncBuilder<'a> {
     func: Func,
     /// Name (a slice of the source) → first value and number of values (`%1:2`).
-    names: HashMap<&'a str, (ValueId, u32), BuildHasherDefault<FxHasher>>,
+    names: Names<'a>,
+}
+
+/// Value names in scope. Numbered names (`%12`, `%arg3`) — nearly all of them
+/// in printed MLIR — live in vectors indexed by their number, which keeps lookups
+/// cache-friendly on huge modules; other names go to a hash map.
+struct Names<'a> {
+    numbered: Vec<Option<(ValueId, u32)>>,
+    args: Vec<Option<(ValueId, u32)>>,
+    other: HashMap<&'a str, (ValueId, u32), BuildHasherDefault<FxHasher>>,
+    /// Numbers at or above this use the hash map (bounds the vectors).
+    limit: usize,
+}
+
+enum Slot<'b> {
+    Numbered(usize),
+    Arg(usize),
+    Other(&'b str),
+}
+
+/// `123` → 123 when it is a canonical decimal number below `limit`.
+fn small_number(digits: &str, limit: usize) -> Option<usize> {
+    if digits.is_empty()
+        || digits.len() > 9
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse::<usize>().ok().filter(|&n| n < limit)
+}
+
+impl<'a> Names<'a> {
+    fn new(limit: usize) -> Self {
+        Names {
+            numbered: Vec::new(),
+            args: Vec::new(),
+            other: HashMap::default(),
+            limit,
+        }
+    }
+
+    fn slot<'b>(&self, name: &'b str) -> Slot<'b> {
+        let body = name.get(1..).unwrap_or("");
+        if let Some(n) = small_number(body, self.limit) {
+            return Slot::Numbered(n);
+        }
+        if let Some(n) = body
+            .strip_prefix("arg")
+            .and_then(|d| small_number(d, self.limit))
+        {
+            return Slot::Arg(n);
+        }
+        Slot::Other(name)
+    }
+
+    fn get(&self, name: &'a str) -> Option<(ValueId, u32)> {
+        match self.slot(name) {
+            Slot::Numbered(n) => self.numbered.get(n).copied().flatten(),
+            Slot::Arg(n) => self.args.get(n).copied().flatten(),
+            Slot::Other(s) => self.other.get(s).copied(),
+        }
+    }
+
+    /// Insert; false when the name is already in scope.
+    fn insert(&mut self, name: &'a str, v: (ValueId, u32)) -> bool {
+        let (vec, n) = match self.slot(name) {
+            Slot::Numbered(n) => (&mut self.numbered, n),
+            Slot::Arg(n) => (&mut self.args, n),
+            Slot::Other(s) => {
+                if self.other.contains_key(s) {
+                    return false;
+                }
+                self.other.insert(s, v);
+                return true;
+            }
+        };
+        if vec.len() <= n {
+            vec.resize(n + 1, None);
+        }
+        if vec[n].is_some() {
+            return false;
+        }
+        vec[n] = Some(v);
+        true
+    }
+
+    fn remove(&mut self, name: &str) {
+        match self.slot(name) {
+            Slot::Numbered(n) => {
+                if let Some(x) = self.numbered.get_mut(n) {
+                    *x = None;
+                }
+            }
+            Slot::Arg(n) => {
+                if let Some(x) = self.args.get_mut(n) {
+                    *x = None;
+                }
+            }
+            Slot::Other(s) => {
+                self.other.remove(s);
+            }
+        }
+    }
 }
 
 /// A small multiplicative hasher for value names (faster than SipHash; the map
@@ -286,7 +389,7 @@ impl<'a> Parser<'a> {
                 ops: Vec::new(),
                 loc,
             },
-            names: HashMap::default(),
+            names: Names::new(self.c.src().len().min(1 << 26)),
         };
         // Reserve for the lines of this function (an op per line) so the arenas
         // and the name map are not regrown on large modules.
@@ -301,7 +404,7 @@ impl<'a> Parser<'a> {
             .count();
         fb.func.ops.reserve(lines);
         fb.func.values.reserve(lines + 8);
-        fb.names.reserve(lines + 8);
+        fb.names.numbered.reserve(lines + 8);
         self.c.expect("(")?;
         if !self.c.eat(")") {
             loop {
@@ -418,14 +521,13 @@ impl<'a> Parser<'a> {
         count: u32,
         pos: usize,
     ) -> Result<(), TextError> {
-        if fb.names.contains_key(name) {
+        if !fb.names.insert(name, (id, count)) {
             return Err(self.c.error_with(
                 pos,
                 "a fresh value name",
                 format!("{name} defined twice"),
             ));
         }
-        fb.names.insert(name, (id, count));
         Ok(())
     }
 
@@ -453,9 +555,9 @@ impl<'a> Parser<'a> {
             None => name.to_string(),
         };
         match (fb.names.get(name), index) {
-            (Some(&(first, 1)), None) => Ok(first),
-            (Some(&(first, n)), Some(k)) if k < u64::from(n) => Ok(ValueId(first.0 + k as u32)),
-            (Some(&(_, n)), None) => Err(self.c.error_with(
+            (Some((first, 1)), None) => Ok(first),
+            (Some((first, n)), Some(k)) if k < u64::from(n) => Ok(ValueId(first.0 + k as u32)),
+            (Some((_, n)), None) => Err(self.c.error_with(
                 pos,
                 format!("one of the {n} results, like {name}#0"),
                 name.to_string(),
@@ -572,6 +674,7 @@ impl<'a> Parser<'a> {
         }
         let mut results = Vec::with_capacity(nres);
         let mut types = result_types.into_iter();
+        let mut shardings = attrs.sharding.map(|(_, s)| s.0.into_iter());
         let mut index = 0;
         for (gname, count, pos) in result_groups {
             let first = ValueId(fb.func.values.len() as u32);
@@ -584,9 +687,9 @@ impl<'a> Parser<'a> {
                 let ty = types
                     .next()
                     .unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
-                let sharding = attrs.sharding.as_ref().map(|(_, s)| s.0[index].clone());
+                let sharding = shardings.as_mut().and_then(|it| it.next());
                 let vid = fb.func.add_value(Value {
-                    name: vname.clone(),
+                    name: vname,
                     ty,
                     sharding,
                     def: ValueDef::Result { op: id, index },
