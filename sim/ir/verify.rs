@@ -472,8 +472,12 @@ pub fn infer_result_types(
                         interior[i]
                     ));
                 }
-                let size =
-                    low[i] as i128 + high[i] as i128 + d + (d - 1).max(0) * interior[i] as i128;
+                // Checked: a fuzzed text can hold sizes whose padded size overflows i128.
+                let size = (d - 1)
+                    .max(0)
+                    .checked_mul(interior[i] as i128)
+                    .and_then(|x| x.checked_add(d + low[i] as i128 + high[i] as i128))
+                    .unwrap_or(i128::MAX);
                 if size < 0 || size > u64::MAX as i128 {
                     return Err(format!("dim {i}: padded size {size} is out of range"));
                 }
