@@ -6,4 +6,5 @@ mod errors;
 mod fixtures;
 mod fuzz;
 mod interp;
+mod props;
 mod snippets;

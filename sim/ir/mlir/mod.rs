@@ -18,3 +18,9 @@ pub fn parse_and_verify(text: &str) -> Result<Module, IrError> {
     verify_module(&m)?;
     Ok(m)
 }
+
+/// Structural equality: same meshes, functions, ops, types, shardings, rules and
+/// attributes, whatever the value names and source locations.
+pub fn same_structure(a: &Module, b: &Module) -> bool {
+    print_canonical(a) == print_canonical(b)
+}
