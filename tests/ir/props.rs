@@ -73,3 +73,21 @@ proptest! {
         prop_assert_eq!(back.to_bits(), v.to_bits(), "{}", text);
     }
 }
+
+/// Rules as Shardy's own registry tests print them (all suffixes, `custom`, no factors).
+#[test]
+fn shardy_printed_rules_round_trip() {
+    let rules = [
+        "#sdy.op_sharding_rule<([i, j, k], [])->([i, j, k]) {i=28, j=28, k=16} permutation={i, j} blocked_propagation={i, j}>",
+        "#sdy.op_sharding_rule<([i, j, k, l])->([i, k, l]) {i=2, j=3, k=5, l=7} reduction={j} need_replication={i, l} permutation={k} blocked_propagation={l}>",
+        "#sdy.op_sharding_rule<([i, j, k])->([i, j, k]) {i=8, j=8, k=8} need_replication={j, k} blocked_propagation={i, k}, custom>",
+        "#sdy.op_sharding_rule<([])->([]), custom>",
+        "#sdy.op_sharding_rule<([ij, k])->([i, j, k]) {i=2, j=4, k=8}>",
+    ];
+    for r in rules {
+        let parsed = OpShardingRule::parse(r).unwrap_or_else(|e| panic!("{r}: {e}"));
+        assert_eq!(parsed.to_string(), r);
+    }
+    let r = OpShardingRule::parse(rules[4]).unwrap();
+    assert_eq!(r.operand_mappings, vec![vec![vec![0, 1], vec![2]]]);
+}
