@@ -58,6 +58,16 @@ fn every_fixture_parses_verifies_and_round_trips() {
             failures.push(format!("{}: printing is not a fixed point", p.display()));
         }
         assert!(parse_module(&printed).is_ok());
+        // The canonical (renumbered) text is a valid program with the same structure.
+        let canon = shardsim::ir::mlir::print_canonical(&m);
+        match parse_and_verify(&canon) {
+            Ok(c) => assert!(
+                shardsim::ir::mlir::same_structure(&m, &c),
+                "{}",
+                p.display()
+            ),
+            Err(e) => failures.push(format!("{} (canonical): {e}", p.display())),
+        }
     }
     assert!(
         failures.is_empty(),

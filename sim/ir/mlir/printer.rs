@@ -136,22 +136,29 @@ impl Printer {
         let names = if self.canonical {
             let mut names = vec![String::new(); f.values.len()];
             let mut next = 0usize;
-            let mut assign = |v: ValueId, names: &mut Vec<String>| {
-                names[v.0 as usize] = format!("%v{next}");
+            let mut assign = |vs: &[ValueId], names: &mut Vec<String>| {
+                for (k, v) in vs.iter().enumerate() {
+                    // A multi-result op's results are `%vN#k` so the text parses back.
+                    names[v.0 as usize] = if vs.len() == 1 {
+                        format!("%v{next}")
+                    } else {
+                        format!("%v{next}#{k}")
+                    };
+                }
                 next += 1;
             };
             for &a in &f.args {
-                assign(a, &mut names);
+                assign(&[a], &mut names);
             }
             for id in f.walk() {
                 let op = f.op(id);
                 for r in &op.regions {
                     for &a in &r.args {
-                        assign(a, &mut names);
+                        assign(&[a], &mut names);
                     }
                 }
-                for &r in &op.results {
-                    assign(r, &mut names);
+                if !op.results.is_empty() {
+                    assign(&op.results, &mut names);
                 }
             }
             names
