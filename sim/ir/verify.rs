@@ -5,7 +5,7 @@
 use crate::base::{DType, TensorType};
 use crate::sharding::TensorSharding;
 
-use super::model::{Func, Module, Op, OpId, Region, ValueId};
+use super::model::{Func, Module, Op, OpId, Region};
 use super::ops::{checked_elements, DenseValue, OpKind};
 use super::IrError;
 
@@ -987,9 +987,4 @@ fn check_collective_axes(m: &Module, op: &Op) -> Result<(), IrError> {
             .map_err(|e| err(op, format!("axis {a}: {e}")))?;
     }
     Ok(())
-}
-
-/// The value ids an op reads, for users that walk the graph.
-pub fn operand_ids(op: &Op) -> &[ValueId] {
-    &op.operands
 }
