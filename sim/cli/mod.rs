@@ -3,9 +3,10 @@
 
 mod bench_cmd;
 mod bench_engine;
+mod bench_parse;
 mod bench_propagate;
-mod interp_cmd;
 mod check_cmd;
+mod interp_cmd;
 mod mesh_cmd;
 mod output;
 mod propagate_cmd;
@@ -36,7 +37,6 @@ pub enum Command {
     Topology(topology_cmd::TopologyArgs),
     /// Parse and verify an MLIR program; print functions, ops by kind, meshes, sharded values.
     Check(check_cmd::CheckArgs),
-    /// Speed measurements (e.g. `bench parse --ops 100000`).
 }
 
 /// Run a parsed command line.
