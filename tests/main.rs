@@ -1,6 +1,7 @@
 //! The single integration-test binary (one binary, one link step): each module
 //! tests one part of shardsim against data in `tests/fixtures/`.
 
+mod architecture;
 mod cli;
 mod common;
 mod engine;

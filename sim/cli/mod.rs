@@ -27,16 +27,16 @@ pub enum Command {
     /// Show a device mesh in Shardy, TF DTensor and TVM form, every device's
     /// coordinates and, with --sharding and --tensor, each device's shard.
     Mesh(mesh_cmd::MeshArgs),
+    /// Parse and verify an MLIR program; print functions, ops by kind, meshes, sharded values.
+    Check(check_cmd::CheckArgs),
     /// Evaluate a program on one device (the numerics reference) and write out<i>.npy.
     Interp(interp_cmd::InterpArgs),
     /// Complete a program's shardings as Shardy (JAX's propagator) would.
     Propagate(propagate_cmd::PropagateArgs),
-    /// Performance benchmarks (figures for the issue notes; not tests).
-    Bench(bench_cmd::BenchArgs),
     /// Hardware topologies: list presets, show one, route between components.
     Topology(topology_cmd::TopologyArgs),
-    /// Parse and verify an MLIR program; print functions, ops by kind, meshes, sharded values.
-    Check(check_cmd::CheckArgs),
+    /// Performance benchmarks (figures for the issue notes; not tests).
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// Run a parsed command line.
