@@ -47,17 +47,26 @@ fn no_part_imports_a_part_above_it() {
             continue;
         }
         let part = dir.file_name().unwrap().to_string_lossy().to_string();
-        let rank = PARTS.iter().position(|p| *p == part).unwrap_or_else(|| panic!("sim/{part}/ is not listed in PARTS (ARCHITECTURE.md)"));
+        let rank = PARTS
+            .iter()
+            .position(|p| *p == part)
+            .unwrap_or_else(|| panic!("sim/{part}/ is not listed in PARTS (ARCHITECTURE.md)"));
         let mut files = Vec::new();
         rust_files(&dir, &mut files);
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();
             for (i, _) in text.match_indices("crate::") {
-                let name: String = text[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let name: String = text[i + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
                 if let Some(dep) = PARTS.iter().position(|p| *p == name) {
                     checked += 1;
                     if dep > rank {
-                        violations.push(format!("{} imports crate::{name}, a part above {part}", f.display()));
+                        violations.push(format!(
+                            "{} imports crate::{name}, a part above {part}",
+                            f.display()
+                        ));
                     }
                 }
             }

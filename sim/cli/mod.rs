@@ -9,6 +9,7 @@ mod check_cmd;
 mod interp_cmd;
 mod mesh_cmd;
 mod output;
+mod plan_cmd;
 mod propagate_cmd;
 mod topology_cmd;
 
@@ -35,6 +36,8 @@ pub enum Command {
     Propagate(propagate_cmd::PropagateArgs),
     /// Hardware topologies: list presets, show one, route between components.
     Topology(topology_cmd::TopologyArgs),
+    /// Device planning: where values live, and the device copies between memory scopes.
+    Plan(plan_cmd::PlanArgs),
     /// Performance benchmarks (figures for the issue notes; not tests).
     Bench(bench_cmd::BenchArgs),
 }
@@ -45,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Interp(args) => interp_cmd::run(args),
         Command::Propagate(args) => propagate_cmd::run(args),
+        Command::Plan(args) => plan_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Topology(args) => topology_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),

@@ -417,6 +417,12 @@ pub enum OpKind {
     CollectivePermute {
         out_sharding: TensorSharding,
     },
+    /// `"shardsim.device_copy"`: move a value between virtual devices / memory
+    /// scopes (inserted by device planning; `src`/`dst` are VirtualDevice texts).
+    DeviceCopy {
+        src: String,
+        dst: String,
+    },
     /// `func.call @callee` (printed `call`).
     Call {
         callee: String,
@@ -467,6 +473,7 @@ impl OpKind {
             OpKind::ReduceScatter { .. } => "sdy.reduce_scatter",
             OpKind::AllToAll { .. } => "sdy.all_to_all",
             OpKind::CollectivePermute { .. } => "sdy.collective_permute",
+            OpKind::DeviceCopy { .. } => "shardsim.device_copy",
             OpKind::Call { .. } => "func.call",
             OpKind::Return => "func.return",
             OpKind::StablehloReturn => "stablehlo.return",

@@ -598,7 +598,7 @@ pub fn infer_result_types(
             }
             same_as(t[0])
         }
-        OpKind::PropagationBarrier { .. } => {
+        OpKind::PropagationBarrier { .. } | OpKind::DeviceCopy { .. } => {
             n(1)?;
             same_as(t[0])
         }

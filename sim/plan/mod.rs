@@ -4,9 +4,11 @@
 //! reports conflicting constraints by their sources, and lists the
 //! `device_copy` ops to insert where a producer and a consumer disagree.
 
+mod program;
 mod solver;
 mod virtual_device;
 
+pub use program::{plan_func, PlannedFunc};
 pub use solver::{plan_devices, Dataflow, DeviceCopy, OpId, Plan, Port, ValueId};
 pub use virtual_device::{DeviceType, Target, VirtualDevice};
 

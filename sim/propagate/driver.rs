@@ -109,7 +109,8 @@ fn classify(kind: &OpKind) -> OpClass {
         | OpKind::Clamp
         | OpKind::Convert
         | OpKind::ShardingConstraint { .. }
-        | OpKind::Reshard { .. } => OpClass::Elementwise,
+        | OpKind::Reshard { .. }
+        | OpKind::DeviceCopy { .. } => OpClass::Elementwise,
         OpKind::PropagationBarrier { .. } => OpClass::Barrier,
         OpKind::Reshape
         | OpKind::Transpose { .. }

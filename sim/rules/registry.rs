@@ -49,7 +49,8 @@ pub fn rule_for_types(
         | OpKind::Convert
         | OpKind::Iota { .. }
         | OpKind::ShardingConstraint { .. }
-        | OpKind::Reshard { .. } => {
+        | OpKind::Reshard { .. }
+        | OpKind::DeviceCopy { .. } => {
             b.pointwise(out?, &op_ranks, &res_ranks, &default);
         }
         OpKind::Reverse { dims } => {

@@ -6,6 +6,7 @@
 mod cli;
 mod files;
 mod plan;
+mod plan_program;
 mod presets;
 mod routing;
 mod units;

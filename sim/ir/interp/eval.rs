@@ -282,6 +282,7 @@ fn eval_op(
         OpKind::ShardingConstraint { .. }
         | OpKind::Reshard { .. }
         | OpKind::PropagationBarrier { .. }
+        | OpKind::DeviceCopy { .. }
         | OpKind::DataFlowEdge { .. }
         | OpKind::AllGather { .. }
         | OpKind::AllSlice { .. }

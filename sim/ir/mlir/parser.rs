@@ -1695,7 +1695,16 @@ impl<'a> Parser<'a> {
                     .error_with(pos, format!("one integer for '{key}'"), format!("{v:?}"))
             })
         };
+        let text = |raw: &mut Vec<RawAttr>, key: &str| -> Result<String, TextError> {
+            let v = take_attr(raw, key)
+                .ok_or_else(|| self.c.error_with(pos, format!("attribute '{key}'"), "none"))?;
+            Ok(v.trim().trim_matches('"').to_string())
+        };
         Ok(match name {
+            "shardsim.device_copy" => OpKind::DeviceCopy {
+                src: text(raw, "src")?,
+                dst: text(raw, "dst")?,
+            },
             "stablehlo.select" => OpKind::Select,
             "stablehlo.clamp" => OpKind::Clamp,
             "stablehlo.convert" => OpKind::Convert,

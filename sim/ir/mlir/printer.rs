@@ -442,6 +442,13 @@ impl Printer {
                     types_list(&self.operand_types(cx, op))
                 )
             }
+            OpKind::DeviceCopy { src, dst } => {
+                // Generic form with the devices as properties: MLIR-parsable, not a dialect we own.
+                format!(
+                    "{res}\"{name}\"({ops}) <{{dst = \"{dst}\", src = \"{src}\"}}>{attrs}{}",
+                    full(self)
+                )
+            }
             OpKind::PropagationBarrier { direction } => {
                 format!(
                     "{res}{name} {ops} allowed_direction={}{attrs}{}",

@@ -1,0 +1,49 @@
+//! `shardsim plan`: device planning (TVM's PlanDevices) on a program: where
+//! every value lives, and `shardsim.device_copy` ops where producer and consumer differ.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use shardsim::ir::mlir::print_module;
+use shardsim::plan::{plan_func, VirtualDevice};
+
+use super::output::{read_module, write_output};
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The program; arguments and results may carry `mhlo.memory_kind` or `shardsim.virtual_device`.
+    input: PathBuf,
+    /// The default virtual device for whatever no constraint fixes.
+    #[arg(long, default_value = "(cuda, ?, cuda, global)")]
+    device: String,
+    /// Write the planned program here instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+    let mut module = read_module(&args.input)?;
+    let default: VirtualDevice = args
+        .device
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--device: {e}"))?;
+    let mut summary = Vec::new();
+    for f in &mut module.funcs {
+        let planned = plan_func(f, &default).map_err(|e| anyhow::anyhow!("@{}: {e}", f.name))?;
+        for (value, from, to) in &planned.copies {
+            summary.push(format!(
+                "// @{}: device_copy {value} {from} -> {to}",
+                f.name
+            ));
+        }
+        *f = planned.func;
+    }
+    if summary.is_empty() {
+        summary.push("// no device copies needed".into());
+    }
+    write_output(
+        args.output.as_deref(),
+        &format!("{}\n{}", summary.join("\n"), print_module(&module)),
+    )
+}
