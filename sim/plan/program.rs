@@ -43,13 +43,16 @@ fn attr_device(attrs: &[RawAttr]) -> Result<Option<(VirtualDevice, String)>, Pla
     Ok(None)
 }
 
+/// An inserted copy: (copied value name, from, to).
+pub type CopyNote = (String, VirtualDevice, VirtualDevice);
+
 /// A planned function: the plan over its dataflow and the function with copies inserted.
 #[derive(Debug, Clone)]
 pub struct PlannedFunc {
     pub plan: Plan,
     pub func: Func,
-    /// Per inserted copy: (copied value name, from, to).
-    pub copies: Vec<(String, VirtualDevice, VirtualDevice)>,
+    /// Every inserted copy, in plan order.
+    pub copies: Vec<CopyNote>,
 }
 
 /// Plan `func` with `default` filling whatever no constraint fixes.
@@ -160,7 +163,7 @@ fn insert_copies(
     original: &Func,
     plan: &Plan,
     op_of: &[(super::OpId, IrOp)],
-) -> Result<(Func, Vec<(String, VirtualDevice, VirtualDevice)>), PlanError> {
+) -> Result<(Func, Vec<CopyNote>), PlanError> {
     let mut func = original.clone();
     let ir_op = |o: super::OpId| op_of.iter().find(|(d, _)| *d == o).map(|(_, i)| *i);
     // Copies to place before an op (operand copies) or after it (result copies), by IR op.
