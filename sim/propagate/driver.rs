@@ -244,8 +244,9 @@ fn propagate_func(
                 // Each level sees only dims of priority <= level; the rest wait.
                 let saved: Vec<Option<TensorSharding>> =
                     func.values.iter().map(|v| v.sharding.clone()).collect();
+                let saved_results = func.result_shardings.clone();
                 for level in 0..=max {
-                    restrict_to_priority(func, &saved, level);
+                    restrict_to_priority(func, &saved, &saved_results, level);
                     op_priority(func, &mut st, &format!("user priority p{level}, "));
                 }
             }
@@ -260,30 +261,49 @@ fn max_user_priority(func: &Func) -> Option<i64> {
     func.values
         .iter()
         .filter_map(|v| v.sharding.as_ref())
+        .chain(func.result_shardings.iter().flatten())
         .flat_map(|s| s.dims.iter().filter_map(|d| d.priority))
         .max()
 }
 
-/// Before user-priority level `level`: dims of a weaker priority that nothing
-/// changed yet are emptied and opened; dims of this level get their axes back.
-fn restrict_to_priority(func: &mut Func, saved: &[Option<TensorSharding>], level: i64) {
-    for (v, original) in func.values.iter_mut().zip(saved) {
-        let (Some(cur), Some(orig)) = (v.sharding.as_mut(), original.as_ref()) else {
-            continue;
-        };
-        for (d, od) in cur.dims.iter_mut().zip(&orig.dims) {
-            match od.priority {
-                Some(p) if p > level && d.axes == od.axes => {
-                    d.axes.clear();
-                    d.is_closed = false;
-                }
-                Some(p) if p == level && d.axes.is_empty() => {
-                    d.axes = od.axes.clone();
-                    d.is_closed = od.is_closed;
-                }
-                _ => {}
+/// Shardy's user priorities: before level 0, every dim with a priority above
+/// 0 is emptied and opened; at level `p > 0`, the dims of priority `p` get their
+/// original axes and closedness back, overriding what lower levels propagated.
+fn apply_priority_level(
+    current: &mut Option<TensorSharding>,
+    original: &Option<TensorSharding>,
+    level: i64,
+) {
+    let (Some(cur), Some(orig)) = (current.as_mut(), original.as_ref()) else {
+        return;
+    };
+    for (d, od) in cur.dims.iter_mut().zip(&orig.dims) {
+        match od.priority {
+            Some(p) if level == 0 && p > 0 => {
+                d.axes.clear();
+                d.is_closed = false;
             }
+            Some(p) if level > 0 && p == level => {
+                d.axes = od.axes.clone();
+                d.is_closed = od.is_closed;
+            }
+            _ => {}
         }
+    }
+}
+
+/// [`apply_priority_level`] on every value and function result.
+fn restrict_to_priority(
+    func: &mut Func,
+    saved: &[Option<TensorSharding>],
+    saved_results: &[Option<TensorSharding>],
+    level: i64,
+) {
+    for (v, original) in func.values.iter_mut().zip(saved) {
+        apply_priority_level(&mut v.sharding, original, level);
+    }
+    for (r, original) in func.result_shardings.iter_mut().zip(saved_results) {
+        apply_priority_level(r, original, level);
     }
 }
 
