@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use shardsim::mesh::{AxisRef, DeviceIds, Mesh, MeshAxis};
 
-use crate::strategies::{arb_mesh, col_of};
+use crate::strategies::{arb_mesh, assert_errors_at};
 
 #[test]
 fn seed_dtensor_unravel_index_3x2() {
@@ -198,19 +198,7 @@ const BAD_MESHES: &[(&str, &str, &str)] = &[
 
 #[test]
 fn malformed_meshes_name_problem_and_column() {
-    for (text, at, says) in BAD_MESHES {
-        let err = Mesh::parse(text).unwrap_err();
-        let col = if at.is_empty() {
-            text.chars().count() + 1
-        } else {
-            col_of(text, at)
-        };
-        assert_eq!((err.line, err.col), (1, col), "{text}: {err}");
-        assert!(
-            err.to_string().contains(says),
-            "{text}: {err} (wanted '{says}')"
-        );
-    }
+    assert_errors_at(BAD_MESHES, |t| Mesh::parse(t).map(|_| ()));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use shardsim::mesh::Mesh;
 use shardsim::sharding::{Placement, PlacementSpec, ShardLayout, ShardingPerValue, TensorSharding};
 
-use crate::strategies::{arb_sharded, col_of};
+use crate::strategies::{arb_sharded, assert_errors_at};
 
 fn meshes() -> Vec<(String, Mesh)> {
     vec![(
@@ -93,19 +93,9 @@ const BAD_SHARDINGS: &[(&str, &str, &str)] = &[
 fn malformed_shardings_name_problem_and_column() {
     let m = meshes();
     assert!(BAD_SHARDINGS.len() >= 20);
-    for (text, at, says) in BAD_SHARDINGS {
-        let err = TensorSharding::parse_checked(text, &m).unwrap_err();
-        let col = if at.is_empty() {
-            text.chars().count() + 1
-        } else {
-            col_of(text, at)
-        };
-        assert_eq!((err.line, err.col), (1, col), "{text}: {err}");
-        assert!(
-            err.to_string().contains(says),
-            "{text}: {err} (wanted '{says}')"
-        );
-    }
+    assert_errors_at(BAD_SHARDINGS, |t| {
+        TensorSharding::parse_checked(t, &m).map(|_| ())
+    });
 }
 
 #[test]

@@ -4,6 +4,28 @@ use proptest::prelude::*;
 use shardsim::mesh::{AxisRef, Mesh, MeshAxis};
 use shardsim::sharding::{DimSharding, MeshRef, TensorSharding};
 
+/// Check malformed one-line texts: each `(text, where the error points, what
+/// it says)` must fail at line 1 and that column (end of text when `at` is empty)
+/// with a message containing `says`.
+pub fn assert_errors_at(
+    cases: &[(&str, &str, &str)],
+    parse: impl Fn(&str) -> Result<(), shardsim::base::TextError>,
+) {
+    for (text, at, says) in cases {
+        let err = parse(text).expect_err(text);
+        let col = if at.is_empty() {
+            text.chars().count() + 1
+        } else {
+            col_of(text, at)
+        };
+        assert_eq!((err.line, err.col), (1, col), "{text}: {err}");
+        assert!(
+            err.to_string().contains(says),
+            "{text}: {err} (wanted '{says}')"
+        );
+    }
+}
+
 /// 1-based column of the first occurrence of `needle` in `text`.
 pub fn col_of(text: &str, needle: &str) -> usize {
     let i = text

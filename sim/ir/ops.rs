@@ -481,6 +481,24 @@ impl OpKind {
         }
     }
 
+    /// Elementwise ops in Shardy's sense (every operand of the result's rank maps
+    /// dim for dim onto the result): the StableHLO elementwise ops, sharding
+    /// constraints, reshards and device copies.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            OpKind::Unary(_)
+                | OpKind::Binary(_)
+                | OpKind::Compare { .. }
+                | OpKind::Select
+                | OpKind::Clamp
+                | OpKind::Convert
+                | OpKind::ShardingConstraint { .. }
+                | OpKind::Reshard { .. }
+                | OpKind::DeviceCopy { .. }
+        )
+    }
+
     /// True for the ops that end a block.
     pub fn is_terminator(&self) -> bool {
         matches!(

@@ -102,20 +102,14 @@ enum OpClass {
 
 fn classify(kind: &OpKind) -> OpClass {
     match kind {
-        OpKind::Unary(_)
-        | OpKind::Binary(_)
-        | OpKind::Compare { .. }
-        | OpKind::Select
-        | OpKind::Clamp
-        | OpKind::Convert
-        | OpKind::ShardingConstraint { .. }
-        | OpKind::Reshard { .. }
-        | OpKind::DeviceCopy { .. } => OpClass::Elementwise,
+        k if k.is_elementwise() => OpClass::Elementwise,
         OpKind::PropagationBarrier { .. } => OpClass::Barrier,
+        // Named computations and calls propagate through data-flow edges, which are pass-through.
         OpKind::Reshape
         | OpKind::Transpose { .. }
         | OpKind::DataFlowEdge { .. }
-        | OpKind::NamedComputation { .. } => OpClass::PassThrough,
+        | OpKind::NamedComputation { .. }
+        | OpKind::Call { .. } => OpClass::PassThrough,
         OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice => OpClass::ForwardOnly,
         OpKind::BroadcastInDim { .. } => OpClass::Broadcast,
         _ => OpClass::Other,

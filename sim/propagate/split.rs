@@ -24,22 +24,21 @@ fn is_constant_kind(kind: &OpKind) -> bool {
 }
 
 fn may_fold(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Unary(_)
-            | OpKind::Binary(_)
-            | OpKind::Compare { .. }
-            | OpKind::Select
-            | OpKind::Clamp
-            | OpKind::Convert
-            | OpKind::BroadcastInDim { .. }
-            | OpKind::Reshape
-            | OpKind::Transpose { .. }
-            | OpKind::Slice { .. }
-            | OpKind::Concatenate { .. }
-            | OpKind::Pad { .. }
-            | OpKind::Reverse { .. }
-    )
+    (kind.is_elementwise()
+        && !matches!(
+            kind,
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. } | OpKind::DeviceCopy { .. }
+        ))
+        || matches!(
+            kind,
+            OpKind::BroadcastInDim { .. }
+                | OpKind::Reshape
+                | OpKind::Transpose { .. }
+                | OpKind::Slice { .. }
+                | OpKind::Concatenate { .. }
+                | OpKind::Pad { .. }
+                | OpKind::Reverse { .. }
+        )
 }
 
 /// Give every extra top-level use of a constant expression its own copy.

@@ -41,16 +41,7 @@ pub fn rule_for_types(
     let default = |_: usize| FactorKind::Default;
     let out = results.first().map(|t| t.shape.as_slice());
     match kind {
-        OpKind::Unary(_)
-        | OpKind::Binary(_)
-        | OpKind::Compare { .. }
-        | OpKind::Select
-        | OpKind::Clamp
-        | OpKind::Convert
-        | OpKind::Iota { .. }
-        | OpKind::ShardingConstraint { .. }
-        | OpKind::Reshard { .. }
-        | OpKind::DeviceCopy { .. } => {
+        k if k.is_elementwise() || matches!(k, OpKind::Iota { .. }) => {
             b.pointwise(out?, &op_ranks, &res_ranks, &default);
         }
         OpKind::Reverse { dims } => {
