@@ -65,23 +65,41 @@ pub struct Report {
     pub steps: BTreeMap<String, Vec<Step>>,
 }
 
-/// A unit of propagation: an op with a rule, or an identity edge between values
-/// (named computation arguments/results, data flow edges, barriers).
+/// A unit of propagation: an op with its rule, or an identity edge between two
+/// values (named computation and call arguments/results, data-flow edges,
+/// barriers), with everything a visit needs precomputed.
 #[derive(Debug, Clone)]
-enum Unit {
-    Op {
-        op: OpId,
-        rule: OpShardingRule,
-        class: OpClass,
-    },
-    /// Identity between `source` and `target`, restricted to `direction`.
-    Edge {
+struct Unit {
+    op: OpId,
+    rule: OpShardingRule,
+    class: OpClass,
+    /// Operands then results.
+    tensors: Vec<ValueId>,
+    n_operands: usize,
+    /// An edge's own direction (None for ops).
+    fixed_dir: Option<Direction>,
+}
+
+impl Unit {
+    /// An identity edge from `source` to `target`.
+    fn edge(
+        func: &Func,
         op: OpId,
         source: ValueId,
         target: ValueId,
         direction: Direction,
         class: OpClass,
-    },
+    ) -> Unit {
+        let ty = &func.value(source).ty;
+        Unit {
+            op,
+            rule: identity_rule_sized(&ty.shape, ty.rank()),
+            class,
+            tensors: vec![source, target],
+            n_operands: 1,
+            fixed_dir: Some(direction),
+        }
+    }
 }
 
 /// What the op-priority schedule needs to know about an op.
@@ -113,14 +131,6 @@ fn classify(kind: &OpKind) -> OpClass {
         OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice => OpClass::ForwardOnly,
         OpKind::BroadcastInDim { .. } => OpClass::Broadcast,
         _ => OpClass::Other,
-    }
-}
-
-impl Unit {
-    fn op(&self) -> OpId {
-        match self {
-            Unit::Op { op, .. } | Unit::Edge { op, .. } => *op,
-        }
     }
 }
 
@@ -531,45 +541,35 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     crate::ir::PropagationDirection::Backward => Direction::Backward,
                     crate::ir::PropagationDirection::Both => Direction::Both,
                 };
-                units.push(Unit::Edge {
-                    op: id,
-                    source: op.operands[0],
-                    target: op.results[0],
+                units.push(Unit::edge(
+                    func,
+                    id,
+                    op.operands[0],
+                    op.results[0],
                     direction,
                     class,
-                });
+                ));
             }
             OpKind::DataFlowEdge { .. } => {
-                units.push(Unit::Edge {
-                    op: id,
-                    source: op.operands[0],
-                    target: op.results[0],
-                    direction: Direction::Both,
+                units.push(Unit::edge(
+                    func,
+                    id,
+                    op.operands[0],
+                    op.results[0],
+                    Direction::Both,
                     class,
-                });
+                ));
             }
             OpKind::NamedComputation { .. } | OpKind::Call { .. } => {
                 // Propagate through as if inlined (a call carries a copy of its callee's body): operands <-> block arguments,
                 // returned values <-> results.
                 if let Some(region) = op.regions.first() {
                     for (&src, &arg) in op.operands.iter().zip(&region.args) {
-                        units.push(Unit::Edge {
-                            op: id,
-                            source: src,
-                            target: arg,
-                            direction: Direction::Both,
-                            class,
-                        });
+                        units.push(Unit::edge(func, id, src, arg, Direction::Both, class));
                     }
                     if let Some(&ret) = region.ops.last() {
                         for (&src, &res) in func.op(ret).operands.iter().zip(&op.results) {
-                            units.push(Unit::Edge {
-                                op: id,
-                                source: src,
-                                target: res,
-                                direction: Direction::Both,
-                                class,
-                            });
+                            units.push(Unit::edge(func, id, src, res, Direction::Both, class));
                         }
                     }
                 }
@@ -580,24 +580,20 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     if rule.operand_mappings.len() == op.operands.len()
                         && rule.result_mappings.len() == op.results.len()
                     {
-                        units.push(Unit::Op {
+                        units.push(Unit {
                             op: id,
                             rule,
                             class,
+                            tensors: op.operands.iter().chain(&op.results).copied().collect(),
+                            n_operands: op.operands.len(),
+                            fixed_dir: None,
                         });
                     }
                 }
             }
         }
         for (u, unit) in units.iter().enumerate().skip(before) {
-            let values: Vec<ValueId> = match unit {
-                Unit::Op { op, .. } => {
-                    let o = func.op(*op);
-                    o.operands.iter().chain(&o.results).copied().collect()
-                }
-                Unit::Edge { source, target, .. } => vec![*source, *target],
-            };
-            for v in values {
+            for &v in &unit.tensors {
                 if !st.touching[v.0 as usize].contains(&u) {
                     st.touching[v.0 as usize].push(u);
                 }
@@ -760,39 +756,27 @@ fn propagate_unit(
 ) -> Vec<ValueId> {
     let units = std::rc::Rc::clone(&st.units);
     let unit = &units[u];
-    let op_id = unit.op();
-    let edge_rule;
-    let (operands, results, rule, fixed_dir, class): (
-        Vec<ValueId>,
-        Vec<ValueId>,
-        &OpShardingRule,
-        Option<Direction>,
-        OpClass,
-    ) = match unit {
-        Unit::Op { rule, class, .. } => {
-            let o = func.op(op_id);
-            (o.operands.clone(), o.results.clone(), rule, None, *class)
+    let (op_id, rule, class, fixed_dir) = (unit.op, &unit.rule, unit.class, unit.fixed_dir);
+    let n_ops = unit.n_operands;
+    let tensors = &unit.tensors;
+    let (operands, results) = tensors.split_at(n_ops);
+    let is_barrier = class == OpClass::Barrier;
+    let direction = |f: usize| -> Direction {
+        if rule.blocked_propagation_factors.contains(&f) {
+            return Direction::None;
         }
-        Unit::Edge {
-            source,
-            target,
-            direction,
-            class,
-            ..
-        } => {
-            let ty = &func.value(*source).ty;
-            edge_rule = identity_rule_sized(&ty.shape, ty.rank());
-            (
-                vec![*source],
-                vec![*target],
-                &edge_rule,
-                Some(*direction),
-                *class,
-            )
+        match (fixed_dir, level) {
+            (Some(d), _) if is_barrier => d,
+            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f)),
+            (Some(d), None) => d,
+            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f),
+            (None, None) => Direction::Both,
         }
     };
-    let n_ops = operands.len();
-    let tensors: Vec<ValueId> = operands.iter().chain(&results).copied().collect();
+    // Nothing may move in this pass: skip the projection altogether.
+    if (0..rule.factor_sizes.len()).all(|f| direction(f) == Direction::None) {
+        return Vec::new();
+    }
     // Borrow the current shardings only to build the projection: most visits change nothing.
     let (mesh_name, mesh, mut p) = {
         let refs: Vec<Option<&TensorSharding>> = tensors
@@ -815,19 +799,6 @@ fn propagate_unit(
         };
         (mesh_name, mesh, p)
     };
-    let is_barrier = class == OpClass::Barrier;
-    let direction = |f: usize| -> Direction {
-        if rule.blocked_propagation_factors.contains(&f) {
-            return Direction::None;
-        }
-        match (fixed_dir, level) {
-            (Some(d), _) if is_barrier => d,
-            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f)),
-            (Some(d), None) => d,
-            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f),
-            (None, None) => Direction::Both,
-        }
-    };
     let ctx = FactorContext {
         factor_sizes: &rule.factor_sizes,
         mesh,
@@ -847,9 +818,8 @@ fn propagate_unit(
         Some(&r) => format!("{} = {}", func.value(r).name, func.op(op_id).kind.name()),
         None => func.op(op_id).kind.name().to_string(),
     };
-    let names: Vec<String> = operands
+    let names: Vec<String> = tensors
         .iter()
-        .chain(&results)
         .map(|&v| func.value(v).name.clone())
         .collect();
     // The neighbours that were sharded before this step: where the axes came from.
@@ -955,10 +925,8 @@ fn export(func: &mut Func, st: &State<'_>) {
             even(s, &shape);
         }
     }
-    for unit in st.units.iter() {
-        if let Unit::Op { op, rule, .. } = unit {
-            func.op_mut(*op).rule = Some(rule.clone());
-        }
+    for unit in st.units.iter().filter(|u| u.fixed_dir.is_none()) {
+        func.op_mut(unit.op).rule = Some(unit.rule.clone());
     }
     for id in func.walk() {
         if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
