@@ -6,6 +6,7 @@ mod bench_engine;
 mod bench_parse;
 mod bench_propagate;
 mod check_cmd;
+mod collective_cmd;
 mod interp_cmd;
 mod mesh_cmd;
 mod output;
@@ -40,6 +41,8 @@ pub enum Command {
     Plan(plan_cmd::PlanArgs),
     /// Performance benchmarks (figures for the issue notes; not tests).
     Bench(bench_cmd::BenchArgs),
+    /// nccl-tests in simulation: time a collective over a sweep of sizes.
+    Collective(collective_cmd::CollectiveArgs),
 }
 
 /// Run a parsed command line.
@@ -52,5 +55,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Topology(args) => topology_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
+        Command::Collective(args) => collective_cmd::run(args),
     }
 }

@@ -1,0 +1,406 @@
+//! Algorithms: each builds a [`Plan`] for one operation over `n` ranks and a
+//! message of `total` elements (nccl-tests' size S / element size).
+
+use super::blocks::*;
+use super::kinds::{Algorithm, CollectiveOp};
+use super::plan::{buffer_len, parallel, piece, push_at, split_range, Move, Plan, Via};
+use super::CollectiveError;
+
+/// What an algorithm may need besides the operation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Pipeline chunks for trees and chains (at least 1).
+    pub chunks: usize,
+    /// The group's ranks by node, for hierarchical algorithms (each node's
+    /// ranks must be consecutive; every node the same count).
+    pub nodes: Vec<Vec<usize>>,
+}
+
+/// The algorithms that exist for `op` (whether they apply to a group is
+/// checked by [`build`]).
+pub fn algorithms_for(op: &CollectiveOp) -> &'static [Algorithm] {
+    use Algorithm::*;
+    match op {
+        CollectiveOp::AllReduce => &[
+            Ring,
+            Tree,
+            HalvingDoubling,
+            RecursiveDoubling,
+            Direct,
+            Nvls,
+            Hierarchical,
+        ],
+        CollectiveOp::AllGather => &[Ring, RecursiveDoubling, Direct, Hierarchical],
+        CollectiveOp::ReduceScatter => &[Ring, HalvingDoubling, Direct, Hierarchical],
+        CollectiveOp::Broadcast { .. } | CollectiveOp::Reduce { .. } => &[Ring, Tree],
+        CollectiveOp::Scatter { .. } | CollectiveOp::Gather { .. } => &[Tree, Direct],
+        CollectiveOp::AllToAll => &[Pairwise, Direct],
+        CollectiveOp::Permute { .. } => &[Direct],
+    }
+}
+
+/// The algorithms `auto` chooses among: those NCCL ships for the operation
+/// (ring, tree and NVLS for allreduce; ring for all-gather, reduce-scatter,
+/// broadcast and reduce; point-to-point for the rest), so `auto` predicts what
+/// nccl-tests measures. The others (halving-doubling, recursive doubling,
+/// one-shot direct, hierarchical) are there to be asked for by name.
+pub fn auto_algorithms(op: &CollectiveOp) -> &'static [Algorithm] {
+    use Algorithm::*;
+    match op {
+        CollectiveOp::AllReduce => &[Ring, Tree, Nvls],
+        CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &[Ring],
+        CollectiveOp::Broadcast { .. } | CollectiveOp::Reduce { .. } => &[Ring],
+        CollectiveOp::Scatter { .. } | CollectiveOp::Gather { .. } => &[Direct],
+        CollectiveOp::AllToAll => &[Pairwise],
+        CollectiveOp::Permute { .. } => &[Direct],
+    }
+}
+
+fn not_applicable(op: &CollectiveOp, algo: Algorithm, why: &str) -> CollectiveError {
+    CollectiveError::NotApplicable {
+        op: op.name(),
+        algo: algo.name(),
+        why: why.to_string(),
+    }
+}
+
+/// Build the plan of `op` with `algo` over `n` ranks.
+pub fn build(
+    op: &CollectiveOp,
+    algo: Algorithm,
+    n: usize,
+    total: u64,
+    opts: &PlanOptions,
+) -> Result<Plan, CollectiveError> {
+    if n == 0 {
+        return Err(CollectiveError::EmptyGroup);
+    }
+    if !algorithms_for(op).contains(&algo) {
+        return Err(not_applicable(op, algo, "no such algorithm for this operation"));
+    }
+    if let Some(root) = root_of(op) {
+        if root >= n {
+            return Err(CollectiveError::BadRank { rank: root, n });
+        }
+    }
+    let all: Vec<usize> = (0..n).collect();
+    let pieces: Vec<(u64, u64)> = (0..n).map(|i| piece(total, n, i)).collect();
+    let chunks = opts.chunks.max(1);
+    let pow2 = n.is_power_of_two();
+    use Algorithm::*;
+    let mut reduced = Vec::new();
+    let steps = match (op, algo) {
+        (CollectiveOp::AllReduce, _) => {
+            reduced = (0..n).map(|r| (r, 0, total)).collect();
+            allreduce(op, algo, &all, total, &pieces, chunks, opts)?
+        }
+        (CollectiveOp::AllGather, Ring) => ring_all_gather(&all, &pieces),
+        (CollectiveOp::AllGather, RecursiveDoubling) if pow2 => {
+            recursive_doubling_gather(&all, &pieces)
+        }
+        (CollectiveOp::AllGather, Direct) => vec![all_pairs(n, |i, _| pieces[i], false)],
+        (CollectiveOp::AllGather, Hierarchical) => {
+            let (nodes, m) = check_nodes(op, algo, n, opts)?;
+            let node_ranges: Vec<(u64, u64)> = nodes
+                .iter()
+                .map(|g| (pieces[g[0]].0, pieces[g[m - 1]].1))
+                .collect();
+            let mut steps = parallel(
+                nodes
+                    .iter()
+                    .map(|g| ring_all_gather(g, &g.iter().map(|&r| pieces[r]).collect::<Vec<_>>()))
+                    .collect(),
+            );
+            steps.extend(parallel(
+                (0..m)
+                    .map(|a| {
+                        let col: Vec<usize> = nodes.iter().map(|g| g[a]).collect();
+                        ring_all_gather(&col, &node_ranges)
+                    })
+                    .collect(),
+            ));
+            steps
+        }
+        (CollectiveOp::ReduceScatter, _) => {
+            reduced = (0..n).map(|r| (r, pieces[r].0, pieces[r].1 - pieces[r].0)).collect();
+            match algo {
+                Ring => ring_reduce_scatter(&all, &pieces),
+                HalvingDoubling if pow2 => recursive_halving(&all, &pieces),
+                Direct => vec![all_pairs(n, |_, j| pieces[j], true)],
+                Hierarchical => {
+                    let (nodes, m) = check_nodes(op, algo, n, opts)?;
+                    let node_ranges: Vec<(u64, u64)> = nodes
+                        .iter()
+                        .map(|g| (pieces[g[0]].0, pieces[g[m - 1]].1))
+                        .collect();
+                    let mut steps = parallel(
+                        (0..m)
+                            .map(|a| {
+                                let col: Vec<usize> = nodes.iter().map(|g| g[a]).collect();
+                                ring_reduce_scatter(&col, &node_ranges)
+                            })
+                            .collect(),
+                    );
+                    steps.extend(parallel(
+                        nodes
+                            .iter()
+                            .map(|g| {
+                                let r: Vec<(u64, u64)> = g.iter().map(|&x| pieces[x]).collect();
+                                ring_reduce_scatter(g, &r)
+                            })
+                            .collect(),
+                    ));
+                    steps
+                }
+                _ => return Err(not_applicable(op, algo, "needs a power-of-two group")),
+            }
+        }
+        (CollectiveOp::Broadcast { root }, _) | (CollectiveOp::Reduce { root }, _) => {
+            let reduce = matches!(op, CollectiveOp::Reduce { .. });
+            if reduce {
+                reduced = vec![(*root, 0, total)];
+            }
+            let order: Vec<usize> = (0..n).map(|v| (v + root) % n).collect();
+            match (algo, reduce) {
+                (Ring, _) => chain(&order, &split_range(0, total, chunks), reduce),
+                (Tree, false) => binomial_broadcast(&order, 0, total),
+                (Tree, true) => binomial_reduce(&order, 0, total),
+                _ => unreachable!("checked by algorithms_for"),
+            }
+        }
+        (CollectiveOp::Scatter { root }, _) | (CollectiveOp::Gather { root }, _) => {
+            let gather = matches!(op, CollectiveOp::Gather { .. });
+            let actual = |v: usize| (v + root) % n;
+            let ranges_of = |v0: usize, v1: usize| -> Vec<(u64, u64)> {
+                // Pieces of relative ranks v0..v1 as contiguous actual ranges.
+                let mut out: Vec<(u64, u64)> = Vec::new();
+                for v in v0..v1 {
+                    let p = pieces[actual(v)];
+                    match out.last_mut() {
+                        Some(last) if last.1 == p.0 => last.1 = p.1,
+                        _ => out.push(p),
+                    }
+                }
+                out
+            };
+            let mk = |from: usize, to: usize, v0: usize, v1: usize, step: &mut Vec<Move>| {
+                for (lo, hi) in ranges_of(v0, v1) {
+                    if hi > lo {
+                        step.push(Move::copy(actual(from), actual(to), lo, hi));
+                    }
+                }
+            };
+            match algo {
+                Direct => {
+                    let mut step = Vec::new();
+                    for v in 1..n {
+                        if gather {
+                            mk(v, 0, v, v + 1, &mut step);
+                        } else {
+                            mk(0, v, v, v + 1, &mut step);
+                        }
+                    }
+                    vec![step]
+                }
+                _ => {
+                    let mut ds = Vec::new();
+                    let mut d = 1;
+                    while d < n {
+                        ds.push(d);
+                        d <<= 1;
+                    }
+                    if !gather {
+                        ds.reverse();
+                    }
+                    ds.into_iter()
+                        .map(|d| {
+                            let mut step = Vec::new();
+                            for v in (0..n).filter(|v| v % (2 * d) == 0 && v + d < n) {
+                                let hi = (v + 2 * d).min(n);
+                                if gather {
+                                    mk(v + d, v, v + d, hi, &mut step);
+                                } else {
+                                    mk(v, v + d, v + d, hi, &mut step);
+                                }
+                            }
+                            step
+                        })
+                        .collect()
+                }
+            }
+        }
+        (CollectiveOp::AllToAll, _) => {
+            let mv = |i: usize, j: usize| Move {
+                from: i,
+                to: j,
+                src: pieces[j].0,
+                dst: total + pieces[i].0,
+                len: pieces[j].1 - pieces[j].0,
+                reduce: false,
+                via: Via::P2p,
+            };
+            let own: Vec<Move> = (0..n).map(|i| mv(i, i)).collect();
+            match algo {
+                Direct => {
+                    let mut step = own;
+                    step.extend((0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| mv(i, j)));
+                    vec![step]
+                }
+                _ => {
+                    let mut steps = vec![own];
+                    steps.extend((1..n).map(|k| (0..n).map(|i| mv(i, (i + k) % n)).collect()));
+                    steps
+                }
+            }
+        }
+        (CollectiveOp::Permute { pairs }, _) => {
+            let mut seen = vec![false; n];
+            let mut step = Vec::new();
+            for &(s, t) in pairs {
+                if s >= n || t >= n {
+                    return Err(CollectiveError::BadRank { rank: s.max(t), n });
+                }
+                if std::mem::replace(&mut seen[t], true) {
+                    return Err(CollectiveError::DuplicateTarget(t));
+                }
+                step.push(Move {
+                    from: s,
+                    to: t,
+                    src: 0,
+                    dst: total,
+                    len: total,
+                    reduce: false,
+                    via: Via::P2p,
+                });
+            }
+            vec![step]
+        }
+        _ => return Err(not_applicable(op, algo, "needs a power-of-two group")),
+    };
+    Ok(Plan {
+        ranks: n,
+        buffer_len: buffer_len(op, total),
+        steps: steps.into_iter().filter(|s| !s.is_empty()).collect(),
+        reduced,
+    })
+}
+
+fn root_of(op: &CollectiveOp) -> Option<usize> {
+    match op {
+        CollectiveOp::Broadcast { root }
+        | CollectiveOp::Reduce { root }
+        | CollectiveOp::Scatter { root }
+        | CollectiveOp::Gather { root } => Some(*root),
+        _ => None,
+    }
+}
+
+/// One step in which every rank `i` sends `range(i, j)` to every other `j`.
+fn all_pairs(n: usize, range: impl Fn(usize, usize) -> (u64, u64), reduce: bool) -> Vec<Move> {
+    let mut step = Vec::new();
+    for j in 0..n {
+        for i in (0..n).filter(|&i| i != j) {
+            let (lo, hi) = range(i, j);
+            if hi > lo {
+                step.push(if reduce {
+                    Move::reduce(i, j, lo, hi)
+                } else {
+                    Move::copy(i, j, lo, hi)
+                });
+            }
+        }
+    }
+    step
+}
+
+fn check_nodes(
+    op: &CollectiveOp,
+    algo: Algorithm,
+    n: usize,
+    opts: &PlanOptions,
+) -> Result<(Vec<Vec<usize>>, usize), CollectiveError> {
+    let nodes = &opts.nodes;
+    let m = nodes.first().map_or(0, Vec::len);
+    let consecutive = nodes.iter().flatten().copied().eq(0..n);
+    if nodes.len() < 2 || m == 0 || nodes.iter().any(|g| g.len() != m) || !consecutive {
+        return Err(not_applicable(
+            op,
+            algo,
+            "needs at least 2 nodes with the same number of consecutive ranks each",
+        ));
+    }
+    Ok((nodes.clone(), m))
+}
+
+fn allreduce(
+    op: &CollectiveOp,
+    algo: Algorithm,
+    all: &[usize],
+    total: u64,
+    pieces: &[(u64, u64)],
+    chunks: usize,
+    opts: &PlanOptions,
+) -> Result<Vec<Vec<Move>>, CollectiveError> {
+    let n = all.len();
+    use Algorithm::*;
+    Ok(match algo {
+        Ring => {
+            let mut s = ring_reduce_scatter(all, pieces);
+            s.extend(ring_all_gather(all, pieces));
+            s
+        }
+        Tree => {
+            // Two mirrored heap trees, each carrying half the message: a
+            // rank that is inner in one tree is (mostly) a leaf in the other.
+            let half = total / 2;
+            let mirror: Vec<usize> = all.iter().rev().copied().collect();
+            parallel(vec![
+                binary_tree_allreduce(all, &split_range(0, half, chunks)),
+                binary_tree_allreduce(&mirror, &split_range(half, total, chunks)),
+            ])
+        }
+        HalvingDoubling => halving_doubling_allreduce(all, 0, total),
+        RecursiveDoubling => recursive_doubling_allreduce(all, 0, total),
+        Direct => vec![all_pairs(n, |_, _| (0, total), true)],
+        Nvls => {
+            // Chunk c of every piece is reduced in the switch at step c and
+            // multicast back at step c + 1, so both directions of each link
+            // stay busy (up: reduce loads then stores; down: the reverse).
+            let mut steps = Vec::new();
+            for j in 0..n {
+                for (c, &(lo, hi)) in split_range(pieces[j].0, pieces[j].1, chunks).iter().enumerate() {
+                    if hi <= lo {
+                        continue;
+                    }
+                    for i in 0..n {
+                        let up = Move::reduce(i, j, lo, hi);
+                        push_at(&mut steps, c, Move { via: Via::SwitchReduce, ..up });
+                        let down = Move::copy(j, i, lo, hi);
+                        push_at(&mut steps, c + 1, Move { via: Via::SwitchMulticast, ..down });
+                    }
+                }
+            }
+            steps
+        }
+        Hierarchical => {
+            let (nodes, m) = check_nodes(op, algo, n, opts)?;
+            // Within a node, local rank a owns the a-th part of the message.
+            let local = split_range(0, total, m);
+            let mut steps = parallel(nodes.iter().map(|g| ring_reduce_scatter(g, &local)).collect());
+            steps.extend(parallel(
+                (0..m)
+                    .map(|a| {
+                        let col: Vec<usize> = nodes.iter().map(|g| g[a]).collect();
+                        let sub = split_range(local[a].0, local[a].1, col.len());
+                        let mut s = ring_reduce_scatter(&col, &sub);
+                        s.extend(ring_all_gather(&col, &sub));
+                        s
+                    })
+                    .collect(),
+            ));
+            steps.extend(parallel(nodes.iter().map(|g| ring_all_gather(g, &local)).collect()));
+            steps
+        }
+        Pairwise => return Err(not_applicable(op, algo, "not an allreduce algorithm")),
+    })
+}

@@ -1,0 +1,236 @@
+//! Building blocks shared by the algorithms: rings, recursive doubling and
+//! halving, binomial and binary trees, over a list of ranks (positions in the
+//! list are the algorithm's ranks; values are the group's ranks).
+
+use super::plan::{push_at, Move};
+
+type Steps = Vec<Vec<Move>>;
+
+/// Ring reduce-scatter: position `i` ends with `ranges[i]` reduced over all.
+pub fn ring_reduce_scatter(ranks: &[usize], ranges: &[(u64, u64)]) -> Steps {
+    let m = ranks.len();
+    (0..m.saturating_sub(1))
+        .map(|s| {
+            (0..m)
+                .filter_map(|i| {
+                    let (lo, hi) = ranges[(i + 2 * m - s - 1) % m];
+                    (hi > lo).then(|| Move::reduce(ranks[i], ranks[(i + 1) % m], lo, hi))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Ring all-gather: position `i` starts with `ranges[i]`; all end with all.
+pub fn ring_all_gather(ranks: &[usize], ranges: &[(u64, u64)]) -> Steps {
+    let m = ranks.len();
+    (0..m.saturating_sub(1))
+        .map(|s| {
+            (0..m)
+                .filter_map(|i| {
+                    let (lo, hi) = ranges[(i + m - s) % m];
+                    (hi > lo).then(|| Move::copy(ranks[i], ranks[(i + 1) % m], lo, hi))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Largest power of two `<= n` (n >= 1).
+pub fn pow2_floor(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.leading_zeros())
+}
+
+/// Recursive doubling allreduce of `[lo, hi)`: non-powers of two fold the
+/// `n - p` extra ranks into the first ones first and send the result back last.
+pub fn recursive_doubling_allreduce(ranks: &[usize], lo: u64, hi: u64) -> Steps {
+    fold_around(ranks, lo, hi, |core| {
+        let p = core.len();
+        let mut steps = Vec::new();
+        let mut d = 1;
+        while d < p {
+            steps.push(
+                (0..p)
+                    .map(|i| Move::reduce(core[i], core[i ^ d], lo, hi))
+                    .collect(),
+            );
+            d <<= 1;
+        }
+        steps
+    })
+}
+
+/// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling
+/// all-gather on the power-of-two core, with the same fold for extras.
+pub fn halving_doubling_allreduce(ranks: &[usize], lo: u64, hi: u64) -> Steps {
+    fold_around(ranks, lo, hi, |core| {
+        let p = core.len();
+        let ranges = super::plan::split_range(lo, hi, p);
+        let mut steps = recursive_halving(core, &ranges);
+        steps.extend(recursive_doubling_gather(core, &ranges));
+        steps
+    })
+}
+
+/// Recursive halving reduce-scatter over a power-of-two list: position `i`
+/// ends with `ranges[i]` reduced.
+pub fn recursive_halving(core: &[usize], ranges: &[(u64, u64)]) -> Steps {
+    let p = core.len();
+    let mut steps = Vec::new();
+    let mut d = p / 2;
+    while d >= 1 {
+        let mut step = Vec::new();
+        for i in 0..p {
+            // Position i keeps the half of its current block that holds i and
+            // sends the other half (the partner's) to i ^ d.
+            let j = i ^ d;
+            let block = i & !(2 * d - 1);
+            let (first, last) = if j & d == 0 {
+                (block, block + d)
+            } else {
+                (block + d, block + 2 * d)
+            };
+            let (a, b) = (ranges[first].0, ranges[last - 1].1);
+            if b > a {
+                step.push(Move::reduce(core[i], core[j], a, b));
+            }
+        }
+        steps.push(step);
+        d /= 2;
+    }
+    steps
+}
+
+/// Recursive doubling all-gather over a power-of-two list: position `i`
+/// starts with `ranges[i]`.
+pub fn recursive_doubling_gather(core: &[usize], ranges: &[(u64, u64)]) -> Steps {
+    let p = core.len();
+    let mut steps = Vec::new();
+    let mut d = 1;
+    while d < p {
+        let mut step = Vec::new();
+        for i in 0..p {
+            let block = i & !(d - 1);
+            let (a, b) = (ranges[block].0, ranges[block + d - 1].1);
+            if b > a {
+                step.push(Move::copy(core[i], core[i ^ d], a, b));
+            }
+        }
+        steps.push(step);
+        d <<= 1;
+    }
+    steps
+}
+
+/// Fold ranks beyond the largest power of two `p` onto the first `n - p`
+/// (reduce), run `core` on the first `p`, then copy the result back.
+fn fold_around(ranks: &[usize], lo: u64, hi: u64, core: impl Fn(&[usize]) -> Steps) -> Steps {
+    let n = ranks.len();
+    if n <= 1 || hi <= lo {
+        return Vec::new();
+    }
+    let p = pow2_floor(n);
+    let mut steps = Vec::new();
+    if n > p {
+        steps.push(
+            (p..n)
+                .map(|i| Move::reduce(ranks[i], ranks[i - p], lo, hi))
+                .collect(),
+        );
+    }
+    steps.extend(core(&ranks[..p]));
+    if n > p {
+        steps.push(
+            (p..n)
+                .map(|i| Move::copy(ranks[i - p], ranks[i], lo, hi))
+                .collect(),
+        );
+    }
+    steps
+}
+
+/// Binomial-tree broadcast of `[lo, hi)` from position 0.
+pub fn binomial_broadcast(ranks: &[usize], lo: u64, hi: u64) -> Steps {
+    let n = ranks.len();
+    let mut steps = Vec::new();
+    let mut d = 1;
+    while d < n {
+        steps.push(
+            (0..d.min(n - d))
+                .map(|v| Move::copy(ranks[v], ranks[v + d], lo, hi))
+                .collect(),
+        );
+        d <<= 1;
+    }
+    steps
+}
+
+/// Binomial-tree reduce of `[lo, hi)` onto position 0.
+pub fn binomial_reduce(ranks: &[usize], lo: u64, hi: u64) -> Steps {
+    let n = ranks.len();
+    let mut steps = Vec::new();
+    let mut d = 1;
+    while d < n {
+        steps.push(
+            (0..n)
+                .filter(|v| v % (2 * d) == d)
+                .map(|v| Move::reduce(ranks[v], ranks[v - d], lo, hi))
+                .collect(),
+        );
+        d <<= 1;
+    }
+    steps
+}
+
+/// Pipelined chain: chunk `c` leaves position `i` at step `i + c` (broadcast
+/// from position 0), or, reducing, moves from the last position toward 0.
+pub fn chain(ranks: &[usize], chunks: &[(u64, u64)], reduce: bool) -> Steps {
+    let n = ranks.len();
+    let mut steps = Vec::new();
+    for (c, &(lo, hi)) in chunks.iter().enumerate() {
+        if hi <= lo {
+            continue;
+        }
+        for i in 0..n.saturating_sub(1) {
+            let m = if reduce {
+                Move::reduce(ranks[n - 1 - i], ranks[n - 2 - i], lo, hi)
+            } else {
+                Move::copy(ranks[i], ranks[i + 1], lo, hi)
+            };
+            push_at(&mut steps, i + c, m);
+        }
+    }
+    steps
+}
+
+/// A pipelined binary-tree allreduce (heap-shaped tree: parent of `i` is
+/// `(i - 1) / 2`): chunk `c` climbs one level per step, then comes down.
+pub fn binary_tree_allreduce(ranks: &[usize], chunks: &[(u64, u64)]) -> Steps {
+    let n = ranks.len();
+    if n <= 1 {
+        return Vec::new();
+    }
+    let depth = |i: usize| (usize::BITS - 1 - (i + 1).leading_zeros()) as usize;
+    let height = depth(n - 1);
+    let k = chunks.len();
+    let mut steps = Vec::new();
+    for (c, &(lo, hi)) in chunks.iter().enumerate() {
+        if hi <= lo {
+            continue;
+        }
+        for i in 1..n {
+            let d = depth(i);
+            push_at(
+                &mut steps,
+                height - d + c,
+                Move::reduce(ranks[i], ranks[(i - 1) / 2], lo, hi),
+            );
+            push_at(
+                &mut steps,
+                height + k + (d - 1) + c,
+                Move::copy(ranks[(i - 1) / 2], ranks[i], lo, hi),
+            );
+        }
+    }
+    steps
+}

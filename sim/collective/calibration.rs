@@ -1,0 +1,121 @@
+//! Calibration: per-protocol latencies and achievable bandwidth fractions,
+//! per device model, from `calibration.toml` (compiled in). The file says how
+//! each figure was fitted; `Calibration::ideal` is the alpha-beta model with
+//! no protocol latency and full bandwidth (for closed-form tests).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::engine::Time;
+
+use super::kinds::{Algorithm, Protocol};
+use super::CollectiveError;
+
+/// The compiled-in calibration table.
+pub const CALIBRATION_TOML: &str = include_str!("calibration.toml");
+
+/// Latencies (microseconds) and bandwidth fractions of one protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolParams {
+    pub base_us: f64,
+    pub nvlink_hop_us: f64,
+    pub network_hop_us: f64,
+    pub nvlink_fraction: f64,
+    pub network_fraction: f64,
+}
+
+impl ProtocolParams {
+    const IDEAL: ProtocolParams = ProtocolParams {
+        base_us: 0.0,
+        nvlink_hop_us: 0.0,
+        network_hop_us: 0.0,
+        nvlink_fraction: 1.0,
+        network_fraction: 1.0,
+    };
+}
+
+/// Parameters for every protocol on one kind of device.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub chunk_bytes: u64,
+    pub max_chunks: usize,
+    pub ll: ProtocolParams,
+    pub ll128: ProtocolParams,
+    pub simple: ProtocolParams,
+    pub nvls: ProtocolParams,
+}
+
+impl Calibration {
+    /// No protocol latency, full link bandwidth, full payload is still
+    /// applied per protocol (use `Protocol::Simple` for the pure alpha-beta model).
+    pub fn ideal() -> Calibration {
+        Calibration {
+            chunk_bytes: 1 << 19,
+            max_chunks: 64,
+            ll: ProtocolParams::IDEAL,
+            ll128: ProtocolParams::IDEAL,
+            simple: ProtocolParams::IDEAL,
+            nvls: ProtocolParams::IDEAL,
+        }
+    }
+
+    /// The table entry for `device_model`, or `default`.
+    pub fn for_model(device_model: &str) -> Result<Calibration, CollectiveError> {
+        let table = table()?;
+        table
+            .get(device_model)
+            .or_else(|| table.get("default"))
+            .copied()
+            .ok_or_else(|| CollectiveError::Calibration("no [default] entry".into()))
+    }
+
+    /// Parameters of `proto` (NVLS has its own, it always runs Simple).
+    pub fn params(&self, algo: Algorithm, proto: Protocol) -> &ProtocolParams {
+        match (algo, proto) {
+            (Algorithm::Nvls, _) => &self.nvls,
+            (_, Protocol::Ll) => &self.ll,
+            (_, Protocol::Ll128) => &self.ll128,
+            (_, Protocol::Simple) => &self.simple,
+        }
+    }
+
+    /// Pipeline chunks for a message of `bytes`.
+    pub fn chunks_for(&self, bytes: u64) -> usize {
+        (bytes.div_ceil(self.chunk_bytes.max(1)) as usize).clamp(1, self.max_chunks.max(1))
+    }
+}
+
+/// Microseconds to engine time (rounded to the picosecond).
+pub fn us(x: f64) -> Time {
+    Time((x * 1e6).round().max(0.0) as u64)
+}
+
+/// Parse the compiled-in table (model name -> calibration).
+pub fn table() -> Result<BTreeMap<String, Calibration>, CollectiveError> {
+    parse_table(CALIBRATION_TOML)
+}
+
+/// Parse a calibration table from TOML text, checking every figure.
+pub fn parse_table(text: &str) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
+    let t: BTreeMap<String, Calibration> =
+        toml::from_str(text).map_err(|e| CollectiveError::Calibration(e.to_string()))?;
+    for (name, c) in &t {
+        for p in [c.ll, c.ll128, c.simple, c.nvls] {
+            let fractions_ok = [p.nvlink_fraction, p.network_fraction]
+                .iter()
+                .all(|f| *f > 0.0 && *f <= 1.0);
+            let lat_ok = [p.base_us, p.nvlink_hop_us, p.network_hop_us]
+                .iter()
+                .all(|l| l.is_finite() && *l >= 0.0);
+            if !fractions_ok || !lat_ok {
+                return Err(CollectiveError::Calibration(format!(
+                    "[{name}]: fractions must be in (0, 1] and latencies >= 0"
+                )));
+            }
+        }
+    }
+    Ok(t)
+}

@@ -1,0 +1,67 @@
+//! Collective algorithms as schedules on the simulated network.
+//!
+//! An algorithm builds a [`Plan`]: steps of point-to-point chunk moves (copy or
+//! reduce a range of the sender's buffer into the receiver's) over the ranks
+//! of a group. The same plan runs two ways: [`data::execute`] moves and
+//! reduces real buffers with the tensor helpers (data mode), and
+//! [`timing::simulate`] turns it into a `net::Schedule` of transfers over the
+//! topology's routes and runs it on the flow-level network (timing mode, shape
+//! only). Protocol overheads (NCCL's LL, LL128, Simple), base and per-hop
+//! latencies and achievable link fractions come from a [`Calibration`];
+//! [`tuner`] picks algorithm and protocol by the cost model, like NCCL's tuner.
+
+pub mod algorithms;
+pub mod blocks;
+pub mod calibration;
+pub mod data;
+pub mod kinds;
+pub mod plan;
+pub mod sizes;
+pub mod timing;
+pub mod tuner;
+
+pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
+pub use calibration::{Calibration, ProtocolParams};
+pub use kinds::{Algorithm, CollectiveOp, Protocol};
+pub use plan::{Move, Plan, Via};
+pub use timing::{simulate, CollectiveTiming, Group};
+pub use tuner::{choose, run_collective, Choice, CollectiveResult};
+
+use thiserror::Error;
+
+/// Errors of the collectives layer.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CollectiveError {
+    #[error("unknown {what} \"{name}\" (known: {known})")]
+    Unknown {
+        what: &'static str,
+        name: String,
+        known: &'static str,
+    },
+    #[error("{algo} {op}: {why}")]
+    NotApplicable {
+        op: &'static str,
+        algo: &'static str,
+        why: String,
+    },
+    #[error("the group is empty")]
+    EmptyGroup,
+    #[error("rank {rank} is outside the group of {n} ranks")]
+    BadRank { rank: usize, n: usize },
+    #[error("rank {0} is the target of more than one pair")]
+    DuplicateTarget(usize),
+    #[error("buffers: {0}")]
+    Buffers(String),
+    #[error("calibration: {0}")]
+    Calibration(String),
+    #[error("sizes: {0}")]
+    Sizes(String),
+    #[error(transparent)]
+    Tensor(#[from] crate::tensor::TensorError),
+    #[error(transparent)]
+    Topology(#[from] crate::topology::TopologyError),
+    #[error(transparent)]
+    Net(#[from] crate::net::NetError),
+    #[error(transparent)]
+    Time(#[from] crate::engine::TimeOverflow),
+}

@@ -1,0 +1,370 @@
+//! Timing mode: turn a plan into a `net::Schedule` over the topology's routes
+//! and run it on the flow-level network. Only sizes matter here (no data).
+//!
+//! Model, per protocol `p` (parameters from the [`Calibration`]):
+//! - every link runs at `bandwidth x payload(p) x fraction(p, class)` (class:
+//!   network links versus node-local NVLink/PCIe/ICI links), shared max-min
+//!   fairly by the flows crossing it, and keeps its own latency;
+//! - before each step a sender pays the protocol's per-hop latency (the
+//!   network figure when one of its sends in that step leaves the node), after
+//!   everything it sent and received in its previous step has arrived (NCCL's
+//!   flag wait: a rank moves on when its slots are filled and freed);
+//! - the collective pays the protocol's base latency once.
+//! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
+//! they are part of the achievable bandwidth.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::engine::Time;
+use crate::net::{self, NetSim, Schedule, TaskId};
+use crate::topology::{ComponentKind, LinkClass, Topology};
+
+use super::calibration::{us, Calibration};
+use super::kinds::{Algorithm, Protocol};
+use super::plan::{Plan, Via};
+use super::CollectiveError;
+
+/// The devices of a group: rank `r` runs on device `devices[r]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub devices: Vec<u32>,
+}
+
+impl Group {
+    /// A group of distinct devices that exist in `topo`.
+    pub fn new(topo: &Topology, devices: Vec<u32>) -> Result<Group, CollectiveError> {
+        if devices.is_empty() {
+            return Err(CollectiveError::EmptyGroup);
+        }
+        let mut seen = devices.clone();
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(CollectiveError::Buffers(format!(
+                "device {} appears twice in the group",
+                w[0]
+            )));
+        }
+        if let Some(&d) = devices.iter().find(|&&d| d >= topo.num_devices()) {
+            return Err(crate::topology::TopologyError::NoSuchDevice(d, topo.num_devices()).into());
+        }
+        Ok(Group { devices })
+    }
+
+    /// The first `n` devices.
+    pub fn first(topo: &Topology, n: u32) -> Result<Group, CollectiveError> {
+        Group::new(topo, (0..n).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// Ranks grouped by the node of their device, in rank order of first
+    /// appearance (for hierarchical algorithms).
+    pub fn nodes(&self, topo: &Topology) -> Vec<Vec<usize>> {
+        let mut by_node: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
+        for (r, &d) in self.devices.iter().enumerate() {
+            let node = topo.device(d).and_then(|c| topo.component(c).node);
+            by_node.entry(node).or_default().push(r);
+        }
+        let mut nodes: Vec<Vec<usize>> = by_node.into_values().collect();
+        nodes.sort_by_key(|g| g[0]);
+        nodes
+    }
+
+    /// The device model of rank 0 (the calibration key).
+    pub fn device_model(&self, topo: &Topology) -> String {
+        topo.device(self.devices[0])
+            .map(|c| topo.component(c).model.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// What a timed run reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveTiming {
+    pub time: Time,
+    /// Point-to-point flows the network carried.
+    pub flows: usize,
+}
+
+/// Routes between the group's devices, computed once per pair.
+pub(crate) struct Routes<'a> {
+    topo: &'a Topology,
+    devices: &'a [u32],
+    cache: HashMap<(usize, usize), Vec<usize>>,
+}
+
+impl<'a> Routes<'a> {
+    pub fn new(topo: &'a Topology, group: &'a Group) -> Routes<'a> {
+        Routes {
+            topo,
+            devices: &group.devices,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// Route (network link indices) from rank `a` to rank `b`.
+    pub fn get(&mut self, a: usize, b: usize) -> Result<&[usize], CollectiveError> {
+        if !self.cache.contains_key(&(a, b)) {
+            let (da, db) = (self.devices[a], self.devices[b]);
+            let flow = (u64::from(da) << 32) | u64::from(db);
+            let r = self.topo.route_devices(da, db, flow)?;
+            self.cache
+                .insert((a, b), r.iter().map(|l| l.0 as usize).collect());
+        }
+        Ok(&self.cache[&(a, b)])
+    }
+
+    /// Does the route leave the node (cross a network link)?
+    pub fn crosses_network(&mut self, a: usize, b: usize) -> Result<bool, CollectiveError> {
+        let topo = self.topo;
+        Ok(self
+            .get(a, b)?
+            .iter()
+            .any(|&l| topo.links()[l].class == LinkClass::Network))
+    }
+
+    /// Rank `r`'s link up to its NVSwitch and the switch's link down to it,
+    /// when every rank of the group hangs off the same reducing NVSwitch.
+    pub fn switch_links(&mut self, r: usize) -> Result<(usize, usize), CollectiveError> {
+        let n = self.devices.len();
+        let other = (r + 1) % n;
+        let not_nvls = || CollectiveError::NotApplicable {
+            op: "allreduce",
+            algo: "nvls",
+            why: "needs every rank on one NVSwitch with in-switch reduction".into(),
+        };
+        if n < 2 {
+            return Err(not_nvls());
+        }
+        let up = self.get(r, other)?.to_vec();
+        let down = self.get(other, r)?.to_vec();
+        let links = self.topo.links();
+        let sw = |l: usize, to: bool| {
+            let c = if to { links[l].to } else { links[l].from };
+            matches!(
+                self.topo.component(c).kind,
+                ComponentKind::NvSwitch {
+                    in_switch_reduction: true
+                }
+            )
+        };
+        if up.len() != 2 || down.len() != 2 || !sw(up[0], true) || !sw(down[1], false) {
+            return Err(not_nvls());
+        }
+        Ok((up[0], down[1]))
+    }
+
+    /// Check that every rank can use NVLS (same switch for all).
+    pub fn check_nvls(&mut self) -> Result<(), CollectiveError> {
+        let mut switch = None;
+        for r in 0..self.devices.len() {
+            let (up, _) = self.switch_links(r)?;
+            let s = self.topo.links()[up].to;
+            if *switch.get_or_insert(s) != s {
+                return Err(CollectiveError::NotApplicable {
+                    op: "allreduce",
+                    algo: "nvls",
+                    why: "the group spans more than one NVSwitch".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The network links of `topo` as the protocol sees them.
+pub(crate) fn protocol_links(
+    topo: &Topology,
+    cal: &Calibration,
+    algo: Algorithm,
+    proto: Protocol,
+) -> Vec<net::Link> {
+    let p = cal.params(algo, proto);
+    let payload = if algo == Algorithm::Nvls {
+        1.0
+    } else {
+        proto.payload_fraction()
+    };
+    topo.links()
+        .iter()
+        .map(|l| {
+            let f = if l.class == LinkClass::Network {
+                p.network_fraction
+            } else {
+                p.nvlink_fraction
+            };
+            net::Link::new(l.bandwidth_bytes_per_s() as f64 * payload * f, Time(l.latency_ps()))
+        })
+        .collect()
+}
+
+fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time {
+    us(if network {
+        p.network_hop_us
+    } else {
+        p.nvlink_hop_us
+    })
+}
+
+/// What a send waits for: the receipts that wrote the range it reads (data
+/// dependencies, per rank) and the sender's sends of its previous step (NCCL's
+/// buffer slots: a rank issues step s+1 once step s has left).
+struct Deps {
+    /// Per rank: `(offset, len, task)` of receipts, newest last; a write that
+    /// covers older ones replaces them.
+    writes: Vec<Vec<(u64, u64, TaskId)>>,
+    last_sends: Vec<Vec<TaskId>>,
+}
+
+impl Deps {
+    fn new(n: usize) -> Deps {
+        Deps {
+            writes: vec![Vec::new(); n],
+            last_sends: vec![Vec::new(); n],
+        }
+    }
+
+    fn write(&mut self, r: usize, off: u64, len: u64, t: TaskId) {
+        let w = &mut self.writes[r];
+        w.retain(|&(o, l, _)| !(o >= off && o + l <= off + len));
+        w.push((off, len, t));
+    }
+
+    /// Tasks a send of `[off, off + len)` from `r` waits for, behind a
+    /// compute task of the protocol's hop latency when it is non-zero.
+    fn gate(
+        &self,
+        sched: &mut Schedule,
+        r: usize,
+        off: u64,
+        len: u64,
+        hop: Time,
+    ) -> Result<Vec<TaskId>, CollectiveError> {
+        let mut d: Vec<TaskId> = self.writes[r]
+            .iter()
+            .filter(|&&(o, l, _)| o < off + len && off < o + l)
+            .map(|&(_, _, t)| t)
+            .collect();
+        d.extend_from_slice(&self.last_sends[r]);
+        if hop == Time::ZERO {
+            return Ok(d);
+        }
+        Ok(vec![sched.add_compute(r as u64, hop, &d)?])
+    }
+}
+
+/// Run `plan` over `group` on `topo` with elements of `elem_bytes` bytes.
+pub fn simulate(
+    topo: &Topology,
+    group: &Group,
+    plan: &Plan,
+    elem_bytes: u64,
+    algo: Algorithm,
+    proto: Protocol,
+    cal: &Calibration,
+) -> Result<CollectiveTiming, CollectiveError> {
+    let n = group.len();
+    if plan.ranks != n {
+        return Err(CollectiveError::Buffers(format!(
+            "plan for {} ranks on a group of {n}",
+            plan.ranks
+        )));
+    }
+    let params = *cal.params(algo, proto);
+    let mut routes = Routes::new(topo, group);
+    if algo == Algorithm::Nvls {
+        routes.check_nvls()?;
+    }
+    let mut sched = Schedule::new();
+    let mut deps = Deps::new(n);
+    let mut flows = 0usize;
+    for step in &plan.steps {
+        let mut sent: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
+        let mut writes: Vec<(usize, u64, u64, TaskId)> = Vec::new();
+        // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
+        let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
+        let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
+        for m in step {
+            let bytes = m.len * elem_bytes;
+            if bytes == 0 {
+                continue;
+            }
+            match m.via {
+                Via::P2p => {
+                    if m.from == m.to {
+                        continue;
+                    }
+                    let net = routes.crosses_network(m.from, m.to)?;
+                    let gate = deps.gate(&mut sched, m.from, m.src, m.len, hop(&params, net))?;
+                    let route = routes.get(m.from, m.to)?.to_vec();
+                    let t = sched.add_transfer(route, bytes, &gate)?;
+                    flows += 1;
+                    sent.entry(m.from).or_default().push(t);
+                    writes.push((m.to, m.dst, m.len, t));
+                }
+                Via::SwitchReduce => reduce_groups
+                    .entry((m.to, m.dst, m.len))
+                    .or_default()
+                    .push((m.from, m.src)),
+                Via::SwitchMulticast => multicast_groups
+                    .entry((m.from, m.src, m.len))
+                    .or_default()
+                    .push(m.to),
+            }
+        }
+        for ((to, dst, len), senders) in reduce_groups {
+            let bytes = len * elem_bytes;
+            let mut ups = Vec::with_capacity(senders.len());
+            for (from, src) in senders {
+                let (up, _) = routes.switch_links(from)?;
+                let gate = deps.gate(&mut sched, from, src, len, hop(&params, false))?;
+                let t = sched.add_transfer(vec![up], bytes, &gate)?;
+                sent.entry(from).or_default().push(t);
+                ups.push(t);
+            }
+            let (_, down) = routes.switch_links(to)?;
+            let t = sched.add_transfer(vec![down], bytes, &ups)?;
+            writes.push((to, dst, len, t));
+            flows += ups.len() + 1;
+        }
+        for ((from, src, len), receivers) in multicast_groups {
+            let bytes = len * elem_bytes;
+            let (up, _) = routes.switch_links(from)?;
+            let gate = deps.gate(&mut sched, from, src, len, hop(&params, false))?;
+            let u = sched.add_transfer(vec![up], bytes, &gate)?;
+            sent.entry(from).or_default().push(u);
+            for to in receivers {
+                let (_, down) = routes.switch_links(to)?;
+                let t = sched.add_transfer(vec![down], bytes, &[u])?;
+                writes.push((to, src, len, t));
+                flows += 1;
+            }
+            flows += 1;
+        }
+        // Writes land after the step's reads (a step reads its start state).
+        for (r, off, len, t) in writes {
+            deps.write(r, off, len, t);
+        }
+        for (r, tasks) in sent {
+            deps.last_sends[r] = tasks;
+        }
+    }
+    let links = protocol_links(topo, cal, algo, proto);
+    let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
+    let report = sched.run(&mut sim)?;
+    if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
+        return Err(CollectiveError::Buffers(format!(
+            "{} transfers undeliverable, {} tasks not run",
+            report.undeliverable.len(),
+            report.not_run.len()
+        )));
+    }
+    let time = report.makespan.checked_add(us(params.base_us))?;
+    Ok(CollectiveTiming { time, flows })
+}

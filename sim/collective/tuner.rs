@@ -1,0 +1,237 @@
+//! The tuner: estimate every applicable (algorithm, protocol) by the cost
+//! model and pick the cheapest, as NCCL's tuner does; then time the choice on
+//! the simulated network.
+//!
+//! The estimate walks the plan step by step: a step costs the protocol's hop
+//! latency plus the route's link latencies plus the busiest link's bytes over
+//! its protocol bandwidth (no max-min sharing, no overlap between steps).
+
+use std::collections::HashMap;
+
+use crate::engine::Time;
+use crate::topology::{LinkClass, Topology};
+
+use super::algorithms::{auto_algorithms, build, PlanOptions};
+use super::calibration::Calibration;
+use super::kinds::{Algorithm, CollectiveOp, Protocol};
+use super::plan::{Plan, Via};
+use super::timing::{simulate, Group, Routes};
+use super::CollectiveError;
+
+/// An algorithm and protocol with the estimated time (picoseconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Choice {
+    pub algo: Algorithm,
+    pub proto: Protocol,
+    pub estimate_ps: f64,
+}
+
+/// A timed collective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveResult {
+    pub algo: Algorithm,
+    pub proto: Protocol,
+    pub time: Time,
+    pub flows: usize,
+    pub plan: Plan,
+}
+
+/// Per step, what the estimate needs (independent of the protocol).
+#[derive(Debug, Clone, Copy, Default)]
+struct StepCost {
+    /// Busiest node-local link: bytes / bandwidth (seconds).
+    local: f64,
+    /// Busiest network link.
+    network: f64,
+    crosses_network: bool,
+    route_latency_ps: u64,
+}
+
+fn step_costs(
+    topo: &Topology,
+    routes: &mut Routes,
+    plan: &Plan,
+    elem_bytes: u64,
+) -> Result<Vec<StepCost>, CollectiveError> {
+    let links = topo.links();
+    let mut out = Vec::with_capacity(plan.steps.len());
+    let mut load: HashMap<usize, u64> = HashMap::new();
+    for step in &plan.steps {
+        load.clear();
+        let mut c = StepCost::default();
+        let mut down_done: HashMap<(usize, u64, u64, bool), ()> = HashMap::new();
+        for m in step {
+            let bytes = m.len * elem_bytes;
+            if bytes == 0 {
+                continue;
+            }
+            match m.via {
+                Via::P2p => {
+                    if m.from == m.to {
+                        continue;
+                    }
+                    let route = routes.get(m.from, m.to)?;
+                    let mut lat = 0;
+                    for &l in route {
+                        *load.entry(l).or_default() += bytes;
+                        lat += links[l].latency_ps();
+                        c.crosses_network |= links[l].class == LinkClass::Network;
+                    }
+                    c.route_latency_ps = c.route_latency_ps.max(lat);
+                }
+                Via::SwitchReduce | Via::SwitchMulticast => {
+                    let reduce = m.via == Via::SwitchReduce;
+                    let (up, _) = routes.switch_links(m.from)?;
+                    let (_, down) = routes.switch_links(m.to)?;
+                    // Reduce: every sender's up link, the receiver's down link once.
+                    // Multicast: the sender's up link once, every receiver's down link.
+                    let key = if reduce { m.to } else { m.from };
+                    let once = down_done.insert((key, m.src, bytes, reduce), ()).is_none();
+                    if reduce || once {
+                        *load.entry(up).or_default() += bytes;
+                    }
+                    if !reduce || once {
+                        *load.entry(down).or_default() += bytes;
+                    }
+                    let lat = links[up].latency_ps() + links[down].latency_ps();
+                    c.route_latency_ps = c.route_latency_ps.max(lat);
+                }
+            }
+        }
+        for (&l, &b) in &load {
+            let t = b as f64 / links[l].bandwidth_bytes_per_s() as f64;
+            if links[l].class == LinkClass::Network {
+                c.network = c.network.max(t);
+            } else {
+                c.local = c.local.max(t);
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Protocol) -> f64 {
+    let p = cal.params(algo, proto);
+    let payload = if algo == Algorithm::Nvls {
+        1.0
+    } else {
+        proto.payload_fraction()
+    };
+    let mut total = p.base_us * 1e6;
+    for c in costs {
+        let hop = if c.crosses_network {
+            p.network_hop_us
+        } else {
+            p.nvlink_hop_us
+        };
+        let bw = (c.local / (payload * p.nvlink_fraction)).max(c.network / (payload * p.network_fraction));
+        total += hop * 1e6 + c.route_latency_ps as f64 + bw * 1e12;
+    }
+    total
+}
+
+/// Plan options for a message of `bytes` on `group`.
+pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
+    PlanOptions {
+        chunks: cal.chunks_for(bytes),
+        nodes: group.nodes(topo),
+    }
+}
+
+/// Protocols an algorithm runs with (NVLS only on Simple).
+pub fn protocols_for(algo: Algorithm) -> &'static [Protocol] {
+    if algo == Algorithm::Nvls {
+        &[Protocol::Simple]
+    } else {
+        &Protocol::ALL
+    }
+}
+
+/// Pick the cheapest applicable (algorithm, protocol) by the estimate, among
+/// `algo` (or NCCL's algorithms for the operation: [`auto_algorithms`]) and
+/// `proto` (or all).
+#[allow(clippy::too_many_arguments)]
+pub fn choose(
+    topo: &Topology,
+    group: &Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+) -> Result<(Choice, Plan), CollectiveError> {
+    let opts = plan_options(topo, group, cal, total * elem_bytes);
+    let algos: Vec<Algorithm> = match algo {
+        Some(a) => vec![a],
+        None => auto_algorithms(op).to_vec(),
+    };
+    let mut routes = Routes::new(topo, group);
+    let mut best: Option<(Choice, Plan)> = None;
+    let mut last_err = None;
+    for a in algos {
+        let plan = match build(op, a, group.len(), total, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                last_err = Some(e);
+                continue;
+            }
+        };
+        if a == Algorithm::Nvls {
+            if let Err(e) = routes.check_nvls() {
+                last_err = Some(e);
+                continue;
+            }
+        }
+        let costs = step_costs(topo, &mut routes, &plan, elem_bytes)?;
+        let protos: Vec<Protocol> = match proto {
+            Some(p) if protocols_for(a).contains(&p) => vec![p],
+            Some(_) => continue,
+            None => protocols_for(a).to_vec(),
+        };
+        for p in protos {
+            let e = estimate(&costs, cal, a, p);
+            if best.as_ref().is_none_or(|(b, _)| e < b.estimate_ps) {
+                best = Some((
+                    Choice {
+                        algo: a,
+                        proto: p,
+                        estimate_ps: e,
+                    },
+                    plan.clone(),
+                ));
+            }
+        }
+    }
+    best.ok_or_else(|| {
+        last_err.unwrap_or(CollectiveError::NotApplicable {
+            op: op.name(),
+            algo: algo.map_or("auto", Algorithm::name),
+            why: "no algorithm applies".into(),
+        })
+    })
+}
+
+/// Choose (or take) the algorithm and protocol, then time it on the network.
+#[allow(clippy::too_many_arguments)]
+pub fn run_collective(
+    topo: &Topology,
+    group: &Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+) -> Result<CollectiveResult, CollectiveError> {
+    let (choice, plan) = choose(topo, group, op, total, elem_bytes, cal, algo, proto)?;
+    let t = simulate(topo, group, &plan, elem_bytes, choice.algo, choice.proto, cal)?;
+    Ok(CollectiveResult {
+        algo: choice.algo,
+        proto: choice.proto,
+        time: t.time,
+        flows: t.flows,
+        plan,
+    })
+}
