@@ -350,14 +350,29 @@ fn allreduce(
             s
         }
         Tree => {
-            // Two mirrored heap trees, each carrying half the message: a
-            // rank that is inner in one tree is (mostly) a leaf in the other.
+            // Two trees, each carrying half the message. One node: two
+            // mirrored heap trees (a rank inner in one is mostly a leaf in the
+            // other). Several nodes: NCCL's shape, a chain in each node and a
+            // binary tree over the nodes, the second tree over the nodes and
+            // chains in reverse order.
             let half = total / 2;
-            let mirror: Vec<usize> = all.iter().rev().copied().collect();
-            parallel(vec![
-                binary_tree_allreduce(all, &split_range(0, half, chunks)),
-                binary_tree_allreduce(&mirror, &split_range(half, total, chunks)),
-            ])
+            let (a, b) = (split_range(0, half, chunks), split_range(half, total, chunks));
+            let nodes = &opts.nodes;
+            let multi = nodes.len() >= 2 && nodes.iter().flatten().count() == n;
+            if multi {
+                let (ra, pa) = node_tree_parents(nodes);
+                let rev: Vec<Vec<usize>> = nodes
+                    .iter()
+                    .rev()
+                    .map(|g| g.iter().rev().copied().collect())
+                    .collect();
+                let (rb, pb) = node_tree_parents(&rev);
+                parallel(vec![tree_allreduce(&ra, &pa, &a), tree_allreduce(&rb, &pb, &b)])
+            } else {
+                let mirror: Vec<usize> = all.iter().rev().copied().collect();
+                let heap = heap_parents(n);
+                parallel(vec![tree_allreduce(all, &heap, &a), tree_allreduce(&mirror, &heap, &b)])
+            }
         }
         HalvingDoubling => halving_doubling_allreduce(all, 0, total),
         RecursiveDoubling => recursive_doubling_allreduce(all, 0, total),

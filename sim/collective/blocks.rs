@@ -203,32 +203,61 @@ pub fn chain(ranks: &[usize], chunks: &[(u64, u64)], reduce: bool) -> Steps {
     steps
 }
 
-/// A pipelined binary-tree allreduce (heap-shaped tree: parent of `i` is
-/// `(i - 1) / 2`): chunk `c` climbs one level per step, then comes down.
-pub fn binary_tree_allreduce(ranks: &[usize], chunks: &[(u64, u64)]) -> Steps {
-    let n = ranks.len();
-    if n <= 1 {
-        return Vec::new();
+/// A heap-shaped binary tree over positions: parent of `i` is `(i - 1) / 2`.
+pub fn heap_parents(n: usize) -> Vec<Option<usize>> {
+    (0..n).map(|i| (i > 0).then(|| (i - 1) / 2)).collect()
+}
+
+/// NCCL's multi-node tree: a chain inside each node (ranks in the given
+/// order, the first one the node's leader) and a heap-shaped binary tree
+/// over the nodes' leaders. Positions index the concatenation of `nodes`.
+pub fn node_tree_parents(nodes: &[Vec<usize>]) -> (Vec<usize>, Vec<Option<usize>>) {
+    let mut ranks = Vec::new();
+    let mut leader_pos = Vec::new();
+    let mut parents = Vec::new();
+    for (b, g) in nodes.iter().enumerate() {
+        leader_pos.push(ranks.len());
+        for (a, &r) in g.iter().enumerate() {
+            let parent = if a > 0 {
+                Some(ranks.len() - 1)
+            } else if b > 0 {
+                Some(leader_pos[(b - 1) / 2])
+            } else {
+                None
+            };
+            ranks.push(r);
+            parents.push(parent);
+        }
     }
-    let depth = |i: usize| (usize::BITS - 1 - (i + 1).leading_zeros()) as usize;
-    let height = depth(n - 1);
+    (ranks, parents)
+}
+
+/// A pipelined tree allreduce over `ranks` with `parents` (positions; the
+/// root has none, parents come before children): chunk `c` climbs one level
+/// per step, then comes back down.
+pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64, u64)]) -> Steps {
+    let n = ranks.len();
+    let mut depth = vec![0usize; n];
+    for i in 0..n {
+        if let Some(p) = parents[i] {
+            depth[i] = depth[p] + 1;
+        }
+    }
+    let height = depth.iter().copied().max().unwrap_or(0);
     let k = chunks.len();
     let mut steps = Vec::new();
     for (c, &(lo, hi)) in chunks.iter().enumerate() {
         if hi <= lo {
             continue;
         }
-        for i in 1..n {
-            let d = depth(i);
-            push_at(
-                &mut steps,
-                height - d + c,
-                Move::reduce(ranks[i], ranks[(i - 1) / 2], lo, hi),
-            );
+        for i in 0..n {
+            let Some(p) = parents[i] else { continue };
+            let d = depth[i];
+            push_at(&mut steps, height - d + c, Move::reduce(ranks[i], ranks[p], lo, hi));
             push_at(
                 &mut steps,
                 height + k + (d - 1) + c,
-                Move::copy(ranks[(i - 1) / 2], ranks[i], lo, hi),
+                Move::copy(ranks[p], ranks[i], lo, hi),
             );
         }
     }
