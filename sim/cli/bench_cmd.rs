@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 
 use super::{bench_engine, bench_parse, bench_propagate};
+use super::{bench_collective, bench_engine, bench_propagate};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -19,6 +20,8 @@ pub enum BenchCommand {
     Propagate(bench_propagate::BenchPropagateArgs),
     /// Event-queue throughput, a large ring allreduce, and memory versus devices.
     Engine(bench_engine::EngineBenchArgs),
+    /// The nccl-tests sweep (8 B to 8 GiB) with auto on dgx-h100 --nodes 16.
+    Collective(bench_collective::CollectiveBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -26,5 +29,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Parse(a) => bench_parse::run(a),
         BenchCommand::Propagate(a) => bench_propagate::run(a),
         BenchCommand::Engine(a) => bench_engine::run(a),
+        BenchCommand::Collective(a) => bench_collective::run(a),
     }
 }

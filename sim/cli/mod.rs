@@ -2,6 +2,7 @@
 //! dispatch. Each subcommand lives in its own module.
 
 mod bench_cmd;
+mod bench_collective;
 mod bench_engine;
 mod bench_parse;
 mod bench_propagate;
