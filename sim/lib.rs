@@ -14,6 +14,7 @@ pub mod net;
 pub mod plan;
 pub mod propagate;
 pub mod rules;
+pub mod runtime;
 pub mod sharding;
 pub mod tensor;
 pub mod topology;
