@@ -3,6 +3,7 @@
 
 mod architecture;
 mod cli;
+mod collective;
 mod common;
 mod engine;
 mod ir;

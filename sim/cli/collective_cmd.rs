@@ -115,7 +115,10 @@ impl CollectiveArgs {
             dtype,
             DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32
         ) {
-            anyhow::bail!("--dtype {}: expected f32, f16, bf16, f64 or i32", self.dtype);
+            anyhow::bail!(
+                "--dtype {}: expected f32, f16, bf16, f64 or i32",
+                self.dtype
+            );
         }
         let sizes = parse_sizes(&self.sizes).context("--sizes")?;
         let cal = Calibration::for_model(&group.device_model(&topo))?;
@@ -142,11 +145,22 @@ impl Sweep {
             let count = size / eb;
             let bytes = count * eb;
             let r = collective::run_collective(
-                &self.topo, &self.group, &self.op, count, eb, &self.cal, self.algo, self.proto,
+                &self.topo,
+                &self.group,
+                &self.op,
+                count,
+                eb,
+                &self.cal,
+                self.algo,
+                self.proto,
             )
             .with_context(|| format!("size {size}"))?;
             let secs = r.time.ps() as f64 * 1e-12;
-            let algbw = if secs > 0.0 { bytes as f64 / secs / 1e9 } else { 0.0 };
+            let algbw = if secs > 0.0 {
+                bytes as f64 / secs / 1e9
+            } else {
+                0.0
+            };
             rows.push(Row {
                 size_bytes: bytes,
                 count,

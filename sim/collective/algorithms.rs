@@ -76,7 +76,11 @@ pub fn build(
         return Err(CollectiveError::EmptyGroup);
     }
     if !algorithms_for(op).contains(&algo) {
-        return Err(not_applicable(op, algo, "no such algorithm for this operation"));
+        return Err(not_applicable(
+            op,
+            algo,
+            "no such algorithm for this operation",
+        ));
     }
     if let Some(root) = root_of(op) {
         if root >= n {
@@ -122,7 +126,9 @@ pub fn build(
             steps
         }
         (CollectiveOp::ReduceScatter, _) => {
-            reduced = (0..n).map(|r| (r, pieces[r].0, pieces[r].1 - pieces[r].0)).collect();
+            reduced = (0..n)
+                .map(|r| (r, pieces[r].0, pieces[r].1 - pieces[r].0))
+                .collect();
             match algo {
                 Ring => ring_reduce_scatter(&all, &pieces),
                 HalvingDoubling if pow2 => recursive_halving(&all, &pieces),
@@ -230,12 +236,15 @@ pub fn build(
             }
         }
         (CollectiveOp::AllToAll, _) => {
+            // Equal pieces of total / n (as nccl-tests' per-peer count); a
+            // remainder of fewer than n elements is not exchanged.
+            let k = total / n as u64;
             let mv = |i: usize, j: usize| Move {
                 from: i,
                 to: j,
-                src: pieces[j].0,
-                dst: total + pieces[i].0,
-                len: pieces[j].1 - pieces[j].0,
+                src: j as u64 * k,
+                dst: total + i as u64 * k,
+                len: k,
                 reduce: false,
                 via: Via::P2p,
             };
@@ -243,7 +252,11 @@ pub fn build(
             match algo {
                 Direct => {
                     let mut step = own;
-                    step.extend((0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| mv(i, j)));
+                    step.extend(
+                        (0..n)
+                            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+                            .map(|(i, j)| mv(i, j)),
+                    );
                     vec![step]
                 }
                 _ => {
@@ -356,7 +369,10 @@ fn allreduce(
             // binary tree over the nodes, the second tree over the nodes and
             // chains in reverse order.
             let half = total / 2;
-            let (a, b) = (split_range(0, half, chunks), split_range(half, total, chunks));
+            let (a, b) = (
+                split_range(0, half, chunks),
+                split_range(half, total, chunks),
+            );
             let nodes = &opts.nodes;
             let multi = nodes.len() >= 2 && nodes.iter().flatten().count() == n;
             if multi {
@@ -367,11 +383,17 @@ fn allreduce(
                     .map(|g| g.iter().rev().copied().collect())
                     .collect();
                 let (rb, pb) = node_tree_parents(&rev);
-                parallel(vec![tree_allreduce(&ra, &pa, &a), tree_allreduce(&rb, &pb, &b)])
+                parallel(vec![
+                    tree_allreduce(&ra, &pa, &a),
+                    tree_allreduce(&rb, &pb, &b),
+                ])
             } else {
                 let mirror: Vec<usize> = all.iter().rev().copied().collect();
                 let heap = heap_parents(n);
-                parallel(vec![tree_allreduce(all, &heap, &a), tree_allreduce(&mirror, &heap, &b)])
+                parallel(vec![
+                    tree_allreduce(all, &heap, &a),
+                    tree_allreduce(&mirror, &heap, &b),
+                ])
             }
         }
         HalvingDoubling => halving_doubling_allreduce(all, 0, total),
@@ -383,15 +405,32 @@ fn allreduce(
             // stay busy (up: reduce loads then stores; down: the reverse).
             let mut steps = Vec::new();
             for j in 0..n {
-                for (c, &(lo, hi)) in split_range(pieces[j].0, pieces[j].1, chunks).iter().enumerate() {
+                for (c, &(lo, hi)) in split_range(pieces[j].0, pieces[j].1, chunks)
+                    .iter()
+                    .enumerate()
+                {
                     if hi <= lo {
                         continue;
                     }
                     for i in 0..n {
                         let up = Move::reduce(i, j, lo, hi);
-                        push_at(&mut steps, c, Move { via: Via::SwitchReduce, ..up });
+                        push_at(
+                            &mut steps,
+                            c,
+                            Move {
+                                via: Via::SwitchReduce,
+                                ..up
+                            },
+                        );
                         let down = Move::copy(j, i, lo, hi);
-                        push_at(&mut steps, c + 1, Move { via: Via::SwitchMulticast, ..down });
+                        push_at(
+                            &mut steps,
+                            c + 1,
+                            Move {
+                                via: Via::SwitchMulticast,
+                                ..down
+                            },
+                        );
                     }
                 }
             }
@@ -401,7 +440,12 @@ fn allreduce(
             let (nodes, m) = check_nodes(op, algo, n, opts)?;
             // Within a node, local rank a owns the a-th part of the message.
             let local = split_range(0, total, m);
-            let mut steps = parallel(nodes.iter().map(|g| ring_reduce_scatter(g, &local)).collect());
+            let mut steps = parallel(
+                nodes
+                    .iter()
+                    .map(|g| ring_reduce_scatter(g, &local))
+                    .collect(),
+            );
             steps.extend(parallel(
                 (0..m)
                     .map(|a| {
@@ -413,7 +457,9 @@ fn allreduce(
                     })
                     .collect(),
             ));
-            steps.extend(parallel(nodes.iter().map(|g| ring_all_gather(g, &local)).collect()));
+            steps.extend(parallel(
+                nodes.iter().map(|g| ring_all_gather(g, &local)).collect(),
+            ));
             steps
         }
         Pairwise => return Err(not_applicable(op, algo, "not an allreduce algorithm")),

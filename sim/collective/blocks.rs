@@ -253,7 +253,11 @@ pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64
         for i in 0..n {
             let Some(p) = parents[i] else { continue };
             let d = depth[i];
-            push_at(&mut steps, height - d + c, Move::reduce(ranks[i], ranks[p], lo, hi));
+            push_at(
+                &mut steps,
+                height - d + c,
+                Move::reduce(ranks[i], ranks[p], lo, hi),
+            );
             push_at(
                 &mut steps,
                 height + k + (d - 1) + c,

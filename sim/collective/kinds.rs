@@ -13,17 +13,27 @@ pub enum CollectiveOp {
     AllGather,
     ReduceScatter,
     /// From `root` to every rank.
-    Broadcast { root: usize },
+    Broadcast {
+        root: usize,
+    },
     /// Onto `root`.
-    Reduce { root: usize },
+    Reduce {
+        root: usize,
+    },
     /// Piece `r` of `root`'s buffer to rank `r`.
-    Scatter { root: usize },
+    Scatter {
+        root: usize,
+    },
     /// Piece `r` from rank `r` onto `root`.
-    Gather { root: usize },
+    Gather {
+        root: usize,
+    },
     AllToAll,
     /// Arbitrary `(source, target)` pairs (each target receives at most once);
     /// nccl-tests' sendrecv is the shift `r -> r+1`.
-    Permute { pairs: Vec<(usize, usize)> },
+    Permute {
+        pairs: Vec<(usize, usize)>,
+    },
 }
 
 impl CollectiveOp {

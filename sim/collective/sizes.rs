@@ -41,9 +41,7 @@ pub fn parse_sizes(text: &str) -> Result<Vec<u64>, CollectiveError> {
                 .and_then(|f| f.parse().ok())
                 .filter(|&f| f >= 2)
                 .ok_or_else(|| {
-                    CollectiveError::Sizes(format!(
-                        "step '{step}' should be a factor like x2"
-                    ))
+                    CollectiveError::Sizes(format!("step '{step}' should be a factor like x2"))
                 })?;
             if a == 0 || a > b {
                 return Err(CollectiveError::Sizes(format!(

@@ -199,7 +199,10 @@ pub(crate) fn protocol_links(
             } else {
                 p.nvlink_fraction
             };
-            net::Link::new(l.bandwidth_bytes_per_s() as f64 * payload * f, Time(l.latency_ps()))
+            net::Link::new(
+                l.bandwidth_bytes_per_s() as f64 * payload * f,
+                Time(l.latency_ps()),
+            )
         })
         .collect()
 }

@@ -125,7 +125,8 @@ fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Proto
         } else {
             p.nvlink_hop_us
         };
-        let bw = (c.local / (payload * p.nvlink_fraction)).max(c.network / (payload * p.network_fraction));
+        let bw = (c.local / (payload * p.nvlink_fraction))
+            .max(c.network / (payload * p.network_fraction));
         total += hop * 1e6 + c.route_latency_ps as f64 + bw * 1e12;
     }
     total
@@ -226,7 +227,15 @@ pub fn run_collective(
     proto: Option<Protocol>,
 ) -> Result<CollectiveResult, CollectiveError> {
     let (choice, plan) = choose(topo, group, op, total, elem_bytes, cal, algo, proto)?;
-    let t = simulate(topo, group, &plan, elem_bytes, choice.algo, choice.proto, cal)?;
+    let t = simulate(
+        topo,
+        group,
+        &plan,
+        elem_bytes,
+        choice.algo,
+        choice.proto,
+        cal,
+    )?;
     Ok(CollectiveResult {
         algo: choice.algo,
         proto: choice.proto,

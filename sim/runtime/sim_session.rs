@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::base::DType;
-use crate::collective::{
-    self, data, Algorithm, Calibration, CollectiveOp, Group, Plan, Protocol,
-};
+use crate::collective::{self, data, Algorithm, Calibration, CollectiveOp, Group, Plan, Protocol};
 use crate::engine::{transfer_ps_exact, Time};
 use crate::tensor::{CollectiveReduction, Scalar, Tensor};
 use crate::topology::{ComponentKind, Topology};
@@ -135,14 +133,22 @@ impl SimSession {
 }
 
 fn flat(t: &Tensor) -> Result<Tensor, SessionError> {
-    Ok(Tensor::new(vec![t.num_elements() as u64], t.data().clone())?)
+    Ok(Tensor::new(
+        vec![t.num_elements() as u64],
+        t.data().clone(),
+    )?)
 }
 
 fn shaped(t: Tensor, shape: &[u64]) -> Result<Tensor, SessionError> {
     Ok(Tensor::new(shape.to_vec(), t.into_data())?)
 }
 
-fn same_type(op: &'static str, a: &Tensor, b: &Tensor, factor: (u64, u64)) -> Result<(), SessionError> {
+fn same_type(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    factor: (u64, u64),
+) -> Result<(), SessionError> {
     let (na, nb) = (a.num_elements() as u64, b.num_elements() as u64);
     if a.dtype() != b.dtype() || na * factor.0 != nb * factor.1 {
         return Err(SessionError::Shape {
@@ -197,7 +203,12 @@ impl Session for SimSession {
         for w in 0..self.workers {
             let a: Vec<&Tensor> = args
                 .iter()
-                .map(|r| self.regs.get(r).map(|v| &v[w]).ok_or(SessionError::UnknownRef(*r)))
+                .map(|r| {
+                    self.regs
+                        .get(r)
+                        .map(|v| &v[w])
+                        .ok_or(SessionError::UnknownRef(*r))
+                })
                 .collect::<Result<_, _>>()?;
             out.push(f(w, &a).map_err(|message| SessionError::Func {
                 func: func.to_string(),
@@ -221,7 +232,10 @@ impl Session for SimSession {
         let bufs = s.iter().map(flat).collect::<Result<Vec<_>, _>>()?;
         let (out, t) = self.collective(CollectiveOp::AllReduce, total, bufs, op)?;
         let shape = self.get(dst)?[0].shape().to_vec();
-        let vals = out.into_iter().map(|b| shaped(b, &shape)).collect::<Result<_, _>>()?;
+        let vals = out
+            .into_iter()
+            .map(|b| shaped(b, &shape))
+            .collect::<Result<_, _>>()?;
         self.regs.insert(dst, vals);
         Ok(t)
     }
@@ -233,8 +247,16 @@ impl Session for SimSession {
         same_type("allgather", &s[0], &self.get(dst)?[0], (n, 1))?;
         let k = s[0].num_elements() as u64;
         let bufs = stack_into_pieces(&s, n * k)?;
-        let (out, t) = self.collective(CollectiveOp::AllGather, n * k, bufs, CollectiveReduction::Sum)?;
-        let vals = out.into_iter().map(|b| shaped(b, &d_shape)).collect::<Result<_, _>>()?;
+        let (out, t) = self.collective(
+            CollectiveOp::AllGather,
+            n * k,
+            bufs,
+            CollectiveReduction::Sum,
+        )?;
+        let vals = out
+            .into_iter()
+            .map(|b| shaped(b, &d_shape))
+            .collect::<Result<_, _>>()?;
         self.regs.insert(dst, vals);
         Ok(t)
     }
@@ -251,7 +273,10 @@ impl Session for SimSession {
             CollectiveReduction::Sum,
         )?;
         let shape = self.get(dst)?[0].shape().to_vec();
-        let vals = out.into_iter().map(|b| shaped(b, &shape)).collect::<Result<_, _>>()?;
+        let vals = out
+            .into_iter()
+            .map(|b| shaped(b, &shape))
+            .collect::<Result<_, _>>()?;
         self.regs.insert(dst, vals);
         Ok(t)
     }

@@ -1,0 +1,117 @@
+//! On ideal links (a switch of 450 GB/s per direction, 0.3 us per link, no
+//! protocol latency, full bandwidth) every algorithm's time is at least the
+//! alpha-beta lower bound of its collective, and the ring allreduce of a large
+//! message is within 1% of 2(n-1)/n S/B + 2(n-1) alpha.
+
+use shardsim::collective::{
+    algorithms_for, build, simulate, Algorithm, Calibration, CollectiveOp, Group, PlanOptions,
+    Protocol,
+};
+use shardsim::topology::{self, Topology};
+
+const B: f64 = 450e9;
+/// GPU -> switch -> GPU.
+const ALPHA_US: f64 = 0.6;
+
+fn ideal(n: usize) -> (Topology, Group) {
+    let t = topology::load(&format!("switch:{n}"), &[]).unwrap();
+    let g = Group::first(&t, n as u32).unwrap();
+    (t, g)
+}
+
+fn time_us(t: &Topology, g: &Group, op: &CollectiveOp, algo: Algorithm, bytes: u64) -> Option<f64> {
+    let opts = PlanOptions {
+        chunks: 4,
+        nodes: g.nodes(t),
+    };
+    let plan = build(op, algo, g.len(), bytes / 4, &opts).ok()?;
+    let r = simulate(
+        t,
+        g,
+        &plan,
+        4,
+        algo,
+        Protocol::Simple,
+        &Calibration::ideal(),
+    )
+    .ok()?;
+    Some(r.time.ps() as f64 / 1e6)
+}
+
+/// Bytes every rank (or the root) must send or receive, over B.
+fn bandwidth_bound_us(op: &CollectiveOp, n: usize, s: f64) -> f64 {
+    let n_f = n as f64;
+    let bytes = match op {
+        CollectiveOp::AllReduce => 2.0 * (n_f - 1.0) / n_f * s,
+        CollectiveOp::AllGather
+        | CollectiveOp::ReduceScatter
+        | CollectiveOp::AllToAll
+        | CollectiveOp::Scatter { .. }
+        | CollectiveOp::Gather { .. } => (n_f - 1.0) / n_f * s,
+        CollectiveOp::Broadcast { .. }
+        | CollectiveOp::Reduce { .. }
+        | CollectiveOp::Permute { .. } => s,
+    };
+    bytes / B * 1e6
+}
+
+#[test]
+fn every_algorithm_respects_the_alpha_beta_lower_bound() {
+    let mut checked = 0;
+    for n in [2usize, 3, 5, 8, 16] {
+        let (t, g) = ideal(n);
+        for s in [4096u64, 1 << 20, 64 << 20] {
+            let ops = [
+                CollectiveOp::AllReduce,
+                CollectiveOp::AllGather,
+                CollectiveOp::ReduceScatter,
+                CollectiveOp::Broadcast { root: 0 },
+                CollectiveOp::Reduce { root: 1 % n },
+                CollectiveOp::Scatter { root: 0 },
+                CollectiveOp::Gather { root: 0 },
+                CollectiveOp::AllToAll,
+                CollectiveOp::Permute {
+                    pairs: (0..n).map(|r| (r, (r + 1) % n)).collect(),
+                },
+            ];
+            for op in &ops {
+                for &algo in algorithms_for(op) {
+                    let Some(got) = time_us(&t, &g, op, algo, s) else {
+                        continue;
+                    };
+                    // NVLS reduces in the switch: each rank still sends its S bytes up.
+                    let bw = if algo == Algorithm::Nvls {
+                        s as f64 / B * 1e6
+                    } else {
+                        bandwidth_bound_us(op, n, s as f64)
+                    };
+                    let bound = bw.max(ALPHA_US);
+                    assert!(
+                        got >= bound * (1.0 - 1e-9),
+                        "{} {algo} n={n} S={s}: {got} us < bound {bound} us",
+                        op.name()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked}");
+}
+
+#[test]
+fn ring_allreduce_matches_the_closed_form_within_one_percent() {
+    for n in [2usize, 4, 7, 8, 16] {
+        let (t, g) = ideal(n);
+        for s in [256u64 << 20, 1 << 30] {
+            let got = time_us(&t, &g, &CollectiveOp::AllReduce, Algorithm::Ring, s).unwrap();
+            let nf = n as f64;
+            let want = 2.0 * (nf - 1.0) / nf * s as f64 / B * 1e6 + 2.0 * (nf - 1.0) * ALPHA_US;
+            let err = (got - want).abs() / want;
+            assert!(
+                err < 0.01,
+                "n={n} S={s}: {got} us vs closed form {want} us ({err:.4})"
+            );
+        }
+    }
+}

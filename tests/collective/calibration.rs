@@ -1,0 +1,81 @@
+//! Against published NCCL figures: the 8 x A100 allreduce curve
+//! (fixtures/collective/a100_1node_allreduce.csv, nccl-tests) within 10% per
+//! size from 1 MiB up with `auto`, and the 8 x H100 figures of hardware.md
+//! (ring busbw about 370 GB/s, NVLS about 480 GB/s) within 10%.
+
+use shardsim::collective::{run_collective, Algorithm, Calibration, CollectiveOp, Group};
+use shardsim::topology;
+
+use crate::common::fixture;
+
+fn busbw(bytes: u64, time_ps: u64, n: usize) -> f64 {
+    bytes as f64 / (time_ps as f64 * 1e-12) / 1e9 * CollectiveOp::AllReduce.busbw_factor(n)
+}
+
+#[test]
+fn a100_allreduce_curve_within_ten_percent_from_1mib() {
+    let t = topology::load("dgx-a100", &[]).unwrap();
+    let g = Group::first(&t, 8).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let text = std::fs::read_to_string(fixture("collective/a100_1node_allreduce.csv")).unwrap();
+    let mut checked = 0;
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
+    {
+        let f: Vec<&str> = line.split(',').collect();
+        let (size, measured): (u64, f64) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        if size < 1 << 20 {
+            continue;
+        }
+        let r = run_collective(
+            &t,
+            &g,
+            &CollectiveOp::AllReduce,
+            size / 4,
+            4,
+            &cal,
+            None,
+            None,
+        )
+        .unwrap();
+        let ours = r.time.ps() as f64 / 1e6;
+        let err = (ours - measured) / measured;
+        assert!(
+            err.abs() < 0.10,
+            "{size} B: ours {ours:.1} us, measured {measured} us ({:+.1}%)",
+            err * 100.0
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+}
+
+#[test]
+fn h100_ring_and_nvls_busbw_within_ten_percent() {
+    let t = topology::load("dgx-h100", &[]).unwrap();
+    let g = Group::first(&t, 8).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let s: u64 = 8 << 30;
+    let op = CollectiveOp::AllReduce;
+    let ring = run_collective(&t, &g, &op, s / 4, 4, &cal, Some(Algorithm::Ring), None).unwrap();
+    let nvls = run_collective(&t, &g, &op, s / 4, 4, &cal, Some(Algorithm::Nvls), None).unwrap();
+    let (rb, nb) = (busbw(s, ring.time.ps(), 8), busbw(s, nvls.time.ps(), 8));
+    assert!((rb - 370.0).abs() / 370.0 < 0.10, "ring busbw {rb}");
+    assert!((nb - 480.0).abs() / 480.0 < 0.10, "nvls busbw {nb}");
+    // The tuner picks NVLS for large messages where the switch supports it, not on A100.
+    let auto = run_collective(&t, &g, &op, s / 4, 4, &cal, None, None).unwrap();
+    assert_eq!(auto.algo, Algorithm::Nvls);
+    let a100 = topology::load("dgx-a100", &[]).unwrap();
+    let ga = Group::first(&a100, 8).unwrap();
+    assert!(run_collective(&a100, &ga, &op, s / 4, 4, &cal, Some(Algorithm::Nvls), None).is_err());
+}
+
+#[test]
+fn compiled_calibration_table_parses_and_rejects_bad_fractions() {
+    let t = shardsim::collective::calibration::table().unwrap();
+    assert!(t.contains_key("default") && t.contains_key("A100 SXM4 80GB"));
+    let bad = shardsim::collective::calibration::CALIBRATION_TOML
+        .replace("nvlink_fraction = 0.785", "nvlink_fraction = 1.5");
+    assert!(shardsim::collective::calibration::parse_table(&bad).is_err());
+}

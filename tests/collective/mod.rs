@@ -1,0 +1,8 @@
+//! Collectives: numerics of every algorithm against the single-device result,
+//! alpha-beta lower bounds and the ring closed form on ideal links,
+//! calibration against published NCCL measurements, the session API, the CLI.
+
+mod bounds;
+mod calibration;
+mod numerics;
+mod session;
