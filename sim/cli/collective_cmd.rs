@@ -197,8 +197,8 @@ pub fn render(rows: &[Row], format: SweepFormat) -> anyhow::Result<String> {
         SweepFormat::Table => {
             writeln!(
                 out,
-                "{:>14} {:>12} {:>12} {:>10} {:>10}  {:<18} {}",
-                "size(B)", "count", "time(us)", "algbw", "busbw", "algo", "protocol"
+                "{:>14} {:>12} {:>12} {:>10} {:>10}  {:<18} protocol",
+                "size(B)", "count", "time(us)", "algbw", "busbw", "algo"
             )?;
             for r in rows {
                 writeln!(

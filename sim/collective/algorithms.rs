@@ -404,11 +404,8 @@ fn allreduce(
             // multicast back at step c + 1, so both directions of each link
             // stay busy (up: reduce loads then stores; down: the reverse).
             let mut steps = Vec::new();
-            for j in 0..n {
-                for (c, &(lo, hi)) in split_range(pieces[j].0, pieces[j].1, chunks)
-                    .iter()
-                    .enumerate()
-                {
+            for (j, &(plo, phi)) in pieces.iter().enumerate() {
+                for (c, &(lo, hi)) in split_range(plo, phi, chunks).iter().enumerate() {
                     if hi <= lo {
                         continue;
                     }

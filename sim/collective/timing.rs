@@ -10,6 +10,7 @@
 //!   everything it sent and received in its previous step has arrived (NCCL's
 //!   flag wait: a rank moves on when its slots are filled and freed);
 //! - the collective pays the protocol's base latency once.
+//!
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
 //! they are part of the achievable bandwidth.
 

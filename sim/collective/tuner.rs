@@ -193,7 +193,7 @@ pub fn choose(
         };
         for p in protos {
             let e = estimate(&costs, cal, a, p);
-            if best.as_ref().is_none_or(|(b, _)| e < b.estimate_ps) {
+            if best.as_ref().map_or(true, |(b, _)| e < b.estimate_ps) {
                 best = Some((
                     Choice {
                         algo: a,

@@ -359,7 +359,7 @@ impl Session for SimSession {
         self.check_worker(worker)?;
         let cur = &self.get(r)?[worker];
         same_type("debug_copy_from", value, cur, (1, 1))?;
-        let v = shaped(value.clone(), &cur.shape().to_vec())?;
+        let v = shaped(value.clone(), cur.shape())?;
         self.regs.get_mut(&r).expect("checked")[worker] = v;
         Ok(())
     }

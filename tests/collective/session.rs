@@ -56,7 +56,7 @@ fn allreduce_and_allgather_over_workers() {
         .flat_map(|w| (0..6).map(move |i| (w * 10 + i) as f64))
         .collect();
     assert_eq!(got, want);
-    assert_eq!(s.clock().ps() > t.ps(), true);
+    assert!(s.clock().ps() > t.ps());
 }
 
 #[test]
