@@ -38,7 +38,10 @@ pub fn run(a: CollectiveBenchArgs) -> anyhow::Result<()> {
     let sweep = args.sweep()?;
     let rows = sweep.rows()?;
     let wall = start.elapsed().as_secs_f64();
-    println!(
+    use std::fmt::Write;
+    let mut out = String::new();
+    writeln!(
+        out,
         "bench collective: {} {} on {} --nodes {} ({} ranks), {} sizes {}: {:.3} s wall",
         a.op,
         a.algo,
@@ -48,9 +51,10 @@ pub fn run(a: CollectiveBenchArgs) -> anyhow::Result<()> {
         rows.len(),
         a.sizes,
         wall
-    );
+    )?;
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
-        println!(
+        writeln!(
+            out,
             "  {} B: {:.2} us ({} {}); {} B: {:.2} us, busbw {:.2} GB/s ({} {})",
             first.size_bytes,
             first.time_us,
@@ -61,7 +65,7 @@ pub fn run(a: CollectiveBenchArgs) -> anyhow::Result<()> {
             last.busbw_gbs,
             last.algo,
             last.protocol
-        );
+        )?;
     }
-    Ok(())
+    super::output::write_output(None, &out)
 }
