@@ -51,6 +51,20 @@ impl Group {
         Ok(Group { devices })
     }
 
+    /// A group from a mesh's device group (`Mesh::device_groups`), so a
+    /// partitioned program's collectives run on the right devices.
+    pub fn from_mesh_group(topo: &Topology, devices: &[u64]) -> Result<Group, CollectiveError> {
+        let ids = devices
+            .iter()
+            .map(|&d| {
+                u32::try_from(d).map_err(|_| {
+                    crate::topology::TopologyError::NoSuchDevice(u32::MAX, topo.num_devices())
+                })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        Group::new(topo, ids)
+    }
+
     /// The first `n` devices.
     pub fn first(topo: &Topology, n: u32) -> Result<Group, CollectiveError> {
         Group::new(topo, (0..n).collect())
