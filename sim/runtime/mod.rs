@@ -25,8 +25,14 @@ pub trait Session {
     /// Set up the collective library (`nccl`, `rccl`, `mpi`) on `device_ids`
     /// (one per worker).
     fn init_ccl(&mut self, ccl: &str, device_ids: &[u32]) -> Result<(), SessionError>;
-    /// An uninitialised (zero) array of `shape` and `dtype` on every worker.
-    fn empty(&mut self, shape: &[u64], dtype: DType) -> Result<DRef, SessionError>;
+    /// An uninitialised (zero) array of `shape` and `dtype` on every worker,
+    /// in memory scope `device` of each worker's device (None: `global`).
+    fn empty(
+        &mut self,
+        shape: &[u64],
+        dtype: DType,
+        device: Option<&str>,
+    ) -> Result<DRef, SessionError>;
     /// Call a registered function on every worker with `args`; its result goes
     /// to a new register.
     fn call(&mut self, func: &str, args: &[DRef]) -> Result<(DRef, Time), SessionError>;

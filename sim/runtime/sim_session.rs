@@ -189,7 +189,34 @@ impl Session for SimSession {
         Ok(())
     }
 
-    fn empty(&mut self, shape: &[u64], dtype: DType) -> Result<DRef, SessionError> {
+    fn empty(
+        &mut self,
+        shape: &[u64],
+        dtype: DType,
+        device: Option<&str>,
+    ) -> Result<DRef, SessionError> {
+        if let Some(scope) = device {
+            // Workers' devices: the CCL group's, or devices 0..n before init_ccl.
+            let devices: Vec<u32> = match &self.ccl {
+                Some((g, _)) => g.devices.clone(),
+                None => (0..self.workers as u32).collect(),
+            };
+            for d in devices {
+                let c = self
+                    .topo
+                    .device(d)
+                    .ok_or(crate::topology::TopologyError::NoSuchDevice(
+                        d,
+                        self.topo.num_devices(),
+                    ))?;
+                if self.topo.memory_scope(c, scope).is_none() {
+                    return Err(SessionError::Shape {
+                        op: "empty",
+                        message: format!("device {d} has no memory scope \"{scope}\""),
+                    });
+                }
+            }
+        }
         let t = Tensor::zeros(shape.to_vec(), dtype)?;
         Ok(self.add_reg(vec![t; self.workers]))
     }

@@ -23,12 +23,12 @@ fn f32s(shape: Vec<u64>, v: Vec<f32>) -> Tensor {
 #[test]
 fn allreduce_and_allgather_over_workers() {
     let mut s = session(4);
-    let a = s.empty(&[2, 3], DType::F32).unwrap();
+    let a = s.empty(&[2, 3], DType::F32, None).unwrap();
     for w in 0..4 {
         let v: Vec<f32> = (0..6).map(|i| (w * 10 + i) as f32).collect();
         s.debug_copy_from(a, w, &f32s(vec![2, 3], v)).unwrap();
     }
-    let b = s.empty(&[2, 3], DType::F32).unwrap();
+    let b = s.empty(&[2, 3], DType::F32, None).unwrap();
     let t = s.allreduce(a, b, CollectiveReduction::Sum).unwrap();
     // sum over w of (10w + i) = 60 + 4i.
     let want: Vec<f64> = (0..6).map(|i| 60.0 + 4.0 * i as f64).collect();
@@ -42,14 +42,14 @@ fn allreduce_and_allgather_over_workers() {
     let r = run_collective(&topo, &g, &CollectiveOp::AllReduce, 6, 4, &cal, None, None).unwrap();
     assert_eq!(t, r.time);
     assert!(t.ps() > 0);
-    let m = s.empty(&[2, 3], DType::F32).unwrap();
+    let m = s.empty(&[2, 3], DType::F32, None).unwrap();
     s.allreduce(a, m, CollectiveReduction::Max).unwrap();
     assert_eq!(
         s.debug_get_from_remote(m, 2).unwrap().to_f64_vec(),
         (30..36).map(f64::from).collect::<Vec<_>>()
     );
 
-    let g8 = s.empty(&[8, 3], DType::F32).unwrap();
+    let g8 = s.empty(&[8, 3], DType::F32, None).unwrap();
     s.allgather(a, g8).unwrap();
     let got = s.debug_get_from_remote(g8, 3).unwrap().to_f64_vec();
     let want: Vec<f64> = (0..4)
@@ -62,14 +62,14 @@ fn allreduce_and_allgather_over_workers() {
 #[test]
 fn worker0_broadcast_scatter_gather_and_host_copies() {
     let mut s = session(4);
-    let x = s.empty(&[4, 2], DType::F32).unwrap();
+    let x = s.empty(&[4, 2], DType::F32, None).unwrap();
     let host = f32s(vec![4, 2], (0..8).map(|i| i as f32).collect());
     let t_in = s.copy_to_worker_0(&host, x).unwrap();
     assert!(t_in.ps() > 0, "a host copy crosses PCIe");
-    let y = s.empty(&[4, 2], DType::F32).unwrap();
+    let y = s.empty(&[4, 2], DType::F32, None).unwrap();
     s.broadcast_from_worker0(x, y).unwrap();
     assert_eq!(s.debug_get_from_remote(y, 3).unwrap(), host);
-    let piece = s.empty(&[1, 2], DType::F32).unwrap();
+    let piece = s.empty(&[1, 2], DType::F32, None).unwrap();
     s.scatter_from_worker0(x, piece).unwrap();
     for w in 0..4 {
         let want = vec![2.0 * w as f64, 2.0 * w as f64 + 1.0];
@@ -78,7 +78,7 @@ fn worker0_broadcast_scatter_gather_and_host_copies() {
             want
         );
     }
-    let back = s.empty(&[4, 2], DType::F32).unwrap();
+    let back = s.empty(&[4, 2], DType::F32, None).unwrap();
     s.gather_to_worker0(piece, back).unwrap();
     let (out, _) = s.copy_from_worker_0(back).unwrap();
     assert_eq!(out, host);
@@ -95,13 +95,13 @@ fn registered_functions_run_on_every_worker() {
         }),
     );
     let (r, _) = s.call("iota_plus_worker", &[]).unwrap();
-    let sum = s.empty(&[2], DType::I32).unwrap();
+    let sum = s.empty(&[2], DType::I32, None).unwrap();
     s.allreduce(r, sum, CollectiveReduction::Sum).unwrap();
     assert_eq!(
         s.debug_get_from_remote(sum, 1).unwrap().to_f64_vec(),
         vec![3.0, 6.0]
     );
-    let avg = s.empty(&[2], DType::I32).unwrap();
+    let avg = s.empty(&[2], DType::I32, None).unwrap();
     s.allreduce(r, avg, CollectiveReduction::Avg).unwrap();
     assert_eq!(
         s.debug_get_from_remote(avg, 0).unwrap().to_f64_vec(),
@@ -113,7 +113,7 @@ fn registered_functions_run_on_every_worker() {
 fn session_errors() {
     let t = topology::load("dgx-h100", &[]).unwrap();
     let mut s = SimSession::new(t, 2);
-    let a = s.empty(&[4], DType::F32).unwrap();
+    let a = s.empty(&[4], DType::F32, None).unwrap();
     assert_eq!(
         s.allreduce(a, a, CollectiveReduction::Sum),
         Err(SessionError::NoCcl)
@@ -132,7 +132,7 @@ fn session_errors() {
         s.debug_get_from_remote(a, 2),
         Err(SessionError::NoSuchWorker { .. })
     ));
-    let wrong = s.empty(&[3], DType::F32).unwrap();
+    let wrong = s.empty(&[3], DType::F32, None).unwrap();
     assert!(matches!(
         s.allreduce(a, wrong, CollectiveReduction::Sum),
         Err(SessionError::Shape { .. })
@@ -211,4 +211,14 @@ fn cli_rows_follow_nccl_tests_definitions() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown operation"));
     let bad = shardsim(&["collective", "--topology", "dgx-a100", "--sizes", "1XB"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn empty_checks_the_memory_scope() {
+    let mut s = session(2);
+    assert!(s.empty(&[4], DType::F32, Some("global")).is_ok());
+    assert!(matches!(
+        s.empty(&[4], DType::F32, Some("shared")),
+        Err(SessionError::Shape { op: "empty", .. })
+    ));
 }
