@@ -3,8 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{bench_engine, bench_parse, bench_propagate};
-use super::{bench_collective, bench_engine, bench_propagate};
+use super::{bench_collective, bench_engine, bench_parse, bench_propagate};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
