@@ -44,6 +44,25 @@ pub fn eval_func(
     run_block(module, func, &func.body, &mut env)
 }
 
+/// Evaluate one op of `func` on the given operand tensors (in operand order),
+/// with the types `func` gives its results. The multi-device executor uses this
+/// to run each local op of a per-device program.
+pub fn eval_single_op(
+    module: &Module,
+    func: &Func,
+    id: super::super::OpId,
+    operands: Vec<Tensor>,
+) -> Result<Vec<Tensor>, InterpError> {
+    let op = func.op(id);
+    let mut env = Env {
+        values: vec![None; func.values.len()],
+    };
+    for (&v, t) in op.operands.iter().zip(operands) {
+        env.set(v, t);
+    }
+    eval_op(module, func, op, &mut env)
+}
+
 /// Run ops in order; the terminator's operands are the block's results.
 fn run_block(
     module: &Module,

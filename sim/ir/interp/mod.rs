@@ -15,7 +15,7 @@ use crate::tensor::{Tensor, TensorError};
 
 use super::{Func, Loc, Module};
 
-pub use eval::{eval_func, reduce_kind_of};
+pub use eval::{eval_func, eval_single_op, reduce_kind_of};
 
 /// Why a program could not be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
