@@ -9,6 +9,8 @@ pub mod base;
 pub mod collective;
 pub mod engine;
 pub mod ir;
+pub mod partition;
+pub mod exec;
 pub mod mesh;
 pub mod net;
 pub mod plan;

@@ -8,6 +8,7 @@ mod common;
 mod engine;
 mod ir;
 mod mesh;
+mod partition;
 mod propagate;
 mod sharding;
 mod strategies;

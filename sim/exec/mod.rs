@@ -1,0 +1,263 @@
+//! The lockstep multi-device executor: runs a partitioned program on N virtual
+//! devices in one process, each with its own buffers; collectives move real
+//! data between the devices' buffers. Results are gathered with their output
+//! shardings and can be compared with the reference interpreter.
+//!
+//! The interface is split so a discrete-event engine can drive it: a device's
+//! local step runs alone ([`Executor::run_local`]), a collective runs once
+//! every device has reached it ([`Executor::run_collective`]); [`Executor::step`]
+//! does both in lockstep.
+
+mod collectives;
+
+use crate::base::DType;
+use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
+use crate::partition::{Mask, SpmdProgram, Step};
+use crate::tensor::{extract_block, insert_block, pad_to_shape, Scalar, Tensor, TensorError};
+
+/// Why a partitioned program could not be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    #[error("{0}")]
+    Inputs(String),
+    #[error("step {step} ({what}) on device {device}: {message}")]
+    Step {
+        step: usize,
+        what: String,
+        device: u64,
+        message: String,
+    },
+    #[error("the program has finished")]
+    Finished,
+}
+
+/// One virtual device: its id, mesh position and a buffer per program value.
+#[derive(Debug, Clone)]
+pub struct DeviceState {
+    pub device: u64,
+    pub buffers: Vec<Option<Tensor>>,
+}
+
+/// What the next step of the program is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// Every device runs it on its own (compute).
+    Local(usize),
+    /// Every device must reach it before it runs (communication).
+    Collective(usize),
+    Done,
+}
+
+/// Runs an [`SpmdProgram`] on virtual devices.
+#[derive(Debug, Clone)]
+pub struct Executor<'p> {
+    program: &'p SpmdProgram,
+    devices: Vec<DeviceState>,
+    pc: usize,
+}
+
+fn step_error(step: usize, what: &str, device: u64, e: impl ToString) -> ExecError {
+    ExecError::Step {
+        step,
+        what: what.to_string(),
+        device,
+        message: e.to_string(),
+    }
+}
+
+impl<'p> Executor<'p> {
+    /// Set up the devices with their shards of the global `inputs`.
+    pub fn new(program: &'p SpmdProgram, inputs: &[Tensor]) -> Result<Self, ExecError> {
+        let func = program
+            .module
+            .entry()
+            .ok_or_else(|| ExecError::Inputs("no entry function".into()))?;
+        check_inputs(func, inputs).map_err(|e: InterpError| ExecError::Inputs(e.to_string()))?;
+        let mut devices: Vec<DeviceState> = program
+            .mesh
+            .device_ids()
+            .into_iter()
+            .map(|device| DeviceState {
+                device,
+                buffers: vec![None; program.values.len()],
+            })
+            .collect();
+        for (i, (&slot, t)) in program.args.iter().zip(inputs).enumerate() {
+            let layout = &program.values[slot].layout;
+            for d in &mut devices {
+                let shard = layout.shard_of(d.device).expect("layout covers the mesh");
+                let block = extract_block(t, &shard.ranges)
+                    .and_then(|b| pad_to_shape(&b, &shard.local_shape, Scalar::zero(t.dtype())))
+                    .map_err(|e| ExecError::Inputs(format!("input {i}: {e}")))?;
+                d.buffers[slot] = Some(block);
+            }
+        }
+        Ok(Executor {
+            program,
+            devices,
+            pc: 0,
+        })
+    }
+
+    /// The devices' states (buffers by program value).
+    pub fn devices(&self) -> &[DeviceState] {
+        &self.devices
+    }
+
+    /// The step the program is at.
+    pub fn next_step(&self) -> NextStep {
+        match self.program.steps.get(self.pc) {
+            None => NextStep::Done,
+            Some(Step::Local { .. }) => NextStep::Local(self.pc),
+            Some(Step::Collective(_)) => NextStep::Collective(self.pc),
+        }
+    }
+
+    /// Run local step `pc` on device index `d` alone.
+    pub fn run_local(&mut self, pc: usize, d: usize) -> Result<(), ExecError> {
+        let Some(Step::Local {
+            op,
+            operands,
+            results,
+            masks,
+            device_block,
+        }) = self.program.steps.get(pc)
+        else {
+            return Err(ExecError::Finished);
+        };
+        let program = self.program;
+        let dev = &self.devices[d];
+        let what = program.local_func.op(*op).kind.name();
+        let err = |e: &dyn ToString| step_error(pc, what, dev.device, e.to_string());
+        let outs = if *device_block {
+            let func = program.module.entry().expect("checked in new");
+            let global = eval_single_op(&program.module, func, *op, Vec::new()).map_err(|e| err(&e))?;
+            let layout = &program.values[results[0]].layout;
+            let shard = layout.shard_of(dev.device).expect("layout covers the mesh");
+            let block = extract_block(&global[0], &shard.ranges)
+                .and_then(|b| pad_to_shape(&b, &shard.local_shape, Scalar::zero(b.dtype())))
+                .map_err(|e| err(&e))?;
+            vec![block]
+        } else {
+            let mut args = Vec::with_capacity(operands.len());
+            for &s in operands {
+                let t = dev.buffers[s]
+                    .clone()
+                    .ok_or_else(|| err(&format!("value {} has no buffer", program.values[s].name)))?;
+                args.push(t);
+            }
+            for (i, m) in masks.iter().enumerate() {
+                let fill = match *m {
+                    Mask::None => continue,
+                    Mask::Zero => Scalar::zero(args[i].dtype()),
+                    Mask::ReduceInit { init_operand } => args[init_operand].to_scalar().map_err(|e| err(&e))?,
+                };
+                let shard = program.values[operands[i]]
+                    .layout
+                    .shard_of(dev.device)
+                    .expect("layout covers the mesh");
+                let valid: Vec<u64> = shard.ranges.iter().map(|r| r.1 - r.0).collect();
+                args[i] = mask_padding(&args[i], &valid, fill).map_err(|e| err(&e))?;
+            }
+            eval_single_op(&program.module, &program.local_func, *op, args).map_err(|e| err(&e))?
+        };
+        if outs.len() != results.len() {
+            return Err(err(&format!("{} results for {} values", outs.len(), results.len())));
+        }
+        for (&slot, t) in results.iter().zip(&outs) {
+            let want = &program.values[slot].layout.local_shape;
+            if t.shape() != want.as_slice() {
+                return Err(err(&format!(
+                    "local result of {} has shape {:?}, expected {:?}",
+                    program.values[slot].name,
+                    t.shape(),
+                    want
+                )));
+            }
+        }
+        let dev = &mut self.devices[d];
+        for (slot, t) in results.iter().zip(outs) {
+            dev.buffers[*slot] = Some(t);
+        }
+        Ok(())
+    }
+
+    /// Run collective step `pc` on every device.
+    pub fn run_collective(&mut self, pc: usize) -> Result<(), ExecError> {
+        let Some(Step::Collective(c)) = self.program.steps.get(pc) else {
+            return Err(ExecError::Finished);
+        };
+        collectives::run(self.program, c, &mut self.devices)
+            .map_err(|(device, e)| step_error(pc, c.kind.name(), device, e))
+    }
+
+    /// Run the next step on every device; false when the program is done.
+    pub fn step(&mut self) -> Result<bool, ExecError> {
+        match self.next_step() {
+            NextStep::Done => return Ok(false),
+            NextStep::Local(pc) => {
+                for d in 0..self.devices.len() {
+                    self.run_local(pc, d)?;
+                }
+            }
+            NextStep::Collective(pc) => self.run_collective(pc)?,
+        }
+        self.pc += 1;
+        Ok(true)
+    }
+
+    /// Run to the end.
+    pub fn run(&mut self) -> Result<(), ExecError> {
+        while self.step()? {}
+        Ok(())
+    }
+
+    /// The global results, assembled from every device's block.
+    pub fn gather_results(&self) -> Result<Vec<Tensor>, ExecError> {
+        let p = self.program;
+        p.results
+            .iter()
+            .map(|&slot| {
+                let v = &p.values[slot];
+                let mut out = Tensor::zeros(v.global.shape.clone(), v.global.dtype)
+                    .map_err(|e| step_error(p.steps.len(), "gather", 0, e))?;
+                for d in &self.devices {
+                    let shard = v.layout.shard_of(d.device).expect("layout covers the mesh");
+                    let buf = d.buffers[slot].as_ref().ok_or_else(|| {
+                        step_error(p.steps.len(), "gather", d.device, format!("no buffer for {}", v.name))
+                    })?;
+                    let local: Vec<(u64, u64)> = shard.ranges.iter().map(|r| (0, r.1 - r.0)).collect();
+                    let block = extract_block(buf, &local).map_err(|e| step_error(p.steps.len(), "gather", d.device, e))?;
+                    let starts: Vec<u64> = shard.ranges.iter().map(|r| r.0).collect();
+                    insert_block(&mut out, &block, &starts)
+                        .map_err(|e| step_error(p.steps.len(), "gather", d.device, e))?;
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+/// `x` with every element at or past `valid[d]` along some dim set to `fill`.
+pub fn mask_padding(x: &Tensor, valid: &[u64], fill: Scalar) -> Result<Tensor, TensorError> {
+    if valid.iter().zip(x.shape()).all(|(v, s)| v >= s) {
+        return Ok(x.clone());
+    }
+    let mut out = Tensor::splat(x.shape().to_vec(), fill)?;
+    let ranges: Vec<(u64, u64)> = valid.iter().zip(x.shape()).map(|(&v, &s)| (0, v.min(s))).collect();
+    let block = extract_block(x, &ranges)?;
+    insert_block(&mut out, &block, &vec![0; x.rank()])?;
+    Ok(out)
+}
+
+/// Run `program` on `inputs` and return the gathered global results.
+pub fn execute(program: &SpmdProgram, inputs: &[Tensor]) -> Result<Vec<Tensor>, ExecError> {
+    let mut ex = Executor::new(program, inputs)?;
+    ex.run()?;
+    ex.gather_results()
+}
+
+/// The zero of `dtype` (padding of fresh buffers).
+pub(crate) fn zero(dtype: DType) -> Scalar {
+    Scalar::zero(dtype)
+}

@@ -1,0 +1,626 @@
+//! The partitioning driver: walks the entry function of a propagated module op
+//! by op, choosing each op's factor sharding, inserting reshards (lowered to
+//! collectives) and emitting local steps (see the module doc of `partition`).
+
+use std::collections::BTreeSet;
+
+use crate::base::{DType, TensorType};
+use crate::ir::interp::reduce_kind_of;
+use crate::ir::{Func, Module, Op, OpId, OpKind, OpShardingRule, ValueId};
+use crate::mesh::{AxisRef, Mesh};
+use crate::propagate::{FactorSharding, TensorFactorShardings};
+use crate::rules::rule_for;
+use crate::sharding::{MeshRef, ShardLayout, TensorSharding};
+use crate::tensor::{CollectiveReduction, ReduceKind};
+
+use super::program::{
+    Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step,
+};
+use super::reshard::{plan_reshard, CostModel, PlannedStep};
+use super::PartitionError;
+
+/// Partition the entry function of `module`, whose values carry the shardings
+/// propagation gave them (a value without one is replicated).
+pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
+    let func = module
+        .entry()
+        .ok_or_else(|| PartitionError::Module("no function to partition".into()))?;
+    let (mesh_name, mesh) = pick_mesh(module, func)?;
+    let mut b = Builder {
+        mesh_name,
+        mesh,
+        model: CostModel::default(),
+        values: Vec::new(),
+        steps: Vec::new(),
+        slot_of: vec![None; func.values.len()],
+        local_func: func.clone(),
+    };
+    let mut args = Vec::new();
+    for &a in &func.args {
+        let v = func.value(a);
+        let sharding = b.declared(func, a);
+        let slot = b.add_value(&v.name, v.ty.clone(), sharding)?;
+        b.slot_of[a.0 as usize] = Some(slot);
+        args.push(slot);
+    }
+    let mut results = Vec::new();
+    for &id in &func.body {
+        let op = func.op(id);
+        match &op.kind {
+            OpKind::Return => {
+                for (i, &v) in op.operands.iter().enumerate() {
+                    let mut slot = b.slot(func, v)?;
+                    if let Some(Some(t)) = func.result_shardings.get(i) {
+                        let t = b.concrete(t.clone());
+                        slot = b.reshard(slot, &t, &format!("return#{i}"))?;
+                    }
+                    results.push(slot);
+                }
+            }
+            OpKind::Constant { .. } | OpKind::Iota { .. } => {
+                let r = op.results[0];
+                let v = func.value(r);
+                let sharding = b.declared(func, r);
+                let slot = b.add_value(&v.name, v.ty.clone(), sharding)?;
+                b.set_local_type(r, slot);
+                b.slot_of[r.0 as usize] = Some(slot);
+                b.steps.push(Step::Local {
+                    op: id,
+                    operands: Vec::new(),
+                    results: vec![slot],
+                    masks: Vec::new(),
+                    device_block: true,
+                });
+            }
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                let src = b.slot(func, op.operands[0])?;
+                let t = b.concrete(sharding.clone());
+                let r = op.results[0];
+                let out = b.reshard(src, &t, &func.value(r).name)?;
+                b.slot_of[r.0 as usize] = Some(out);
+            }
+            OpKind::PropagationBarrier { .. } | OpKind::DataFlowEdge { .. } => {
+                let src = b.slot(func, op.operands[0])?;
+                let r = op.results[0];
+                let t = b.declared(func, r);
+                let out = b.reshard(src, &t, &func.value(r).name)?;
+                b.slot_of[r.0 as usize] = Some(out);
+            }
+            OpKind::ShardingGroup { .. } => {}
+            OpKind::Reduce { .. } => b.partition_op(module, func, id)?,
+            _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
+                return Err(op_error(op, "calls and named or manual computations must be inlined first"));
+            }
+            _ if op.kind.is_collective() => {
+                return Err(op_error(op, "the input already has explicit collectives"));
+            }
+            _ => b.partition_op(module, func, id)?,
+        }
+    }
+    Ok(SpmdProgram {
+        mesh_name: b.mesh_name,
+        mesh: b.mesh,
+        module: module.clone(),
+        local_func: b.local_func,
+        values: b.values,
+        args,
+        steps: b.steps,
+        results,
+    })
+}
+
+fn op_error(op: &Op, message: impl Into<String>) -> PartitionError {
+    PartitionError::Op {
+        loc: op.loc,
+        op: op.kind.name().to_string(),
+        message: message.into(),
+    }
+}
+
+/// The one mesh the function's shardings use (the module's first if none does).
+fn pick_mesh(module: &Module, func: &Func) -> Result<(String, Mesh), PartitionError> {
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let shardings = func
+        .values
+        .iter()
+        .filter_map(|v| v.sharding.as_ref())
+        .chain(func.result_shardings.iter().flatten());
+    for s in shardings {
+        match &s.mesh {
+            MeshRef::Symbol(n) => {
+                names.insert(n.clone());
+            }
+            MeshRef::Inline(_) => {
+                return Err(PartitionError::Module(
+                    "inline meshes are not supported; use an sdy.mesh symbol".into(),
+                ))
+            }
+        }
+    }
+    if names.len() > 1 {
+        return Err(PartitionError::Module(format!(
+            "shardings use several meshes ({}); one mesh per program is supported",
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let name = match names.into_iter().next() {
+        Some(n) => n,
+        None => match module.meshes.first() {
+            Some((n, _)) => n.clone(),
+            None => return Ok(("mesh".into(), Mesh::from_pairs(&[]).map_err(|e| PartitionError::Module(e.to_string()))?)),
+        },
+    };
+    let mesh = module
+        .mesh(&name)
+        .cloned()
+        .ok_or_else(|| PartitionError::Module(format!("no sdy.mesh @{name}")))?;
+    Ok((name, mesh))
+}
+
+struct Builder {
+    mesh_name: String,
+    mesh: Mesh,
+    model: CostModel,
+    values: Vec<LocalValue>,
+    steps: Vec<Step>,
+    slot_of: Vec<Option<Slot>>,
+    local_func: Func,
+}
+
+impl Builder {
+    /// A sharding with closed dims on this program's mesh symbol.
+    fn concrete(&self, mut s: TensorSharding) -> TensorSharding {
+        for d in &mut s.dims {
+            d.is_closed = true;
+            d.priority = None;
+        }
+        s.replicated.clear();
+        s
+    }
+
+    /// The sharding propagation gave `v` (replicated when none).
+    fn declared(&self, func: &Func, v: ValueId) -> TensorSharding {
+        let val = func.value(v);
+        match &val.sharding {
+            Some(s) => self.concrete(s.clone()),
+            None => TensorSharding::replicated(&self.mesh_name, val.ty.rank()),
+        }
+    }
+
+    fn slot(&self, func: &Func, v: ValueId) -> Result<Slot, PartitionError> {
+        self.slot_of[v.0 as usize].ok_or_else(|| PartitionError::Module(format!(
+            "value {} is used before it is defined (or defined in a region)",
+            func.value(v).name
+        )))
+    }
+
+    fn add_value(
+        &mut self,
+        name: &str,
+        global: TensorType,
+        sharding: TensorSharding,
+    ) -> Result<Slot, PartitionError> {
+        let geometry = TensorSharding {
+            unreduced: Vec::new(),
+            ..sharding.clone()
+        };
+        let layout = ShardLayout::new(&self.mesh, &geometry, &global.shape)
+            .map_err(|e| PartitionError::sharding(e).at_value(name))?;
+        self.values.push(LocalValue {
+            name: name.to_string(),
+            global,
+            sharding,
+            layout,
+        });
+        Ok(self.values.len() - 1)
+    }
+
+    /// Give op result `v` of the local function the local shape of `slot`.
+    fn set_local_type(&mut self, v: ValueId, slot: Slot) {
+        self.local_func.value_mut(v).ty.shape = self.values[slot].layout.local_shape.clone();
+    }
+
+    /// Emit one planned collective from `input`.
+    fn emit(&mut self, step: PlannedStep, input: Slot, at: &str) -> Result<Slot, PartitionError> {
+        let src = self.values[input].clone();
+        let k = self.values.len();
+        let out = self.add_value(&format!("{}.r{k}", src.name), src.global.clone(), step.after)?;
+        let elem = src.global.dtype.size_bytes();
+        let bytes = if step.kind.moves_data() {
+            src.local_bytes().max(self.values[out].local_bytes())
+        } else {
+            0
+        };
+        let groups = match &step.kind {
+            CollectiveKind::CollectivePermute(_) => vec![self.mesh.device_ids()],
+            _ => self
+                .mesh
+                .device_groups(&step.axes)
+                .map_err(|e| PartitionError::Value {
+                    value: src.name.clone(),
+                    message: e.to_string(),
+                })?,
+        };
+        let _ = elem;
+        self.steps.push(Step::Collective(Collective {
+            kind: step.kind,
+            input,
+            output: out,
+            axes: step.axes,
+            groups,
+            dtype: src.global.dtype,
+            bytes,
+            at: at.to_string(),
+        }));
+        Ok(out)
+    }
+
+    /// Reshard `slot` (not partial) to `target`; returns the slot holding it.
+    fn reshard(&mut self, slot: Slot, target: &TensorSharding, at: &str) -> Result<Slot, PartitionError> {
+        let src = self.values[slot].clone();
+        if target.rank() != src.global.rank() {
+            return Err(PartitionError::Value {
+                value: src.name.clone(),
+                message: format!(
+                    "sharding {} has rank {} but the value is {}",
+                    target.to_bare(),
+                    target.rank(),
+                    src.global
+                ),
+            });
+        }
+        ShardLayout::new(&self.mesh, target, &src.global.shape)
+            .map_err(|e| PartitionError::sharding(e).at_value(&src.name))?;
+        let plan = plan_reshard(
+            &self.mesh,
+            &src.sharding,
+            target,
+            &src.global.shape,
+            src.global.dtype.size_bytes(),
+            self.model,
+        )
+        .map_err(|e| e.at_value(&src.name))?;
+        let mut cur = slot;
+        for step in plan {
+            cur = self.emit(step, cur, at)?;
+        }
+        Ok(cur)
+    }
+
+    /// Finish a partial result: all_reduce over its unreduced axes.
+    fn finish_partial(&mut self, slot: Slot, kind: CollectiveReduction, at: &str) -> Result<Slot, PartitionError> {
+        let src = self.values[slot].clone();
+        if src.sharding.unreduced.is_empty() {
+            return Ok(slot);
+        }
+        let after = TensorSharding {
+            unreduced: Vec::new(),
+            ..src.sharding.clone()
+        };
+        let axes = src.sharding.unreduced.clone();
+        self.emit(
+            PlannedStep {
+                kind: CollectiveKind::AllReduce(kind),
+                axes,
+                after,
+            },
+            slot,
+            at,
+        )
+    }
+
+    fn partition_op(&mut self, module: &Module, func: &Func, id: OpId) -> Result<(), PartitionError> {
+        let _ = module;
+        let op = func.op(id);
+        let rule = op
+            .rule
+            .clone()
+            .or_else(|| rule_for(func, op))
+            .ok_or_else(|| op_error(op, "no sharding rule for this op"))?;
+        let operand_slots: Vec<Slot> = op
+            .operands
+            .iter()
+            .map(|&v| self.slot(func, v))
+            .collect::<Result<_, _>>()?;
+        let targets: Vec<TensorSharding> = op.results.iter().map(|&r| self.declared(func, r)).collect();
+        let reduction = partial_kind(func, op);
+        let factors = self.choose_factors(func, op, &rule, &operand_slots, &targets, reduction.is_some());
+        let first_result = op
+            .results
+            .first()
+            .map(|&r| func.value(r).name.clone())
+            .unwrap_or_default();
+        // Operands to the op's factor sharding.
+        let mut local_operands = Vec::with_capacity(operand_slots.len());
+        for (i, &slot) in operand_slots.iter().enumerate() {
+            let want = self.unproject(&factors, &rule, &rule.operand_mappings[i], Vec::new());
+            local_operands.push(self.reshard(slot, &want, &first_result)?);
+        }
+        // The local op, its results possibly partial.
+        let unreduced = self.sorted_axes(
+            rule.reduction_factors
+                .iter()
+                .flat_map(|&f| factors[f].iter().cloned())
+                .collect(),
+        );
+        let mut local_results = Vec::with_capacity(op.results.len());
+        for (i, &r) in op.results.iter().enumerate() {
+            let v = func.value(r);
+            let s = self.unproject(&factors, &rule, &rule.result_mappings[i], unreduced.clone());
+            let slot = self.add_value(&v.name, v.ty.clone(), s)?;
+            self.set_local_type(r, slot);
+            local_results.push(slot);
+        }
+        self.localize_attrs(func, id, &local_operands);
+        let masks = masks_for(op, local_operands.len());
+        self.steps.push(Step::Local {
+            op: id,
+            operands: local_operands,
+            results: local_results.clone(),
+            masks,
+            device_block: false,
+        });
+        // Results to their propagated shardings.
+        for (i, &r) in op.results.iter().enumerate() {
+            let name = func.value(r).name.clone();
+            let mut slot = local_results[i];
+            if !self.values[slot].sharding.unreduced.is_empty() {
+                let kind = reduction.ok_or_else(|| op_error(op, "partial result of a non-reducing op"))?;
+                slot = self.finish_partial(slot, kind, &name)?;
+            }
+            slot = self.reshard(slot, &targets[i], &name)?;
+            self.slot_of[r.0 as usize] = Some(slot);
+        }
+        Ok(())
+    }
+
+    /// Axes sorted in mesh order (for unreduced lists and collective axes).
+    fn sorted_axes(&self, mut axes: Vec<AxisRef>) -> Vec<AxisRef> {
+        axes.sort_by(|a, b| a.mesh_cmp(b, &self.mesh));
+        axes
+    }
+
+    /// Per factor, the axes the op computes with.
+    fn choose_factors(
+        &self,
+        func: &Func,
+        op: &Op,
+        rule: &OpShardingRule,
+        operand_slots: &[Slot],
+        targets: &[TensorSharding],
+        partial_ok: bool,
+    ) -> Vec<Vec<AxisRef>> {
+        let n = rule.num_factors();
+        let mesh = &self.mesh;
+        let project = |s: &TensorSharding, m: &[Vec<usize>]| {
+            TensorFactorShardings::project(Some(s), m, &rule.factor_sizes, mesh, true)
+        };
+        let in_result: Vec<bool> = (0..n)
+            .map(|f| rule.result_mappings.iter().flatten().flatten().any(|&g| g == f))
+            .collect();
+        let mut axes: Vec<Vec<AxisRef>> = vec![Vec::new(); n];
+        for (i, t) in targets.iter().enumerate() {
+            let p = project(t, &rule.result_mappings[i]);
+            for (&f, fs) in &p.factors {
+                if axes[f].is_empty() && fs.overflow.is_empty() {
+                    axes[f] = fs.axes.clone();
+                }
+            }
+            if i == 0 {
+                // Only the first result decides (the others reshard after).
+                break;
+            }
+        }
+        let mut used: Vec<AxisRef> = axes.iter().flatten().cloned().collect();
+        // Factors only operands have: from the largest operand that shards them.
+        for f in 0..n {
+            if in_result[f] {
+                continue;
+            }
+            let mut best: Option<(u64, Vec<AxisRef>)> = None;
+            for (i, &slot) in operand_slots.iter().enumerate() {
+                let p = project(&self.values[slot].sharding, &rule.operand_mappings[i]);
+                if let Some(fs) = p.factors.get(&f) {
+                    if fs.axes.is_empty() || !fs.overflow.is_empty() {
+                        continue;
+                    }
+                    let bytes = self.values[slot].global.size_bytes();
+                    if best.as_ref().map_or(true, |b| bytes > b.0) {
+                        best = Some((bytes, fs.axes.clone()));
+                    }
+                }
+            }
+            if let Some((_, cand)) = best {
+                let keep: Vec<AxisRef> = cand
+                    .into_iter()
+                    .take_while(|a| !used.iter().any(|u| u.overlaps(a, mesh)))
+                    .collect();
+                used.extend(keep.iter().cloned());
+                axes[f] = keep;
+            }
+        }
+        let _ = func;
+        for &f in rule
+            .need_replication_factors
+            .iter()
+            .chain(&rule.permutation_factors)
+        {
+            axes[f].clear();
+        }
+        if !partial_ok {
+            for &f in &rule.reduction_factors {
+                axes[f].clear();
+            }
+        }
+        if matches!(op.kind, OpKind::DynamicUpdateSlice) {
+            // Update dims smaller than the operand's: replicate the operand's dim too.
+            for m in rule.operand_mappings.iter().chain(&rule.result_mappings) {
+                let _ = m;
+            }
+            let full: Vec<usize> = rule.result_mappings[0].iter().flatten().copied().collect();
+            let upd: BTreeSet<usize> = rule.operand_mappings[1].iter().flatten().copied().collect();
+            for f in full {
+                if !upd.contains(&f) {
+                    axes[f].clear();
+                }
+            }
+        }
+        // A factor in a multi-factor dim (reshape) must divide evenly and follow
+        // fully sharded factors; otherwise it is replicated.
+        loop {
+            let mut changed = false;
+            for dims in rule.operand_mappings.iter().chain(&rule.result_mappings) {
+                for dim in dims.iter().filter(|d| d.len() > 1) {
+                    let mut blocked = false;
+                    for &f in dim {
+                        let count: u64 = axes[f].iter().map(|a| a.size(mesh).unwrap_or(1)).product();
+                        if blocked || rule.factor_sizes[f] % count != 0 {
+                            if !axes[f].is_empty() {
+                                axes[f].clear();
+                                changed = true;
+                            }
+                            blocked = true;
+                            continue;
+                        }
+                        if count < rule.factor_sizes[f] {
+                            blocked = true;
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        axes
+    }
+
+    /// A tensor sharding from factor axes through `mapping`.
+    fn unproject(
+        &self,
+        factors: &[Vec<AxisRef>],
+        rule: &OpShardingRule,
+        mapping: &[Vec<usize>],
+        unreduced: Vec<AxisRef>,
+    ) -> TensorSharding {
+        let mut t = TensorFactorShardings::default();
+        for dim in mapping {
+            for &f in dim {
+                t.factors.insert(
+                    f,
+                    FactorSharding {
+                        axes: factors[f].clone(),
+                        is_closed: true,
+                        is_minor_most: false,
+                        overflow: Vec::new(),
+                    },
+                );
+            }
+        }
+        t.unreduced = unreduced;
+        t.unproject(mapping, &rule.factor_sizes, &self.mesh_name, &self.mesh)
+    }
+
+    /// Rewrite attributes that hold global sizes of unsharded-by-the-op dims.
+    fn localize_attrs(&mut self, func: &Func, id: OpId, operands: &[Slot]) {
+        let op = func.op(id);
+        let Some(&first) = operands.first() else {
+            return;
+        };
+        let in_local = self.values[first].layout.local_shape.clone();
+        let in_global = self.values[first].global.shape.clone();
+        let out_global = op.results.first().map(|&r| func.value(r).ty.shape.clone()).unwrap_or_default();
+        let local = self.local_func.op_mut(id);
+        match &mut local.kind {
+            OpKind::Slice { start, limit, strides } => {
+                for d in 0..in_local.len() {
+                    if in_global[d] == out_global[d] {
+                        start[d] = 0;
+                        limit[d] = in_local[d] as i64;
+                        strides[d] = 1;
+                    }
+                }
+            }
+            OpKind::DynamicSlice { sizes } => {
+                for d in 0..in_local.len() {
+                    if in_global[d] == out_global[d] {
+                        sizes[d] = in_local[d];
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How an op's padded operands are masked before it runs.
+fn masks_for(op: &Op, n: usize) -> Vec<Mask> {
+    match op.kind {
+        OpKind::Reduce { .. } => {
+            let k = n / 2;
+            (0..n)
+                .map(|i| {
+                    if i < k {
+                        Mask::ReduceInit { init_operand: k + i }
+                    } else {
+                        Mask::None
+                    }
+                })
+                .collect()
+        }
+        OpKind::Dot { .. } | OpKind::DotGeneral { .. } => vec![Mask::Zero; n],
+        _ => vec![Mask::None; n],
+    }
+}
+
+/// The collective reduction that finishes a partial result of `op`, when the
+/// op may compute one: dots sum; a single-input reduce whose body is one of
+/// add/mul/max/min with an identity init value.
+fn partial_kind(func: &Func, op: &Op) -> Option<CollectiveReduction> {
+    match &op.kind {
+        OpKind::Dot { .. } | OpKind::DotGeneral { .. } => Some(CollectiveReduction::Sum),
+        OpKind::Reduce { .. } if op.operands.len() == 2 => {
+            let kind = reduce_kind_of(func, op.regions.first()?)?;
+            let init = op.operands[1];
+            let dtype = func.value(init).ty.dtype;
+            let value = constant_scalar(func, init)?;
+            let (reduction, identity_ok) = match kind {
+                ReduceKind::Add => (CollectiveReduction::Sum, value == 0.0),
+                ReduceKind::Mul => (CollectiveReduction::Prod, value == 1.0),
+                ReduceKind::Max => (CollectiveReduction::Max, value == f64::NEG_INFINITY || is_int_extreme(dtype, value, false)),
+                ReduceKind::Min => (CollectiveReduction::Min, value == f64::INFINITY || is_int_extreme(dtype, value, true)),
+                ReduceKind::And | ReduceKind::Or => return None,
+            };
+            identity_ok.then_some(reduction)
+        }
+        _ => None,
+    }
+}
+
+fn is_int_extreme(dtype: DType, v: f64, max: bool) -> bool {
+    let (lo, hi) = match dtype {
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::UI8 => (0.0, u8::MAX as f64),
+        DType::UI32 => (0.0, u32::MAX as f64),
+        DType::UI64 => (0.0, u64::MAX as f64),
+        _ => return false,
+    };
+    if max {
+        v == hi
+    } else {
+        v == lo
+    }
+}
+
+/// The value of a scalar constant operand.
+fn constant_scalar(func: &Func, v: ValueId) -> Option<f64> {
+    let crate::ir::ValueDef::Result { op, .. } = func.value(v).def else {
+        return None;
+    };
+    let OpKind::Constant { value, .. } = &func.op(op).kind else {
+        return None;
+    };
+    value.to_f64s(&func.value(v).ty)?.first().copied()
+}

@@ -1,0 +1,65 @@
+//! The SPMD partitioner: from a propagated global program (every value has a
+//! sharding) to one per-device program with explicit collectives.
+//!
+//! Per op it fixes the factor sharding the op computes with (result factors
+//! from the result's sharding; reduction-only factors from the larger operand,
+//! so the smaller one moves), reshards the operands to it, runs the op on local
+//! buffers, finishes partial results with `all_reduce` and reshards the result
+//! to its propagated sharding. Each reshard becomes the cheapest sequence of
+//! `all_to_all`, `all_gather`, `all_slice` or one `collective_permute` (see
+//! [`reshard`]). Uneven dims are padded (GSPMD style) and masked where an op
+//! reads across elements (reduce, dot). Slices, pads, reverses, concatenations
+//! and dynamic slices gather the dims they change (no halo exchange).
+
+mod lower;
+pub mod program;
+pub mod reshard;
+
+
+
+pub use lower::partition;
+pub use program::{
+    Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step,
+};
+pub use reshard::{plan_reshard, CostModel, PlannedStep};
+
+use crate::ir::Loc;
+use crate::sharding::ShardingError;
+
+/// Why a program could not be partitioned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionError {
+    /// A value's sharding does not fit its tensor or mesh.
+    #[error("cannot partition value {value}: {message}")]
+    Value { value: String, message: String },
+    /// An op the partitioner does not handle.
+    #[error("{loc}: '{op}': cannot partition: {message}")]
+    Op {
+        loc: Loc,
+        op: String,
+        message: String,
+    },
+    /// A problem with the module as a whole.
+    #[error("cannot partition the module: {0}")]
+    Module(String),
+    /// A sharding error without a value name yet (named by the caller).
+    #[error("{0}")]
+    Sharding(String),
+}
+
+impl PartitionError {
+    pub(crate) fn sharding(e: ShardingError) -> PartitionError {
+        PartitionError::Sharding(e.to_string())
+    }
+
+    /// Attach a value name to an unnamed sharding error.
+    pub(crate) fn at_value(self, value: &str) -> PartitionError {
+        match self {
+            PartitionError::Sharding(message) => PartitionError::Value {
+                value: value.to_string(),
+                message,
+            },
+            other => other,
+        }
+    }
+}

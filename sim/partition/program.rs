@@ -1,0 +1,150 @@
+//! The partitioned (SPMD) program: one instruction list shared by every
+//! device, over values with a global type, a sharding and the local (padded)
+//! shape every device holds. Local steps name an op of the per-device function
+//! (the entry function with local result types); collective steps carry their
+//! axes, device groups and buffer size. Device-specific data (which block a
+//! device holds) comes from each value's [`ShardLayout`].
+
+use crate::base::{DType, TensorType};
+use crate::ir::{Func, Module, OpId};
+use crate::mesh::{AxisRef, Mesh};
+use crate::sharding::{ShardLayout, TensorSharding};
+use crate::tensor::CollectiveReduction;
+
+/// Index of a value in [`SpmdProgram::values`].
+pub type Slot = usize;
+
+/// A value of the partitioned program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalValue {
+    /// Printed name (`%3`, or `%3.r1` for a value a reshard introduced).
+    pub name: String,
+    pub global: TensorType,
+    /// The sharding the devices hold it with (unreduced axes: partial results).
+    pub sharding: TensorSharding,
+    pub layout: ShardLayout,
+}
+
+impl LocalValue {
+    /// Bytes of one device's (padded) buffer.
+    pub fn local_bytes(&self) -> u64 {
+        self.layout.local_bytes(self.global.dtype.size_bytes())
+    }
+}
+
+/// How a local step treats the padding of an operand before computing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mask {
+    /// Padding is never read across (elementwise ops...).
+    None,
+    /// Set the padding of `dims` to the reduction's init value (operand `init`).
+    ReduceInit { init_operand: usize },
+    /// Set the padding of the contracting dims to zero (dot).
+    Zero,
+}
+
+/// What a collective does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectiveKind {
+    /// Per dim, the minor axes gathered.
+    AllGather(Vec<Vec<AxisRef>>),
+    /// Per dim, the axes appended by slicing locally (no traffic).
+    AllSlice(Vec<Vec<AxisRef>>),
+    /// Move `axis` from dim `src` (its minor-most axis) to dim `tgt`.
+    AllToAll {
+        axis: AxisRef,
+        src_dim: usize,
+        tgt_dim: usize,
+    },
+    /// Every device receives its new block from one device: `(source, target)`
+    /// pairs of device ids (devices that keep their block are not listed).
+    CollectivePermute(Vec<(u64, u64)>),
+    /// Reduce partial results over `axes` (no layout change besides dropping unreduced).
+    AllReduce(CollectiveReduction),
+}
+
+impl CollectiveKind {
+    /// The sdy op name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CollectiveKind::AllGather(_) => "all_gather",
+            CollectiveKind::AllSlice(_) => "all_slice",
+            CollectiveKind::AllToAll { .. } => "all_to_all",
+            CollectiveKind::CollectivePermute(_) => "collective_permute",
+            CollectiveKind::AllReduce(_) => "all_reduce",
+        }
+    }
+
+    /// True when the collective moves data between devices.
+    pub fn moves_data(&self) -> bool {
+        !matches!(self, CollectiveKind::AllSlice(_))
+    }
+}
+
+/// A collective step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collective {
+    pub kind: CollectiveKind,
+    pub input: Slot,
+    pub output: Slot,
+    /// The mesh axes it runs over (empty for a permute or a slice).
+    pub axes: Vec<AxisRef>,
+    /// Device groups (ids), from [`Mesh::device_groups`]; a permute has one group of all devices.
+    pub groups: Vec<Vec<u64>>,
+    pub dtype: DType,
+    /// Per-device buffer size of the larger of input and output (0 for a local slice).
+    pub bytes: u64,
+    /// The value whose use asked for it (`%4`).
+    pub at: String,
+}
+
+/// One instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Run op `op` of [`SpmdProgram::local_func`] on local buffers.
+    Local {
+        op: OpId,
+        operands: Vec<Slot>,
+        results: Vec<Slot>,
+        masks: Vec<Mask>,
+        /// Iota and constants: every device evaluates the global op and keeps its block.
+        device_block: bool,
+    },
+    Collective(Collective),
+}
+
+/// A partitioned program.
+#[derive(Debug, Clone)]
+pub struct SpmdProgram {
+    pub mesh_name: String,
+    pub mesh: Mesh,
+    /// The propagated module in the global view (its entry function is partitioned).
+    pub module: Module,
+    /// The entry function with local result types (and local slice/pad sizes).
+    pub local_func: Func,
+    pub values: Vec<LocalValue>,
+    pub args: Vec<Slot>,
+    pub steps: Vec<Step>,
+    pub results: Vec<Slot>,
+}
+
+impl SpmdProgram {
+    /// The collectives in program order.
+    pub fn collectives(&self) -> impl Iterator<Item = &Collective> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Collective(c) => Some(c),
+            Step::Local { .. } => None,
+        })
+    }
+
+    /// Sum of [`Collective::bytes`] over every collective: the per-device
+    /// communication volume compared with XLA's partitioned program.
+    pub fn total_collective_bytes(&self) -> u64 {
+        self.collectives().map(|c| c.bytes).sum()
+    }
+
+    /// Number of devices.
+    pub fn num_devices(&self) -> u64 {
+        self.mesh.num_devices()
+    }
+}
