@@ -12,6 +12,7 @@ mod interp_cmd;
 mod mesh_cmd;
 mod output;
 mod plan_cmd;
+mod partition_cmd;
 mod propagate_cmd;
 mod topology_cmd;
 
@@ -44,6 +45,10 @@ pub enum Command {
     Bench(bench_cmd::BenchArgs),
     /// nccl-tests in simulation: time a collective over a sweep of sizes.
     Collective(collective_cmd::CollectiveArgs),
+    /// Propagate, then partition into one per-device program with explicit collectives.
+    Partition(partition_cmd::PartitionArgs),
+    /// Propagate, partition and run on virtual devices; write out<i>.npy, print the error vs the interpreter.
+    Exec(partition_cmd::ExecArgs),
 }
 
 /// Run a parsed command line.
@@ -57,5 +62,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Topology(args) => topology_cmd::run(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Collective(args) => collective_cmd::run(args),
+        Command::Partition(args) => partition_cmd::run_partition(args),
+        Command::Exec(args) => partition_cmd::run_exec(args),
     }
 }

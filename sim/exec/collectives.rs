@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use crate::partition::{Collective, CollectiveKind, SpmdProgram};
-use crate::tensor::{extract_block, insert_block, reduce_buffers, Tensor};
+use crate::base::DType;
+use crate::tensor::{convert, extract_block, insert_block, reduce_buffers, CollectiveReduction, Tensor, TensorError};
 
 use super::{zero, DeviceState};
 
@@ -32,7 +33,7 @@ pub fn run(program: &SpmdProgram, c: &Collective, devices: &mut [DeviceState]) -
             let mut outs = Vec::new();
             for g in &c.groups {
                 let bufs: Vec<Tensor> = g.iter().map(|&d| input(devices, d)).collect::<Result<_, _>>()?;
-                let r = reduce_buffers(&bufs, *kind).map_err(|e| fail(g[0], e))?;
+                let r = reduce_group(&bufs, *kind).map_err(|e| fail(g[0], e))?;
                 for &d in g {
                     outs.push((d, r.clone()));
                 }
@@ -65,6 +66,18 @@ pub fn run(program: &SpmdProgram, c: &Collective, devices: &mut [DeviceState]) -
         }
     }
     Ok(())
+}
+
+/// Combine a group's buffers in group order; floats accumulate in f64 and
+/// round once (as the interpreter's dot and reduce do), so a split reduction
+/// rounds twice at most: once per partial, once at the end.
+fn reduce_group(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tensor, TensorError> {
+    let dtype = bufs[0].dtype();
+    if !dtype.is_float() || dtype == DType::F64 {
+        return reduce_buffers(bufs, kind);
+    }
+    let wide: Vec<Tensor> = bufs.iter().map(|b| convert(b, DType::F64)).collect::<Result<_, _>>()?;
+    convert(&reduce_buffers(&wide, kind)?, dtype)
 }
 
 /// Device `dev`'s output block, copied from the input blocks of `sources`.

@@ -14,6 +14,7 @@
 mod lower;
 pub mod program;
 pub mod reshard;
+pub mod text;
 
 
 

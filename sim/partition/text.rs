@@ -1,0 +1,200 @@
+//! Output forms of a partitioned program: an MLIR module in Shardy's syntax
+//! (the global-view function with every collective explicit as an `sdy.*` op
+//! and every value carrying the sharding the devices hold it with), and a JSON
+//! summary (collectives with axes, groups, dtype, bytes; bytes each device
+//! sends; each value's local shape).
+//!
+//! Bytes each device sends, by collective (b = per-device buffer, g = group size):
+//! all_gather `b_in·(g-1)`, all_to_all `b·(g-1)/g`, all_reduce `2·b·(g-1)/g`
+//! (ring), collective_permute `b` per target it serves, all_slice 0.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::ir::mlir::print_module;
+use crate::ir::{AllToAllParam, Module, Op, OpKind, Value, ValueDef, ValueId};
+use crate::mesh::AxisRef;
+
+use super::program::{CollectiveKind, SpmdProgram, Step};
+
+/// One collective in the JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CollectiveSummary {
+    pub op: String,
+    pub axes: Vec<String>,
+    pub groups: Vec<Vec<u64>>,
+    pub dtype: String,
+    pub bytes: u64,
+    pub at: String,
+}
+
+/// The JSON form of a partitioned program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgramSummary {
+    pub collectives: Vec<CollectiveSummary>,
+    /// Device id → bytes it sends over the whole program.
+    pub per_device_bytes_sent: BTreeMap<u64, u64>,
+    /// Value name → local (padded) shape on every device.
+    pub local_shapes: BTreeMap<String, Vec<u64>>,
+    /// Sum of the collectives' `bytes` (the figure compared with XLA).
+    pub total_bytes: u64,
+}
+
+fn axis_name(a: &AxisRef) -> String {
+    a.to_string().replace('"', "")
+}
+
+/// The JSON summary of `p`.
+pub fn summary(p: &SpmdProgram) -> ProgramSummary {
+    let mut sent: BTreeMap<u64, u64> = p.mesh.device_ids().into_iter().map(|d| (d, 0)).collect();
+    let mut collectives = Vec::new();
+    for c in p.collectives() {
+        let b_in = p.values[c.input].local_bytes();
+        let b_out = p.values[c.output].local_bytes();
+        for g in &c.groups {
+            let n = g.len() as u64;
+            for &d in g {
+                let bytes = match &c.kind {
+                    CollectiveKind::AllGather(_) => b_in * (n - 1),
+                    CollectiveKind::AllToAll { .. } => b_in * (n - 1) / n,
+                    CollectiveKind::AllReduce(_) => 2 * b_in * (n - 1) / n,
+                    CollectiveKind::CollectivePermute(_) | CollectiveKind::AllSlice(_) => 0,
+                };
+                *sent.entry(d).or_default() += bytes;
+            }
+        }
+        if let CollectiveKind::CollectivePermute(pairs) = &c.kind {
+            for &(s, _) in pairs {
+                *sent.entry(s).or_default() += b_in.max(b_out);
+            }
+        }
+        collectives.push(CollectiveSummary {
+            op: c.kind.name().to_string(),
+            axes: c.axes.iter().map(axis_name).collect(),
+            groups: c.groups.clone(),
+            dtype: c.dtype.mlir_name().to_string(),
+            bytes: c.bytes,
+            at: c.at.clone(),
+        });
+    }
+    let local_shapes = p
+        .values
+        .iter()
+        .map(|v| (v.name.clone(), v.layout.local_shape.clone()))
+        .collect();
+    ProgramSummary {
+        collectives,
+        per_device_bytes_sent: sent,
+        local_shapes,
+        total_bytes: p.total_collective_bytes(),
+    }
+}
+
+/// The program as an MLIR module in Shardy's syntax (see module doc).
+pub fn to_module(p: &SpmdProgram) -> Module {
+    let mut module = p.module.clone();
+    let entry = module
+        .funcs
+        .iter()
+        .position(|f| Some(f.name.as_str()) == p.module.entry().map(|e| e.name.as_str()))
+        .unwrap_or(0);
+    let func = &mut module.funcs[entry];
+    let ret = func.body.last().copied().filter(|&id| func.op(id).kind.is_terminator());
+    let mut value_of: Vec<Option<ValueId>> = vec![None; p.values.len()];
+    for (&slot, &a) in p.args.iter().zip(&func.args) {
+        value_of[slot] = Some(a);
+    }
+    let mut body = Vec::new();
+    for step in &p.steps {
+        match step {
+            Step::Local {
+                op,
+                operands,
+                results,
+                ..
+            } => {
+                let orig = func.op(*op).clone();
+                let mut new = orig.clone();
+                for (i, &s) in operands.iter().enumerate() {
+                    if let Some(v) = value_of[s] {
+                        new.operands[i] = v;
+                    }
+                }
+                for (&r, &s) in orig.results.iter().zip(results) {
+                    value_of[s] = Some(r);
+                    func.value_mut(r).sharding = Some(p.values[s].sharding.clone());
+                }
+                *func.op_mut(*op) = new;
+                body.push(*op);
+            }
+            Step::Collective(c) => {
+                let input = value_of[c.input].expect("defined before use");
+                let out_sharding = p.values[c.output].sharding.clone();
+                let kind = match &c.kind {
+                    CollectiveKind::AllGather(a) => OpKind::AllGather {
+                        gathering_axes: a.clone(),
+                        out_sharding,
+                    },
+                    CollectiveKind::AllSlice(a) => OpKind::AllSlice {
+                        slicing_axes: a.clone(),
+                        out_sharding,
+                    },
+                    CollectiveKind::AllToAll {
+                        axis,
+                        src_dim,
+                        tgt_dim,
+                    } => OpKind::AllToAll {
+                        params: vec![AllToAllParam {
+                            axes: vec![axis.clone()],
+                            src_dim: *src_dim as u64,
+                            tgt_dim: *tgt_dim as u64,
+                        }],
+                        out_sharding,
+                    },
+                    CollectiveKind::CollectivePermute(_) => OpKind::CollectivePermute { out_sharding },
+                    CollectiveKind::AllReduce(_) => OpKind::AllReduce {
+                        reduction_axes: c.axes.clone(),
+                        out_sharding,
+                    },
+                };
+                let id = crate::ir::OpId(func.ops.len() as u32);
+                let ty = func.value(input).ty.clone();
+                let out = func.add_value(Value {
+                    name: format!("%rs{}", c.output),
+                    ty,
+                    sharding: None,
+                    def: ValueDef::Result { op: id, index: 0 },
+                });
+                func.add_op(Op {
+                    kind,
+                    operands: vec![input],
+                    results: vec![out],
+                    regions: Vec::new(),
+                    rule: None,
+                    attrs: Vec::new(),
+                    loc: Default::default(),
+                });
+                value_of[c.output] = Some(out);
+                body.push(id);
+            }
+        }
+    }
+    if let Some(r) = ret {
+        let mut op = func.op(r).clone();
+        op.operands = p
+            .results
+            .iter()
+            .map(|&s| value_of[s].expect("results are defined"))
+            .collect();
+        *func.op_mut(r) = op;
+        body.push(r);
+    }
+    func.body = body;
+    module
+}
+
+/// The MLIR text of [`to_module`].
+pub fn to_mlir(p: &SpmdProgram) -> String {
+    print_module(&to_module(p))
+}
