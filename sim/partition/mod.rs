@@ -15,6 +15,7 @@ mod lower;
 pub mod program;
 pub mod reshard;
 pub mod text;
+pub mod xla;
 
 
 

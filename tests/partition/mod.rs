@@ -3,4 +3,5 @@
 //! its collectives move no more bytes than XLA's partitioned program; random
 //! reshards and small programs keep their data; bad shardings are named.
 
+mod bytes;
 mod fixtures;
