@@ -433,7 +433,7 @@ impl Builder {
             if let Some((_, cand)) = best {
                 let keep: Vec<AxisRef> = cand
                     .into_iter()
-                    .take_while(|a| !used.iter().any(|u| u.overlaps(a, mesh)))
+                    .take_while(|a| !used.iter().any(|u| shares_devices(u, a, mesh)))
                     .collect();
                 used.extend(keep.iter().cloned());
                 axes[f] = keep;
@@ -623,4 +623,10 @@ fn constant_scalar(func: &Func, v: ValueId) -> Option<f64> {
         return None;
     };
     value.to_f64s(&func.value(v).ty)?.first().copied()
+}
+
+/// True when two axis references share mesh devices (a full axis shares with
+/// anything of its name, even a size-1 axis, whose span is empty).
+fn shares_devices(a: &AxisRef, b: &AxisRef, mesh: &Mesh) -> bool {
+    a.name == b.name && (a.sub.is_none() || b.sub.is_none() || a.overlaps(b, mesh))
 }

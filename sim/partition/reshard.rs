@@ -56,8 +56,21 @@ fn is_prefix(a: &[AxisRef], b: &[AxisRef]) -> bool {
     a.len() <= b.len() && a == &b[..a.len()]
 }
 
+/// True when `axes` cut a dim of `size` into equal blocks. Blocks of uneven
+/// (padded) shardings do not nest, so such a dim is only gathered whole or
+/// sliced from whole.
+fn even(mesh: &Mesh, size: u64, axes: &[AxisRef]) -> bool {
+    let count: u64 = axes.iter().map(|a| a.size(mesh).unwrap_or(1)).product();
+    size % count == 0
+}
+
 /// The axis plan (see module doc).
-fn axis_plan(source: &TensorSharding, target: &TensorSharding) -> Vec<PlannedStep> {
+fn axis_plan(
+    mesh: &Mesh,
+    shape: &[u64],
+    source: &TensorSharding,
+    target: &TensorSharding,
+) -> Vec<PlannedStep> {
     let mut cur: Vec<Vec<AxisRef>> = source.dims.iter().map(|d| d.axes.clone()).collect();
     let want: Vec<Vec<AxisRef>> = target.dims.iter().map(|d| d.axes.clone()).collect();
     let mut steps = Vec::new();
@@ -71,8 +84,14 @@ fn axis_plan(source: &TensorSharding, target: &TensorSharding) -> Vec<PlannedSte
             let Some(a) = cur[d1].last().cloned() else {
                 continue;
             };
+            if !even(mesh, shape[d1], &cur[d1]) {
+                continue;
+            }
             let target_dim = (0..cur.len()).find(|&d2| {
-                d2 != d1 && is_prefix(&cur[d2], &want[d2]) && want[d2].get(cur[d2].len()) == Some(&a)
+                d2 != d1
+                    && is_prefix(&cur[d2], &want[d2])
+                    && want[d2].get(cur[d2].len()) == Some(&a)
+                    && even(mesh, shape[d2], &want[d2][..=cur[d2].len()])
             });
             if let Some(d2) = target_dim {
                 cur[d1].pop();
@@ -96,6 +115,13 @@ fn axis_plan(source: &TensorSharding, target: &TensorSharding) -> Vec<PlannedSte
     // Gather what no dim keeps at its place.
     let mut gathered: Vec<Vec<AxisRef>> = vec![Vec::new(); cur.len()];
     for d in 0..cur.len() {
+        let uneven = !even(mesh, shape[d], &cur[d]) || !even(mesh, shape[d], &want[d]);
+        if uneven && cur[d] != want[d] {
+            let mut all = std::mem::take(&mut cur[d]);
+            all.append(&mut gathered[d]);
+            gathered[d] = all;
+            continue;
+        }
         while !is_prefix(&cur[d], &want[d]) {
             let a = cur[d].pop().expect("non-prefix is non-empty");
             gathered[d].insert(0, a);
@@ -199,7 +225,7 @@ pub fn plan_reshard(
     if same {
         return Ok(Vec::new());
     }
-    let axes = axis_plan(source, target);
+    let axes = axis_plan(mesh, shape, source, target);
     let mut best_cost = plan_cost(mesh, source, &axes, shape, elem, model)?;
     let mut best = axes;
     if let Some(p) = permute_plan(mesh, source, target, shape)? {

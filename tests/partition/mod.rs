@@ -5,3 +5,4 @@
 
 mod bytes;
 mod fixtures;
+mod props;

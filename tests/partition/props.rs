@@ -1,0 +1,169 @@
+//! Invariants on random inputs: a reshard between any two shardings keeps
+//! every element on every device (exactly), and small dot / elementwise /
+//! reduce programs with random input shardings give the interpreter's result
+//! (integers, so exactly).
+
+use proptest::prelude::*;
+
+use shardsim::exec::{execute, Executor};
+use shardsim::ir::interp::interpret;
+use shardsim::ir::mlir::parse_and_verify;
+use shardsim::partition::partition;
+use shardsim::propagate::{propagate_module, Strategy as Propagation};
+use shardsim::tensor::{extract_block, Tensor};
+
+const NAMES: [&str; 3] = ["x", "y", "z"];
+
+/// Mesh text and its axis sizes: up to 3 axes of size `min..=4`, maybe a shuffled device order.
+fn arb_mesh(min: u64) -> impl Strategy<Value = (String, Vec<u64>)> {
+    proptest::collection::vec(min..=4, 1..=3)
+        .prop_filter("at most 16 devices", |s| s.iter().product::<u64>() <= 16)
+        .prop_flat_map(|sizes| {
+            let n: u64 = sizes.iter().product();
+            (Just(sizes), Just((0..n).collect::<Vec<u64>>()).prop_shuffle())
+        })
+        .prop_map(|(sizes, ids)| {
+            let axes: Vec<String> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!("\"{}\"={s}", NAMES[i]))
+                .collect();
+            let iota = ids.iter().enumerate().all(|(i, &d)| d == i as u64);
+            let text = if iota {
+                format!("<[{}]>", axes.join(", "))
+            } else {
+                let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+                format!("<[{}], device_ids=[{}]>", axes.join(", "), ids.join(", "))
+            };
+            (text, sizes)
+        })
+}
+
+/// A sharding of a rank-`rank` tensor: each axis on one dim or none, in a random order.
+fn arb_sharding(num_axes: usize, rank: usize) -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec(0..=rank, num_axes),
+        Just((0..num_axes).collect::<Vec<usize>>()).prop_shuffle(),
+    )
+        .prop_map(move |(dim_of, order)| {
+            let dims: Vec<String> = (0..rank)
+                .map(|d| {
+                    let axes: Vec<String> = order
+                        .iter()
+                        .filter(|&&a| dim_of[a] == d)
+                        .map(|&a| format!("\"{}\"", NAMES[a]))
+                        .collect();
+                    format!("{{{}}}", axes.join(", "))
+                })
+                .collect();
+            format!("#sdy.sharding<@mesh, [{}]>", dims.join(", "))
+        })
+}
+
+fn ty(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("tensor<{}xi32>", dims.join("x"))
+}
+
+/// Distinct integers 0, 1, 2, ... in `shape`.
+fn counting(shape: &[u64]) -> Tensor {
+    let n: u64 = shape.iter().product();
+    let v: Vec<i32> = (0..n as i32).collect();
+    Tensor::from_vec(shape.to_vec(), v).unwrap()
+}
+
+fn arb_reshard_case() -> impl Strategy<Value = String> {
+    (arb_mesh(1), proptest::collection::vec(1u64..=7, 1..=3)).prop_flat_map(|((mesh, sizes), shape)| {
+        let n = sizes.len();
+        let r = shape.len();
+        (Just(mesh), Just(shape), arb_sharding(n, r), arb_sharding(n, r))
+    })
+    .prop_map(|(mesh, shape, src, dst)| {
+        let t = ty(&shape);
+        format!(
+            "sdy.mesh @mesh = {mesh}\nfunc.func @main(%arg0: {t} {{sdy.sharding = {src}}}) -> ({t} {{sdy.sharding = {dst}}}) {{\n  return %arg0 : {t}\n}}\n"
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn reshards_keep_every_element(text in arb_reshard_case()) {
+        let module = parse_and_verify(&text).unwrap();
+        let program = partition(&module).unwrap();
+        let shape = module.entry().unwrap().arg_types()[0].shape.clone();
+        let input = counting(&shape);
+        let mut ex = Executor::new(&program, &[input.clone()]).unwrap();
+        ex.run().unwrap();
+        // Every device holds exactly its block of the target sharding.
+        let slot = program.results[0];
+        let layout = &program.values[slot].layout;
+        for d in ex.devices() {
+            let shard = layout.shard_of(d.device).unwrap();
+            let want = extract_block(&input, &shard.ranges).unwrap();
+            let valid: Vec<(u64, u64)> = shard.ranges.iter().map(|r| (0, r.1 - r.0)).collect();
+            let got = extract_block(d.buffers[slot].as_ref().unwrap(), &valid).unwrap();
+            prop_assert_eq!(&got, &want, "device {}\n{}", d.device, text);
+        }
+        prop_assert_eq!(&ex.gather_results().unwrap()[0], &input);
+    }
+}
+
+/// A program: dot, then multiply, then a reduce (sum or max) of the sum over one dim.
+fn arb_program() -> impl Strategy<Value = String> {
+    // Axes of size 2+: propagation (not this part) gives size-1 axes to two
+    // dims of one tensor (`[{"x"}, {"x", "y"}]` for an "x"=1 axis).
+    (arb_mesh(2), 1u64..=6, 1u64..=6, 1u64..=6, any::<bool>(), 0usize..2).prop_flat_map(
+        |((mesh, sizes), m, k, n, max, dim)| {
+            let a = sizes.len();
+            (
+                Just((mesh, m, k, n, max, dim)),
+                arb_sharding(a, 2),
+                arb_sharding(a, 2),
+                arb_sharding(a, 2),
+            )
+        },
+    )
+    .prop_map(|((mesh, m, k, n, max, dim), s0, s1, s2)| {
+        let (lhs, rhs, out) = (ty(&[m, k]), ty(&[k, n]), ty(&[m, n]));
+        let red = ty(&[if dim == 0 { n } else { m }]);
+        let (op, init) = if max { ("maximum", "-2147483648") } else { ("add", "0") };
+        format!(
+            "sdy.mesh @mesh = {mesh}
+func.func @main(%arg0: {lhs} {{sdy.sharding = {s0}}}, %arg1: {rhs} {{sdy.sharding = {s1}}}, %arg2: {out} {{sdy.sharding = {s2}}}) -> ({out}, {red}) {{
+  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : ({lhs}, {rhs}) -> {out}
+  %1 = stablehlo.multiply %0, %arg2 : {out}
+  %c = stablehlo.constant dense<{init}> : tensor<i32>
+  %2 = stablehlo.reduce(%1 init: %c) applies stablehlo.{op} across dimensions = [{dim}] : ({out}, tensor<i32>) -> {red}
+  return %1, %2 : {out}, {red}
+}}
+"
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn small_programs_match_the_interpreter(text in arb_program()) {
+        let mut module = parse_and_verify(&text).unwrap();
+        let types = module.entry().unwrap().arg_types();
+        let inputs: Vec<Tensor> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let c = counting(&t.shape);
+                let v: Vec<i32> = c.to_f64_vec().iter().map(|&x| (x as i32 * 7 + i as i32 * 3) % 11 - 5).collect();
+                Tensor::from_vec(t.shape.clone(), v).unwrap()
+            })
+            .collect();
+        let reference = interpret(&module, &inputs).unwrap();
+        propagate_module(&mut module, Propagation::default()).unwrap();
+        let program = partition(&module).unwrap();
+        let outs = execute(&program, &inputs).unwrap();
+        prop_assert_eq!(outs, reference, "{}", text);
+    }
+}
