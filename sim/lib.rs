@@ -8,11 +8,11 @@
 pub mod base;
 pub mod collective;
 pub mod engine;
-pub mod ir;
-pub mod partition;
 pub mod exec;
+pub mod ir;
 pub mod mesh;
 pub mod net;
+pub mod partition;
 pub mod plan;
 pub mod propagate;
 pub mod rules;

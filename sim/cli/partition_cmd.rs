@@ -86,7 +86,10 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     let mut text = format!(
         "{} devices, {} collectives, {} bytes per device\n",
         program.num_devices(),
-        program.collectives().filter(|c| c.kind.moves_data()).count(),
+        program
+            .collectives()
+            .filter(|c| c.kind.moves_data())
+            .count(),
         program.total_collective_bytes()
     );
     for (i, (o, r)) in outs.iter().zip(&reference).enumerate() {

@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::partition::{Collective, CollectiveKind, SpmdProgram};
 use crate::base::DType;
-use crate::tensor::{convert, extract_block, insert_block, reduce_buffers, CollectiveReduction, Tensor, TensorError};
+use crate::partition::{Collective, CollectiveKind, SpmdProgram};
+use crate::tensor::{
+    convert, extract_block, insert_block, reduce_buffers, CollectiveReduction, Tensor, TensorError,
+};
 
 use super::{zero, DeviceState};
 
@@ -21,18 +23,34 @@ fn fail(device: u64, e: impl ToString) -> Failure {
 }
 
 /// Run `c` on every device.
-pub fn run(program: &SpmdProgram, c: &Collective, devices: &mut [DeviceState]) -> Result<(), Failure> {
-    let index: BTreeMap<u64, usize> = devices.iter().enumerate().map(|(i, d)| (d.device, i)).collect();
+pub fn run(
+    program: &SpmdProgram,
+    c: &Collective,
+    devices: &mut [DeviceState],
+) -> Result<(), Failure> {
+    let index: BTreeMap<u64, usize> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.device, i))
+        .collect();
     let input = |devices: &[DeviceState], dev: u64| -> Result<Tensor, Failure> {
         devices[index[&dev]].buffers[c.input]
             .clone()
-            .ok_or_else(|| fail(dev, format!("value {} has no buffer", program.values[c.input].name)))
+            .ok_or_else(|| {
+                fail(
+                    dev,
+                    format!("value {} has no buffer", program.values[c.input].name),
+                )
+            })
     };
     match &c.kind {
         CollectiveKind::AllReduce(kind) => {
             let mut outs = Vec::new();
             for g in &c.groups {
-                let bufs: Vec<Tensor> = g.iter().map(|&d| input(devices, d)).collect::<Result<_, _>>()?;
+                let bufs: Vec<Tensor> = g
+                    .iter()
+                    .map(|&d| input(devices, d))
+                    .collect::<Result<_, _>>()?;
                 let r = reduce_group(&bufs, *kind).map_err(|e| fail(g[0], e))?;
                 for &d in g {
                     outs.push((d, r.clone()));
@@ -43,22 +61,33 @@ pub fn run(program: &SpmdProgram, c: &Collective, devices: &mut [DeviceState]) -
             }
         }
         _ => {
-            let group_of: BTreeMap<u64, &Vec<u64>> = c.groups.iter().flat_map(|g| g.iter().map(move |&d| (d, g))).collect();
+            let group_of: BTreeMap<u64, &Vec<u64>> = c
+                .groups
+                .iter()
+                .flat_map(|g| g.iter().map(move |&d| (d, g)))
+                .collect();
             let perm: BTreeMap<u64, u64> = match &c.kind {
-                CollectiveKind::CollectivePermute(pairs) => pairs.iter().map(|&(s, t)| (t, s)).collect(),
+                CollectiveKind::CollectivePermute(pairs) => {
+                    pairs.iter().map(|&(s, t)| (t, s)).collect()
+                }
                 _ => BTreeMap::new(),
             };
             let mut outs = Vec::with_capacity(devices.len());
             for d in devices.iter() {
                 let sources: Vec<u64> = match &c.kind {
                     CollectiveKind::AllSlice(_) => vec![d.device],
-                    CollectiveKind::CollectivePermute(_) => vec![*perm.get(&d.device).unwrap_or(&d.device)],
+                    CollectiveKind::CollectivePermute(_) => {
+                        vec![*perm.get(&d.device).unwrap_or(&d.device)]
+                    }
                     _ => group_of
                         .get(&d.device)
                         .map(|g| g.to_vec())
                         .ok_or_else(|| fail(d.device, "device is in no group"))?,
                 };
-                outs.push((d.device, assemble(program, c, devices, &index, d.device, &sources)?));
+                outs.push((
+                    d.device,
+                    assemble(program, c, devices, &index, d.device, &sources)?,
+                ));
             }
             for (d, t) in outs {
                 devices[index[&d]].buffers[c.output] = Some(t);
@@ -76,7 +105,10 @@ fn reduce_group(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tensor, Te
     if !dtype.is_float() || dtype == DType::F64 {
         return reduce_buffers(bufs, kind);
     }
-    let wide: Vec<Tensor> = bufs.iter().map(|b| convert(b, DType::F64)).collect::<Result<_, _>>()?;
+    let wide: Vec<Tensor> = bufs
+        .iter()
+        .map(|b| convert(b, DType::F64))
+        .collect::<Result<_, _>>()?;
     convert(&reduce_buffers(&wide, kind)?, dtype)
 }
 
@@ -91,13 +123,17 @@ fn assemble(
 ) -> Result<Tensor, Failure> {
     let src_layout = &program.values[c.input].layout;
     let dst_layout = &program.values[c.output].layout;
-    let target = dst_layout.shard_of(dev).ok_or_else(|| fail(dev, "not in the mesh"))?;
+    let target = dst_layout
+        .shard_of(dev)
+        .ok_or_else(|| fail(dev, "not in the mesh"))?;
     let mut out = Tensor::zeros(target.local_shape.clone(), c.dtype).map_err(|e| fail(dev, e))?;
     let _ = zero(c.dtype);
     let want: u64 = target.ranges.iter().map(|r| r.1 - r.0).product();
     let mut covered = 0u64;
     for &q in sources {
-        let src = src_layout.shard_of(q).ok_or_else(|| fail(q, "not in the mesh"))?;
+        let src = src_layout
+            .shard_of(q)
+            .ok_or_else(|| fail(q, "not in the mesh"))?;
         let lo_hi: Vec<(u64, u64)> = src
             .ranges
             .iter()
@@ -109,14 +145,23 @@ fn assemble(
         }
         let buf = devices[index[&q]].buffers[c.input]
             .as_ref()
-            .ok_or_else(|| fail(q, format!("value {} has no buffer", program.values[c.input].name)))?;
+            .ok_or_else(|| {
+                fail(
+                    q,
+                    format!("value {} has no buffer", program.values[c.input].name),
+                )
+            })?;
         let local: Vec<(u64, u64)> = lo_hi
             .iter()
             .zip(&src.ranges)
             .map(|((lo, hi), s)| (lo - s.0, hi - s.0))
             .collect();
         let block = extract_block(buf, &local).map_err(|e| fail(q, e))?;
-        let at: Vec<u64> = lo_hi.iter().zip(&target.ranges).map(|((lo, _), t)| lo - t.0).collect();
+        let at: Vec<u64> = lo_hi
+            .iter()
+            .zip(&target.ranges)
+            .map(|((lo, _), t)| lo - t.0)
+            .collect();
         insert_block(&mut out, &block, &at).map_err(|e| fail(dev, e))?;
         covered += lo_hi.iter().map(|(lo, hi)| hi - lo).product::<u64>();
     }

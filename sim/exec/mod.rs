@@ -131,7 +131,8 @@ impl<'p> Executor<'p> {
         let err = |e: &dyn ToString| step_error(pc, what, dev.device, e.to_string());
         let outs = if *device_block {
             let func = program.module.entry().expect("checked in new");
-            let global = eval_single_op(&program.module, func, *op, Vec::new()).map_err(|e| err(&e))?;
+            let global =
+                eval_single_op(&program.module, func, *op, Vec::new()).map_err(|e| err(&e))?;
             let layout = &program.values[results[0]].layout;
             let shard = layout.shard_of(dev.device).expect("layout covers the mesh");
             let block = extract_block(&global[0], &shard.ranges)
@@ -141,16 +142,18 @@ impl<'p> Executor<'p> {
         } else {
             let mut args = Vec::with_capacity(operands.len());
             for &s in operands {
-                let t = dev.buffers[s]
-                    .clone()
-                    .ok_or_else(|| err(&format!("value {} has no buffer", program.values[s].name)))?;
+                let t = dev.buffers[s].clone().ok_or_else(|| {
+                    err(&format!("value {} has no buffer", program.values[s].name))
+                })?;
                 args.push(t);
             }
             for (i, m) in masks.iter().enumerate() {
                 let fill = match *m {
                     Mask::None => continue,
                     Mask::Zero => Scalar::zero(args[i].dtype()),
-                    Mask::ReduceInit { init_operand } => args[init_operand].to_scalar().map_err(|e| err(&e))?,
+                    Mask::ReduceInit { init_operand } => {
+                        args[init_operand].to_scalar().map_err(|e| err(&e))?
+                    }
                 };
                 let shard = program.values[operands[i]]
                     .layout
@@ -162,7 +165,11 @@ impl<'p> Executor<'p> {
             eval_single_op(&program.module, &program.local_func, *op, args).map_err(|e| err(&e))?
         };
         if outs.len() != results.len() {
-            return Err(err(&format!("{} results for {} values", outs.len(), results.len())));
+            return Err(err(&format!(
+                "{} results for {} values",
+                outs.len(),
+                results.len()
+            )));
         }
         for (&slot, t) in results.iter().zip(&outs) {
             let want = &program.values[slot].layout.local_shape;
@@ -224,10 +231,17 @@ impl<'p> Executor<'p> {
                 for d in &self.devices {
                     let shard = v.layout.shard_of(d.device).expect("layout covers the mesh");
                     let buf = d.buffers[slot].as_ref().ok_or_else(|| {
-                        step_error(p.steps.len(), "gather", d.device, format!("no buffer for {}", v.name))
+                        step_error(
+                            p.steps.len(),
+                            "gather",
+                            d.device,
+                            format!("no buffer for {}", v.name),
+                        )
                     })?;
-                    let local: Vec<(u64, u64)> = shard.ranges.iter().map(|r| (0, r.1 - r.0)).collect();
-                    let block = extract_block(buf, &local).map_err(|e| step_error(p.steps.len(), "gather", d.device, e))?;
+                    let local: Vec<(u64, u64)> =
+                        shard.ranges.iter().map(|r| (0, r.1 - r.0)).collect();
+                    let block = extract_block(buf, &local)
+                        .map_err(|e| step_error(p.steps.len(), "gather", d.device, e))?;
                     let starts: Vec<u64> = shard.ranges.iter().map(|r| r.0).collect();
                     insert_block(&mut out, &block, &starts)
                         .map_err(|e| step_error(p.steps.len(), "gather", d.device, e))?;
@@ -244,7 +258,11 @@ pub fn mask_padding(x: &Tensor, valid: &[u64], fill: Scalar) -> Result<Tensor, T
         return Ok(x.clone());
     }
     let mut out = Tensor::splat(x.shape().to_vec(), fill)?;
-    let ranges: Vec<(u64, u64)> = valid.iter().zip(x.shape()).map(|(&v, &s)| (0, v.min(s))).collect();
+    let ranges: Vec<(u64, u64)> = valid
+        .iter()
+        .zip(x.shape())
+        .map(|(&v, &s)| (0, v.min(s)))
+        .collect();
     let block = extract_block(x, &ranges)?;
     insert_block(&mut out, &block, &vec![0; x.rank()])?;
     Ok(out)

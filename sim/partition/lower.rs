@@ -13,9 +13,7 @@ use crate::rules::rule_for;
 use crate::sharding::{MeshRef, ShardLayout, TensorSharding};
 use crate::tensor::{CollectiveReduction, ReduceKind};
 
-use super::program::{
-    Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step,
-};
+use super::program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
 use super::reshard::{plan_reshard, CostModel, PlannedStep};
 use super::PartitionError;
 
@@ -89,7 +87,10 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
             OpKind::ShardingGroup { .. } => {}
             OpKind::Reduce { .. } => b.partition_op(module, func, id)?,
             _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
-                return Err(op_error(op, "calls and named or manual computations must be inlined first"));
+                return Err(op_error(
+                    op,
+                    "calls and named or manual computations must be inlined first",
+                ));
             }
             _ if op.kind.is_collective() => {
                 return Err(op_error(op, "the input already has explicit collectives"));
@@ -147,7 +148,12 @@ fn pick_mesh(module: &Module, func: &Func) -> Result<(String, Mesh), PartitionEr
         Some(n) => n,
         None => match module.meshes.first() {
             Some((n, _)) => n.clone(),
-            None => return Ok(("mesh".into(), Mesh::from_pairs(&[]).map_err(|e| PartitionError::Module(e.to_string()))?)),
+            None => {
+                return Ok((
+                    "mesh".into(),
+                    Mesh::from_pairs(&[]).map_err(|e| PartitionError::Module(e.to_string()))?,
+                ))
+            }
         },
     };
     let mesh = module
@@ -188,10 +194,12 @@ impl Builder {
     }
 
     fn slot(&self, func: &Func, v: ValueId) -> Result<Slot, PartitionError> {
-        self.slot_of[v.0 as usize].ok_or_else(|| PartitionError::Module(format!(
-            "value {} is used before it is defined (or defined in a region)",
-            func.value(v).name
-        )))
+        self.slot_of[v.0 as usize].ok_or_else(|| {
+            PartitionError::Module(format!(
+                "value {} is used before it is defined (or defined in a region)",
+                func.value(v).name
+            ))
+        })
     }
 
     fn add_value(
@@ -215,6 +223,28 @@ impl Builder {
         Ok(self.values.len() - 1)
     }
 
+    /// Check that `sharding` fits value `name` of type `ty`.
+    fn check(
+        &self,
+        name: &str,
+        ty: &TensorType,
+        sharding: &TensorSharding,
+    ) -> Result<(), PartitionError> {
+        if sharding.rank() != ty.rank() {
+            return Err(PartitionError::Value {
+                value: name.to_string(),
+                message: format!(
+                    "sharding {} has rank {} but the value is {ty}",
+                    sharding.to_bare(),
+                    sharding.rank()
+                ),
+            });
+        }
+        ShardLayout::new(&self.mesh, sharding, &ty.shape)
+            .map(|_| ())
+            .map_err(|e| PartitionError::sharding(e).at_value(name))
+    }
+
     /// Give op result `v` of the local function the local shape of `slot`.
     fn set_local_type(&mut self, v: ValueId, slot: Slot) {
         self.local_func.value_mut(v).ty.shape = self.values[slot].layout.local_shape.clone();
@@ -224,7 +254,11 @@ impl Builder {
     fn emit(&mut self, step: PlannedStep, input: Slot, at: &str) -> Result<Slot, PartitionError> {
         let src = self.values[input].clone();
         let k = self.values.len();
-        let out = self.add_value(&format!("{}.r{k}", src.name), src.global.clone(), step.after)?;
+        let out = self.add_value(
+            &format!("{}.r{k}", src.name),
+            src.global.clone(),
+            step.after,
+        )?;
         let elem = src.global.dtype.size_bytes();
         let bytes = if step.kind.moves_data() {
             src.local_bytes().max(self.values[out].local_bytes())
@@ -256,7 +290,12 @@ impl Builder {
     }
 
     /// Reshard `slot` (not partial) to `target`; returns the slot holding it.
-    fn reshard(&mut self, slot: Slot, target: &TensorSharding, at: &str) -> Result<Slot, PartitionError> {
+    fn reshard(
+        &mut self,
+        slot: Slot,
+        target: &TensorSharding,
+        at: &str,
+    ) -> Result<Slot, PartitionError> {
         let src = self.values[slot].clone();
         if target.rank() != src.global.rank() {
             return Err(PartitionError::Value {
@@ -288,7 +327,12 @@ impl Builder {
     }
 
     /// Finish a partial result: all_reduce over its unreduced axes.
-    fn finish_partial(&mut self, slot: Slot, kind: CollectiveReduction, at: &str) -> Result<Slot, PartitionError> {
+    fn finish_partial(
+        &mut self,
+        slot: Slot,
+        kind: CollectiveReduction,
+        at: &str,
+    ) -> Result<Slot, PartitionError> {
         let src = self.values[slot].clone();
         if src.sharding.unreduced.is_empty() {
             return Ok(slot);
@@ -309,7 +353,12 @@ impl Builder {
         )
     }
 
-    fn partition_op(&mut self, module: &Module, func: &Func, id: OpId) -> Result<(), PartitionError> {
+    fn partition_op(
+        &mut self,
+        module: &Module,
+        func: &Func,
+        id: OpId,
+    ) -> Result<(), PartitionError> {
         let _ = module;
         let op = func.op(id);
         let rule = op
@@ -322,9 +371,21 @@ impl Builder {
             .iter()
             .map(|&v| self.slot(func, v))
             .collect::<Result<_, _>>()?;
-        let targets: Vec<TensorSharding> = op.results.iter().map(|&r| self.declared(func, r)).collect();
+        let targets: Vec<TensorSharding> =
+            op.results.iter().map(|&r| self.declared(func, r)).collect();
+        for (&r, t) in op.results.iter().zip(&targets) {
+            let v = func.value(r);
+            self.check(&v.name, &v.ty, t)?;
+        }
         let reduction = partial_kind(func, op);
-        let factors = self.choose_factors(func, op, &rule, &operand_slots, &targets, reduction.is_some());
+        let factors = self.choose_factors(
+            func,
+            op,
+            &rule,
+            &operand_slots,
+            &targets,
+            reduction.is_some(),
+        );
         let first_result = op
             .results
             .first()
@@ -365,7 +426,8 @@ impl Builder {
             let name = func.value(r).name.clone();
             let mut slot = local_results[i];
             if !self.values[slot].sharding.unreduced.is_empty() {
-                let kind = reduction.ok_or_else(|| op_error(op, "partial result of a non-reducing op"))?;
+                let kind =
+                    reduction.ok_or_else(|| op_error(op, "partial result of a non-reducing op"))?;
                 slot = self.finish_partial(slot, kind, &name)?;
             }
             slot = self.reshard(slot, &targets[i], &name)?;
@@ -396,7 +458,13 @@ impl Builder {
             TensorFactorShardings::project(Some(s), m, &rule.factor_sizes, mesh, true)
         };
         let in_result: Vec<bool> = (0..n)
-            .map(|f| rule.result_mappings.iter().flatten().flatten().any(|&g| g == f))
+            .map(|f| {
+                rule.result_mappings
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .any(|&g| g == f)
+            })
             .collect();
         let mut axes: Vec<Vec<AxisRef>> = vec![Vec::new(); n];
         for (i, t) in targets.iter().enumerate() {
@@ -473,7 +541,8 @@ impl Builder {
                 for dim in dims.iter().filter(|d| d.len() > 1) {
                     let mut blocked = false;
                     for &f in dim {
-                        let count: u64 = axes[f].iter().map(|a| a.size(mesh).unwrap_or(1)).product();
+                        let count: u64 =
+                            axes[f].iter().map(|a| a.size(mesh).unwrap_or(1)).product();
                         if blocked || rule.factor_sizes[f] % count != 0 {
                             if !axes[f].is_empty() {
                                 axes[f].clear();
@@ -529,10 +598,18 @@ impl Builder {
         };
         let in_local = self.values[first].layout.local_shape.clone();
         let in_global = self.values[first].global.shape.clone();
-        let out_global = op.results.first().map(|&r| func.value(r).ty.shape.clone()).unwrap_or_default();
+        let out_global = op
+            .results
+            .first()
+            .map(|&r| func.value(r).ty.shape.clone())
+            .unwrap_or_default();
         let local = self.local_func.op_mut(id);
         match &mut local.kind {
-            OpKind::Slice { start, limit, strides } => {
+            OpKind::Slice {
+                start,
+                limit,
+                strides,
+            } => {
                 for d in 0..in_local.len() {
                     if in_global[d] == out_global[d] {
                         start[d] = 0;
@@ -561,7 +638,9 @@ fn masks_for(op: &Op, n: usize) -> Vec<Mask> {
             (0..n)
                 .map(|i| {
                     if i < k {
-                        Mask::ReduceInit { init_operand: k + i }
+                        Mask::ReduceInit {
+                            init_operand: k + i,
+                        }
                     } else {
                         Mask::None
                     }
@@ -587,8 +666,14 @@ fn partial_kind(func: &Func, op: &Op) -> Option<CollectiveReduction> {
             let (reduction, identity_ok) = match kind {
                 ReduceKind::Add => (CollectiveReduction::Sum, value == 0.0),
                 ReduceKind::Mul => (CollectiveReduction::Prod, value == 1.0),
-                ReduceKind::Max => (CollectiveReduction::Max, value == f64::NEG_INFINITY || is_int_extreme(dtype, value, false)),
-                ReduceKind::Min => (CollectiveReduction::Min, value == f64::INFINITY || is_int_extreme(dtype, value, true)),
+                ReduceKind::Max => (
+                    CollectiveReduction::Max,
+                    value == f64::NEG_INFINITY || is_int_extreme(dtype, value, false),
+                ),
+                ReduceKind::Min => (
+                    CollectiveReduction::Min,
+                    value == f64::INFINITY || is_int_extreme(dtype, value, true),
+                ),
                 ReduceKind::And | ReduceKind::Or => return None,
             };
             identity_ok.then_some(reduction)

@@ -17,12 +17,8 @@ pub mod reshard;
 pub mod text;
 pub mod xla;
 
-
-
 pub use lower::partition;
-pub use program::{
-    Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step,
-};
+pub use program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 
 use crate::ir::Loc;

@@ -46,7 +46,10 @@ impl Default for CostModel {
 fn with_dims(base: &TensorSharding, dims: &[Vec<AxisRef>]) -> TensorSharding {
     TensorSharding {
         mesh: base.mesh.clone(),
-        dims: dims.iter().map(|a| DimSharding::closed(a.clone())).collect(),
+        dims: dims
+            .iter()
+            .map(|a| DimSharding::closed(a.clone()))
+            .collect(),
         replicated: Vec::new(),
         unreduced: Vec::new(),
     }
@@ -174,7 +177,14 @@ fn permute_plan(
     Ok(Some(vec![PlannedStep {
         kind: CollectiveKind::CollectivePermute(pairs),
         axes: Vec::new(),
-        after: with_dims(target, &target.dims.iter().map(|d| d.axes.clone()).collect::<Vec<_>>()),
+        after: with_dims(
+            target,
+            &target
+                .dims
+                .iter()
+                .map(|d| d.axes.clone())
+                .collect::<Vec<_>>(),
+        ),
     }]))
 }
 
@@ -196,10 +206,7 @@ pub fn plan_cost(
             let group: u64 = if s.axes.is_empty() {
                 2
             } else {
-                s.axes
-                    .iter()
-                    .map(|a| a.size(mesh).unwrap_or(1))
-                    .product()
+                s.axes.iter().map(|a| a.size(mesh).unwrap_or(1)).product()
             };
             total += model.alpha * (group.saturating_sub(1)) as f64 + model.beta * bytes as f64;
         }

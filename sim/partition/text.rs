@@ -100,7 +100,11 @@ pub fn to_module(p: &SpmdProgram) -> Module {
         .position(|f| Some(f.name.as_str()) == p.module.entry().map(|e| e.name.as_str()))
         .unwrap_or(0);
     let func = &mut module.funcs[entry];
-    let ret = func.body.last().copied().filter(|&id| func.op(id).kind.is_terminator());
+    let ret = func
+        .body
+        .last()
+        .copied()
+        .filter(|&id| func.op(id).kind.is_terminator());
     let mut value_of: Vec<Option<ValueId>> = vec![None; p.values.len()];
     for (&slot, &a) in p.args.iter().zip(&func.args) {
         value_of[slot] = Some(a);
@@ -152,7 +156,9 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                         }],
                         out_sharding,
                     },
-                    CollectiveKind::CollectivePermute(_) => OpKind::CollectivePermute { out_sharding },
+                    CollectiveKind::CollectivePermute(_) => {
+                        OpKind::CollectivePermute { out_sharding }
+                    }
                     CollectiveKind::AllReduce(_) => OpKind::AllReduce {
                         reduction_axes: c.axes.clone(),
                         out_sharding,

@@ -28,13 +28,62 @@ pub fn table() -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// Cases where we move more than XLA, with (ours, XLA): slices, pads,
+/// reverses and concatenations gather the changed dim where XLA exchanges
+/// halos; a multi-input (argmax) reduce and and/or reductions gather where XLA
+/// reduces partials; a reshard between axes of different sizes gathers where
+/// XLA slices then permutes; the conflicting-axes matmul gathers an operand
+/// where XLA moves it with all-to-all.
+const ABOVE_XLA: [(&str, u64, u64); 9] = [
+    ("argmax_sharded", 768, 192),
+    ("concat_then_slice_chain", 1668, 424),
+    ("concatenate_sharded", 896, 480),
+    ("conflict_matmul_axes", 2560, 1024),
+    ("pad_sharded", 3188, 2632),
+    ("reduce_variety", 164, 80),
+    ("reverse_flip", 768, 128),
+    ("slice_sharded_dims", 768, 96),
+    ("wsc_shared_intermediate", 1024, 256),
+];
+
 #[test]
-fn print_table() {
-    let mut at_or_below = 0;
+fn collectives_move_no_more_than_xla_except_the_listed_cases() {
     let t = table();
-    for (n, o, x) in &t {
-        if o <= x { at_or_below += 1; }
-        println!("{n:45} {o:8} {x:8} {}", if o <= x { "" } else { "EXCEEDS" });
+    assert!(t.len() >= 60);
+    let mut wrong = Vec::new();
+    for (name, ours, xla) in &t {
+        match ABOVE_XLA.iter().find(|c| c.0 == name) {
+            // A listed case must still read as listed (update the list when it improves).
+            Some(&(_, o, x)) => {
+                if (o, x) != (*ours, *xla) {
+                    wrong.push(format!("{name}: listed as {o} vs {x}, now {ours} vs {xla}"));
+                }
+            }
+            None if ours > xla => wrong.push(format!("{name}: {ours} bytes, XLA {xla}")),
+            None => {}
+        }
     }
-    println!("{at_or_below} of {} at or below XLA", t.len());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn xla_collectives_are_counted_by_their_larger_buffer() {
+    // uneven_constraint: one all-gather f32[2,8] -> f32[8,8] (256 bytes).
+    let hlo =
+        std::fs::read_to_string(crate::common::fixture("jax/uneven_constraint/spmd.hlo")).unwrap();
+    let c = xla::parse_collectives(&hlo).unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].op.as_str(), c[0].bytes), ("all-gather", 256));
+    // matmul_contracting_sharded: one all-reduce of f32[8,16] (512 bytes).
+    let hlo = std::fs::read_to_string(crate::common::fixture(
+        "jax/matmul_contracting_sharded/spmd.hlo",
+    ))
+    .unwrap();
+    let c = xla::parse_collectives(&hlo).unwrap();
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.op.as_str(), c.bytes))
+            .collect::<Vec<_>>(),
+        vec![("all-reduce", 512)]
+    );
 }

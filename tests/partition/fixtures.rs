@@ -60,8 +60,14 @@ fn exec_reproduces_jax_outputs_and_the_interpreter() {
         for (i, (o, (e, r))) in outs.iter().zip(expected.iter().zip(&reference)).enumerate() {
             // Exact unless a reduction was split across devices (partial sums
             // round in the element type, the interpreter accumulates in f64).
-            let exact = !program.collectives().any(|c| matches!(c.kind, CollectiveKind::AllReduce(_)));
-            let same = if exact { o == r } else { allclose(o, r, 1e-5, 1e-6).unwrap_or(false) };
+            let exact = !program
+                .collectives()
+                .any(|c| matches!(c.kind, CollectiveKind::AllReduce(_)));
+            let same = if exact {
+                o == r
+            } else {
+                allclose(o, r, 1e-5, 1e-6).unwrap_or(false)
+            };
             if !same {
                 let (a, rel) = max_abs_rel_error(o, r).unwrap_or((f64::NAN, f64::NAN));
                 failures.push(format!("{name}: out{i} differs from the interpreter (abs {a:e}, rel {rel:e}, exact {exact})"));
@@ -73,5 +79,10 @@ fn exec_reproduces_jax_outputs_and_the_interpreter() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -4,5 +4,7 @@
 //! reshards and small programs keep their data; bad shardings are named.
 
 mod bytes;
+mod cli;
+mod errors;
 mod fixtures;
 mod props;

@@ -20,7 +20,10 @@ fn arb_mesh(min: u64) -> impl Strategy<Value = (String, Vec<u64>)> {
         .prop_filter("at most 16 devices", |s| s.iter().product::<u64>() <= 16)
         .prop_flat_map(|sizes| {
             let n: u64 = sizes.iter().product();
-            (Just(sizes), Just((0..n).collect::<Vec<u64>>()).prop_shuffle())
+            (
+                Just(sizes),
+                Just((0..n).collect::<Vec<u64>>()).prop_shuffle(),
+            )
         })
         .prop_map(|(sizes, ids)| {
             let axes: Vec<String> = sizes
