@@ -14,7 +14,7 @@ use crate::tensor::{
     convert, extract_block, insert_block, reduce_buffers, CollectiveReduction, Tensor, TensorError,
 };
 
-use super::{zero, DeviceState};
+use super::DeviceState;
 
 type Failure = (u64, String);
 
@@ -127,7 +127,6 @@ fn assemble(
         .shard_of(dev)
         .ok_or_else(|| fail(dev, "not in the mesh"))?;
     let mut out = Tensor::zeros(target.local_shape.clone(), c.dtype).map_err(|e| fail(dev, e))?;
-    let _ = zero(c.dtype);
     let want: u64 = target.ranges.iter().map(|r| r.1 - r.0).product();
     let mut covered = 0u64;
     for &q in sources {

@@ -10,7 +10,6 @@
 
 mod collectives;
 
-use crate::base::DType;
 use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
 use crate::partition::{Mask, SpmdProgram, Step};
 use crate::tensor::{extract_block, insert_block, pad_to_shape, Scalar, Tensor, TensorError};
@@ -273,9 +272,4 @@ pub fn execute(program: &SpmdProgram, inputs: &[Tensor]) -> Result<Vec<Tensor>, 
     let mut ex = Executor::new(program, inputs)?;
     ex.run()?;
     ex.gather_results()
-}
-
-/// The zero of `dtype` (padding of fresh buffers).
-pub(crate) fn zero(dtype: DType) -> Scalar {
-    Scalar::zero(dtype)
 }

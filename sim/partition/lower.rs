@@ -85,7 +85,7 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
                 b.slot_of[r.0 as usize] = Some(out);
             }
             OpKind::ShardingGroup { .. } => {}
-            OpKind::Reduce { .. } => b.partition_op(module, func, id)?,
+            OpKind::Reduce { .. } => b.partition_op(func, id)?,
             _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
                 return Err(op_error(
                     op,
@@ -95,7 +95,7 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
             _ if op.kind.is_collective() => {
                 return Err(op_error(op, "the input already has explicit collectives"));
             }
-            _ => b.partition_op(module, func, id)?,
+            _ => b.partition_op(func, id)?,
         }
     }
     Ok(SpmdProgram {
@@ -259,7 +259,6 @@ impl Builder {
             src.global.clone(),
             step.after,
         )?;
-        let elem = src.global.dtype.size_bytes();
         let bytes = if step.kind.moves_data() {
             src.local_bytes().max(self.values[out].local_bytes())
         } else {
@@ -275,7 +274,6 @@ impl Builder {
                     message: e.to_string(),
                 })?,
         };
-        let _ = elem;
         self.steps.push(Step::Collective(Collective {
             kind: step.kind,
             input,
@@ -353,13 +351,7 @@ impl Builder {
         )
     }
 
-    fn partition_op(
-        &mut self,
-        module: &Module,
-        func: &Func,
-        id: OpId,
-    ) -> Result<(), PartitionError> {
-        let _ = module;
+    fn partition_op(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
         let op = func.op(id);
         let rule = op
             .rule
@@ -378,14 +370,7 @@ impl Builder {
             self.check(&v.name, &v.ty, t)?;
         }
         let reduction = partial_kind(func, op);
-        let factors = self.choose_factors(
-            func,
-            op,
-            &rule,
-            &operand_slots,
-            &targets,
-            reduction.is_some(),
-        );
+        let factors = self.choose_factors(op, &rule, &operand_slots, &targets, reduction.is_some());
         let first_result = op
             .results
             .first()
@@ -445,7 +430,6 @@ impl Builder {
     /// Per factor, the axes the op computes with.
     fn choose_factors(
         &self,
-        func: &Func,
         op: &Op,
         rule: &OpShardingRule,
         operand_slots: &[Slot],
@@ -507,7 +491,6 @@ impl Builder {
                 axes[f] = keep;
             }
         }
-        let _ = func;
         for &f in rule
             .need_replication_factors
             .iter()
@@ -522,9 +505,6 @@ impl Builder {
         }
         if matches!(op.kind, OpKind::DynamicUpdateSlice) {
             // Update dims smaller than the operand's: replicate the operand's dim too.
-            for m in rule.operand_mappings.iter().chain(&rule.result_mappings) {
-                let _ = m;
-            }
             let full: Vec<usize> = rule.result_mappings[0].iter().flatten().copied().collect();
             let upd: BTreeSet<usize> = rule.operand_mappings[1].iter().flatten().copied().collect();
             for f in full {

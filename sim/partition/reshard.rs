@@ -5,7 +5,9 @@
 //!   in another with `all_to_all`, gather (`all_gather`) the minor axes no dim
 //!   keeps, then slice (`all_slice`, local) the axes the target adds;
 //! * a `collective_permute` when both shardings cut every dim into the same
-//!   number of shards (each device then needs exactly one other device's block).
+//!   number of shards (each device then needs exactly one other device's block);
+//! * a local slice to such a sharding (adding unused axes or major sub-axes),
+//!   then a `collective_permute`.
 //!
 //! Cost is alpha-beta: `alpha * (group size - 1) + beta * bytes` per collective
 //! that moves data (a local slice is free).
@@ -188,6 +190,64 @@ fn permute_plan(
     }]))
 }
 
+/// A slice-then-permute plan: slice locally (free) to an intermediate sharding
+/// with the target's shard count per dim, then permute blocks. The added axes
+/// are axes (or major sub-axes) the source does not use.
+fn slice_permute_plan(
+    mesh: &Mesh,
+    source: &TensorSharding,
+    target: &TensorSharding,
+    shape: &[u64],
+) -> Result<Option<Vec<PlannedStep>>, PartitionError> {
+    let count =
+        |axes: &[AxisRef]| -> u64 { axes.iter().map(|a| a.size(mesh).unwrap_or(1)).product() };
+    let mut taken: Vec<String> = source.sharding_axes().map(|a| a.name.clone()).collect();
+    let mut mid: Vec<Vec<AxisRef>> = Vec::new();
+    let mut sliced: Vec<Vec<AxisRef>> = Vec::new();
+    for (d, (s, t)) in source.dims.iter().zip(&target.dims).enumerate() {
+        let (cs, ct) = (count(&s.axes), count(&t.axes));
+        let mut axes = s.axes.clone();
+        let mut added = Vec::new();
+        if ct != cs {
+            if ct % cs != 0 || !even(mesh, shape[d], &s.axes) || shape[d] % ct != 0 {
+                return Ok(None);
+            }
+            let r = ct / cs;
+            let pick = mesh
+                .axes()
+                .iter()
+                .find(|a| !taken.contains(&a.name) && a.size % r == 0);
+            let Some(a) = pick else {
+                return Ok(None);
+            };
+            taken.push(a.name.clone());
+            let axis = if a.size == r {
+                AxisRef::full(a.name.clone())
+            } else {
+                AxisRef::sub(a.name.clone(), 1, r)
+            };
+            added.push(axis.clone());
+            axes.push(axis);
+        }
+        mid.push(axes);
+        sliced.push(added);
+    }
+    if sliced.iter().all(|a| a.is_empty()) {
+        return Ok(None);
+    }
+    let mid_sharding = with_dims(target, &mid);
+    let Some(mut rest) = permute_plan(mesh, &mid_sharding, target, shape)? else {
+        return Ok(None);
+    };
+    let mut plan = vec![PlannedStep {
+        axes: sliced.iter().flatten().cloned().collect(),
+        kind: CollectiveKind::AllSlice(sliced),
+        after: mid_sharding,
+    }];
+    plan.append(&mut rest);
+    Ok(Some(plan))
+}
+
 /// Cost of a plan under `model` for a tensor of `shape` with `elem` bytes per element.
 pub fn plan_cost(
     mesh: &Mesh,
@@ -235,13 +295,16 @@ pub fn plan_reshard(
     let axes = axis_plan(mesh, shape, source, target);
     let mut best_cost = plan_cost(mesh, source, &axes, shape, elem, model)?;
     let mut best = axes;
-    if let Some(p) = permute_plan(mesh, source, target, shape)? {
+    let candidates = [
+        permute_plan(mesh, source, target, shape)?,
+        slice_permute_plan(mesh, source, target, shape)?,
+    ];
+    for p in candidates.into_iter().flatten() {
         let c = plan_cost(mesh, source, &p, shape, elem, model)?;
         if c < best_cost {
             best_cost = c;
             best = p;
         }
     }
-    let _ = best_cost;
     Ok(best)
 }

@@ -98,7 +98,7 @@ proptest! {
         let program = partition(&module).unwrap();
         let shape = module.entry().unwrap().arg_types()[0].shape.clone();
         let input = counting(&shape);
-        let mut ex = Executor::new(&program, &[input.clone()]).unwrap();
+        let mut ex = Executor::new(&program, std::slice::from_ref(&input)).unwrap();
         ex.run().unwrap();
         // Every device holds exactly its block of the target sharding.
         let slot = program.results[0];
