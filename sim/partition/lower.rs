@@ -634,7 +634,7 @@ fn masks_for(op: &Op, n: usize) -> Vec<Mask> {
 
 /// The collective reduction that finishes a partial result of `op`, when the
 /// op may compute one: dots sum; a single-input reduce whose body is one of
-/// add/mul/max/min with an identity init value.
+/// add/mul/max/min (and/or on booleans) with an identity init value.
 fn partial_kind(func: &Func, op: &Op) -> Option<CollectiveReduction> {
     match &op.kind {
         OpKind::Dot { .. } | OpKind::DotGeneral { .. } => Some(CollectiveReduction::Sum),
@@ -654,7 +654,9 @@ fn partial_kind(func: &Func, op: &Op) -> Option<CollectiveReduction> {
                     CollectiveReduction::Min,
                     value == f64::INFINITY || is_int_extreme(dtype, value, true),
                 ),
-                ReduceKind::And | ReduceKind::Or => return None,
+                // Booleans: and is min, or is max over {0, 1}.
+                ReduceKind::And => (CollectiveReduction::Min, dtype == DType::I1 && value == 1.0),
+                ReduceKind::Or => (CollectiveReduction::Max, dtype == DType::I1 && value == 0.0),
             };
             identity_ok.then_some(reduction)
         }
