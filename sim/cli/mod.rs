@@ -37,6 +37,10 @@ pub enum Command {
     Interp(interp_cmd::InterpArgs),
     /// Complete a program's shardings as Shardy (JAX's propagator) would.
     Propagate(propagate_cmd::PropagateArgs),
+    /// Propagate, then partition into one per-device program with explicit collectives.
+    Partition(partition_cmd::PartitionArgs),
+    /// Propagate, partition and run on virtual devices; write out<i>.npy, print the error vs the interpreter.
+    Exec(partition_cmd::ExecArgs),
     /// Hardware topologies: list presets, show one, route between components.
     Topology(topology_cmd::TopologyArgs),
     /// Device planning: where values live, and the device copies between memory scopes.
@@ -45,10 +49,6 @@ pub enum Command {
     Bench(bench_cmd::BenchArgs),
     /// nccl-tests in simulation: time a collective over a sweep of sizes.
     Collective(collective_cmd::CollectiveArgs),
-    /// Propagate, then partition into one per-device program with explicit collectives.
-    Partition(partition_cmd::PartitionArgs),
-    /// Propagate, partition and run on virtual devices; write out<i>.npy, print the error vs the interpreter.
-    Exec(partition_cmd::ExecArgs),
 }
 
 /// Run a parsed command line.
