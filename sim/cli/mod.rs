@@ -11,8 +11,8 @@ mod collective_cmd;
 mod interp_cmd;
 mod mesh_cmd;
 mod output;
-mod plan_cmd;
 mod partition_cmd;
+mod plan_cmd;
 mod propagate_cmd;
 mod topology_cmd;
 

@@ -387,6 +387,7 @@ fn common_mesh<'m>(
 
 /// Import: constraints' shardings onto their results (and inputs), groups unified.
 fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
+    remove_size_one_axes(func, st.meshes);
     let order = func.walk();
     let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); func.values.len()];
     for &id in &order {
@@ -520,6 +521,48 @@ fn in_reduce_body(func: &Func) -> Vec<bool> {
         }
     }
     inside
+}
+
+/// Axes of size 1 shard nothing; Shardy's import drops them from every sharding
+/// (otherwise one could appear on two dims, since it overlaps nothing).
+fn remove_size_one_axes(func: &mut Func, meshes: &[(String, Mesh)]) {
+    let strip = |s: &mut TensorSharding| {
+        let Some((_, mesh)) = common_mesh(meshes, &[Some(&*s)]) else {
+            return;
+        };
+        let keep = |a: &crate::mesh::AxisRef| a.size(mesh).map(|n| n > 1).unwrap_or(true);
+        for d in &mut s.dims {
+            d.axes.retain(keep);
+        }
+        s.replicated.retain(keep);
+        s.unreduced.retain(keep);
+    };
+    for v in &mut func.values {
+        if let Some(s) = v.sharding.as_mut() {
+            strip(s);
+        }
+    }
+    for s in func.result_shardings.iter_mut().flatten() {
+        strip(s);
+    }
+    for op in &mut func.ops {
+        match &mut op.kind {
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                strip(sharding)
+            }
+            OpKind::ManualComputation {
+                in_shardings,
+                out_shardings,
+                ..
+            } => {
+                in_shardings
+                    .iter_mut()
+                    .chain(out_shardings.iter_mut())
+                    .for_each(strip);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The propagation units of the function, in pre-order.

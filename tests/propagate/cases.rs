@@ -68,3 +68,8 @@ fn user_priorities() {
 fn sharding_groups() {
     check_case("sharding_groups");
 }
+
+#[test]
+fn size_one_axes() {
+    check_case("size_one_axes");
+}
