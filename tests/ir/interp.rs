@@ -2,29 +2,14 @@
 //! its `in*.npy`, gives its `out*.npy` within rtol 1e-4 / atol 1e-5 (the
 //! issue's tolerance; integers and booleans exactly).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
-use shardsim::tensor::{allclose, max_abs_rel_error, npy, Tensor};
-
-/// Inputs or outputs of a fixture case: `prefix0.npy`, `prefix1.npy`, ...
-pub fn numbered(dir: &Path, prefix: &str) -> Vec<Tensor> {
-    (0..)
-        .map(|i| dir.join(format!("{prefix}{i}.npy")))
-        .take_while(|p| p.exists())
-        .map(|p| npy::read_npy(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .collect()
-}
+use shardsim::tensor::{allclose, max_abs_rel_error};
 
 fn cases() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(crate::common::fixture("jax"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("in0.npy").exists())
-        .collect();
-    v.sort();
-    v
+    crate::common::jax_cases_with_data()
 }
 
 #[test]
@@ -37,8 +22,8 @@ fn interpreter_reproduces_jax_outputs() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for dir in &cases {
-        let inputs = numbered(dir, "in");
-        let expected = numbered(dir, "out");
+        let inputs = crate::common::numbered(dir, "in");
+        let expected = crate::common::numbered(dir, "out");
         for file in ["lowered.mlir", "before.mlir", "after.mlir"] {
             let path = dir.join(file);
             let text = std::fs::read_to_string(&path).unwrap();
@@ -92,7 +77,7 @@ fn interpreter_rejects_mismatched_inputs() {
     let dir = crate::common::fixture("jax/add_relu");
     let module =
         parse_and_verify(&std::fs::read_to_string(dir.join("lowered.mlir")).unwrap()).unwrap();
-    let inputs = numbered(&dir, "in");
+    let inputs = crate::common::numbered(&dir, "in");
     let e = interpret(&module, &inputs[..1]).unwrap_err();
     assert!(
         e.to_string().contains("takes 2 arguments but 1 inputs"),

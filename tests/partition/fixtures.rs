@@ -3,31 +3,17 @@
 //! (rtol 1e-4 / atol 1e-5), with the reference interpreter (exactly), and the
 //! per-device collective bytes with XLA's `spmd.hlo`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use shardsim::exec::execute;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::{partition, CollectiveKind};
 use shardsim::propagate::{propagate_module, Strategy};
-use shardsim::tensor::{allclose, max_abs_rel_error, npy, Tensor};
-
-fn numbered(dir: &Path, prefix: &str) -> Vec<Tensor> {
-    (0..)
-        .map(|i| dir.join(format!("{prefix}{i}.npy")))
-        .take_while(|p| p.exists())
-        .map(|p| npy::read_npy(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .collect()
-}
+use shardsim::tensor::{allclose, max_abs_rel_error};
 
 fn cases() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(crate::common::fixture("jax"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("in0.npy").exists() && p.join("before.mlir").exists())
-        .collect();
-    v.sort();
-    v
+    crate::common::jax_cases_with_data()
 }
 
 #[test]
@@ -37,8 +23,8 @@ fn exec_reproduces_jax_outputs_and_the_interpreter() {
     let mut failures = Vec::new();
     for dir in &cases {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let inputs = numbered(dir, "in");
-        let expected = numbered(dir, "out");
+        let inputs = crate::common::numbered(dir, "in");
+        let expected = crate::common::numbered(dir, "out");
         let text = std::fs::read_to_string(dir.join("before.mlir")).unwrap();
         let mut module = parse_and_verify(&text).unwrap();
         let reference = interpret(&module, &inputs).unwrap();
