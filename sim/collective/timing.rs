@@ -14,7 +14,7 @@
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
 //! they are part of the achievable bandwidth.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::engine::Time;
 use crate::net::{self, NetSim, Schedule, TaskId};
@@ -111,7 +111,7 @@ pub struct CollectiveTiming {
 pub(crate) struct Routes<'a> {
     topo: &'a Topology,
     devices: &'a [u32],
-    cache: HashMap<(usize, usize), Vec<usize>>,
+    cache: BTreeMap<(usize, usize), Vec<usize>>,
 }
 
 impl<'a> Routes<'a> {
@@ -119,7 +119,7 @@ impl<'a> Routes<'a> {
         Routes {
             topo,
             devices: &group.devices,
-            cache: HashMap::new(),
+            cache: BTreeMap::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! latency plus the route's link latencies plus the busiest link's bytes over
 //! its protocol bandwidth (no max-min sharing, no overlap between steps).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::Time;
 use crate::topology::{LinkClass, Topology};
@@ -55,11 +55,11 @@ fn step_costs(
 ) -> Result<Vec<StepCost>, CollectiveError> {
     let links = topo.links();
     let mut out = Vec::with_capacity(plan.steps.len());
-    let mut load: HashMap<usize, u64> = HashMap::new();
+    let mut load: BTreeMap<usize, u64> = BTreeMap::new();
     for step in &plan.steps {
         load.clear();
         let mut c = StepCost::default();
-        let mut down_done: HashMap<(usize, u64, u64, bool), ()> = HashMap::new();
+        let mut down_done: BTreeSet<(usize, u64, u64, bool)> = BTreeSet::new();
         for m in step {
             let bytes = m.len * elem_bytes;
             if bytes == 0 {
@@ -86,7 +86,7 @@ fn step_costs(
                     // Reduce: every sender's up link, the receiver's down link once.
                     // Multicast: the sender's up link once, every receiver's down link.
                     let key = if reduce { m.to } else { m.from };
-                    let once = down_done.insert((key, m.src, bytes, reduce), ()).is_none();
+                    let once = down_done.insert((key, m.src, bytes, reduce));
                     if reduce || once {
                         *load.entry(up).or_default() += bytes;
                     }
