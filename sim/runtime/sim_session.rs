@@ -32,6 +32,17 @@ pub struct SimSession {
 }
 
 impl SimSession {
+    /// Give each worker's flat collective output the shape of register `dst` and store it there.
+    fn store_shaped(&mut self, dst: DRef, out: Vec<Tensor>) -> Result<(), SessionError> {
+        let shape = self.get(dst)?[0].shape().to_vec();
+        let vals = out
+            .into_iter()
+            .map(|b| shaped(b, &shape))
+            .collect::<Result<_, _>>()?;
+        self.regs.insert(dst, vals);
+        Ok(())
+    }
+
     /// A session of `workers` workers on `topo` (call `init_ccl` before collectives).
     pub fn new(topo: Topology, workers: usize) -> SimSession {
         SimSession {
@@ -258,19 +269,13 @@ impl Session for SimSession {
         let total = s[0].num_elements() as u64;
         let bufs = s.iter().map(flat).collect::<Result<Vec<_>, _>>()?;
         let (out, t) = self.collective(CollectiveOp::AllReduce, total, bufs, op)?;
-        let shape = self.get(dst)?[0].shape().to_vec();
-        let vals = out
-            .into_iter()
-            .map(|b| shaped(b, &shape))
-            .collect::<Result<_, _>>()?;
-        self.regs.insert(dst, vals);
+        self.store_shaped(dst, out)?;
         Ok(t)
     }
 
     fn allgather(&mut self, src: DRef, dst: DRef) -> Result<Time, SessionError> {
         let n = self.workers as u64;
         let s = self.get(src)?.clone();
-        let d_shape = self.get(dst)?[0].shape().to_vec();
         same_type("allgather", &s[0], &self.get(dst)?[0], (n, 1))?;
         let k = s[0].num_elements() as u64;
         let bufs = stack_into_pieces(&s, n * k)?;
@@ -280,11 +285,7 @@ impl Session for SimSession {
             bufs,
             CollectiveReduction::Sum,
         )?;
-        let vals = out
-            .into_iter()
-            .map(|b| shaped(b, &d_shape))
-            .collect::<Result<_, _>>()?;
-        self.regs.insert(dst, vals);
+        self.store_shaped(dst, out)?;
         Ok(t)
     }
 
@@ -299,12 +300,7 @@ impl Session for SimSession {
             bufs,
             CollectiveReduction::Sum,
         )?;
-        let shape = self.get(dst)?[0].shape().to_vec();
-        let vals = out
-            .into_iter()
-            .map(|b| shaped(b, &shape))
-            .collect::<Result<_, _>>()?;
-        self.regs.insert(dst, vals);
+        self.store_shaped(dst, out)?;
         Ok(t)
     }
 
