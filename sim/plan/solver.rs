@@ -150,21 +150,7 @@ impl Dataflow {
         device: VirtualDevice,
         source: &str,
     ) -> Result<(), PlanError> {
-        let o = self.op_mut(op)?;
-        if index as usize >= o.operands.len() {
-            return Err(PlanError::BadDataflow(format!(
-                "op `{}` has no operand {index}",
-                o.name
-            )));
-        }
-        o.operand_pins.push((
-            index,
-            Constraint {
-                device,
-                source: source.to_string(),
-            },
-        ));
-        Ok(())
+        self.pin_port(op, Port::Operand(index), device, source)
     }
 
     /// The op writes result `index` directly to `device` (no copy after it).
@@ -175,14 +161,29 @@ impl Dataflow {
         device: VirtualDevice,
         source: &str,
     ) -> Result<(), PlanError> {
+        self.pin_port(op, Port::Result(index), device, source)
+    }
+
+    /// Record a pin on an operand or result of `op`, checking the port exists.
+    fn pin_port(
+        &mut self,
+        op: OpId,
+        port: Port,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
         let o = self.op_mut(op)?;
-        if index as usize >= o.results.len() {
+        let (index, count, what, pins) = match port {
+            Port::Operand(i) => (i, o.operands.len(), "operand", &mut o.operand_pins),
+            Port::Result(i) => (i, o.results.len(), "result", &mut o.result_pins),
+        };
+        if index as usize >= count {
             return Err(PlanError::BadDataflow(format!(
-                "op `{}` has no result {index}",
+                "op `{}` has no {what} {index}",
                 o.name
             )));
         }
-        o.result_pins.push((
+        pins.push((
             index,
             Constraint {
                 device,
