@@ -136,6 +136,17 @@ fn compatible_major_axes_examples() {
     );
 }
 
+/// A context propagating every factor both ways (not conservative).
+fn both_ways<'a>(factor_sizes: &'a [u64], mesh: &'a Mesh, elementwise: bool) -> FactorContext<'a> {
+    FactorContext {
+        factor_sizes,
+        mesh,
+        direction: &|_| Direction::Both,
+        elementwise,
+        conservative: false,
+    }
+}
+
 /// C = dot(A, B) with factors F0 (A's free dim), F1 (B's free dim), F2 (contracting).
 fn dot_projection(mesh: &Mesh, a: &str, b: &str, c: &str) -> Projection {
     let sizes = [8, 16, 4];
@@ -171,14 +182,7 @@ fn aggressive_prefers_the_larger_source_tensor() {
     // Case 2 of Shardy's aggressive-propagation doc: A/F0 = "a", B/F1 = "a";
     // B (16x4 elements... here 4x16 = 64) is larger than A (8x4 = 32), so C gets "a" on F1.
     let mesh = Mesh::from_pairs(&[("a", 2)]).unwrap();
-    let both = |_: usize| Direction::Both;
-    let ctx = FactorContext {
-        factor_sizes: &[8, 16, 4],
-        mesh: &mesh,
-        direction: &both,
-        elementwise: false,
-        conservative: false,
-    };
+    let ctx = both_ways(&[8, 16, 4], &mesh, false);
     let mut p = dot_projection(
         &mesh,
         r#"<@mesh, [{"a", ?}, {?}]>"#,
@@ -199,14 +203,7 @@ fn aggressive_prefers_the_larger_source_tensor() {
 fn aggressive_single_choice_conflict() {
     // Case 1: A/F0 = "a", C/F1 = "a": aggressive gives B/F1 "a"; basic nothing.
     let mesh = Mesh::from_pairs(&[("a", 2)]).unwrap();
-    let both = |_: usize| Direction::Both;
-    let ctx = FactorContext {
-        factor_sizes: &[8, 16, 4],
-        mesh: &mesh,
-        direction: &both,
-        elementwise: false,
-        conservative: false,
-    };
+    let ctx = both_ways(&[8, 16, 4], &mesh, false);
     let mut p = dot_projection(
         &mesh,
         r#"<@mesh, [{"a", ?}, {?}]>"#,
@@ -222,14 +219,7 @@ fn aggressive_single_choice_conflict() {
 #[test]
 fn closed_and_replicated_block_propagation() {
     let mesh = Mesh::from_pairs(&[("x", 2), ("y", 4)]).unwrap();
-    let both = |_: usize| Direction::Both;
-    let ctx = FactorContext {
-        factor_sizes: &[16, 16],
-        mesh: &mesh,
-        direction: &both,
-        elementwise: true,
-        conservative: false,
-    };
+    let ctx = both_ways(&[16, 16], &mesh, true);
     // add(a {x}, b closed {}) -> r open: r gets x, b (closed) does not.
     let m = [vec![0], vec![1]];
     let mut p = Projection {
