@@ -8,6 +8,7 @@ mod bench_parse;
 mod bench_propagate;
 mod check_cmd;
 mod collective_cmd;
+mod exec_timed;
 mod interp_cmd;
 mod mesh_cmd;
 mod output;

@@ -38,12 +38,21 @@ pub struct PartitionArgs {
 pub struct ExecArgs {
     /// The program (StableHLO + sdy text).
     input: PathBuf,
-    /// Input arrays, one .npy file per function argument, comma-separated.
+    /// Input arrays, one .npy file per function argument, comma-separated
+    /// (without them, --topology times the program in shape-only mode).
     #[arg(long, value_delimiter = ',')]
     inputs: Vec<PathBuf>,
     /// Directory for the gathered outputs out0.npy, out1.npy, ...
     #[arg(long)]
-    out: PathBuf,
+    out: Option<PathBuf>,
+    /// Time shapes only, without running the numerics.
+    #[arg(long)]
+    shape_only: bool,
+    /// Above this many bytes of device buffers (all devices), run shape-only.
+    #[arg(long, default_value_t = 1 << 30)]
+    max_data_bytes: u64,
+    #[command(flatten)]
+    timed: super::exec_timed::TimedArgs,
 }
 
 /// Read, propagate and partition a program file.
@@ -79,25 +88,57 @@ fn write_outputs(dir: &Path, outs: &[Tensor]) -> anyhow::Result<()> {
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     let (original, program) = load(&args.input)?;
-    let inputs = read_inputs(&args.inputs)?;
-    let outs = execute(&program, &inputs)?;
-    let reference = interpret(&original, &inputs)?;
-    write_outputs(&args.out, &outs)?;
-    let mut text = format!(
-        "{} devices, {} collectives, {} bytes per device\n",
-        program.num_devices(),
-        program
-            .collectives()
-            .filter(|c| c.kind.moves_data())
-            .count(),
-        program.total_collective_bytes()
-    );
-    for (i, (o, r)) in outs.iter().zip(&reference).enumerate() {
-        let (abs, rel) = max_abs_rel_error(o, r)?;
+    let data_bytes: u64 = program
+        .values
+        .iter()
+        .map(|v| v.local_bytes().saturating_mul(program.num_devices()))
+        .fold(0, u64::saturating_add);
+    let mut text = String::new();
+    let materialize = if args.shape_only {
+        false
+    } else if args.inputs.is_empty() {
+        if args.timed.topology.is_none() {
+            anyhow::bail!("exec needs --inputs (or --topology to time the program shape-only)");
+        }
+        text += "shape-only: no --inputs given\n";
+        false
+    } else if data_bytes > args.max_data_bytes {
         text += &format!(
-            "out{i}.npy: {}  max abs error {abs:e}, max rel error {rel:e} vs the reference interpreter\n",
-            o.tensor_type()
+            "shape-only: device buffers would take {data_bytes} bytes (--max-data-bytes {})\n",
+            args.max_data_bytes
         );
+        false
+    } else {
+        true
+    };
+    if materialize {
+        let inputs = read_inputs(&args.inputs)?;
+        let outs = execute(&program, &inputs)?;
+        let reference = interpret(&original, &inputs)?;
+        if let Some(dir) = &args.out {
+            write_outputs(dir, &outs)?;
+        }
+        text += &format!(
+            "{} devices, {} collectives, {} bytes per device\n",
+            program.num_devices(),
+            program
+                .collectives()
+                .filter(|c| c.kind.moves_data())
+                .count(),
+            program.total_collective_bytes()
+        );
+        for (i, (o, r)) in outs.iter().zip(&reference).enumerate() {
+            let (abs, rel) = max_abs_rel_error(o, r)?;
+            text += &format!(
+                "out{i}.npy: {}  max abs error {abs:e}, max rel error {rel:e} vs the reference interpreter\n",
+                o.tensor_type()
+            );
+        }
+    } else if args.out.is_some() {
+        anyhow::bail!("--out needs the numerics, which this run does not compute (shape-only)");
+    }
+    if let Some(summary) = super::exec_timed::run(&program, &args.timed)? {
+        text += &summary;
     }
     write_output(None, &text)
 }

@@ -14,6 +14,7 @@ pub mod algorithms;
 pub mod blocks;
 pub mod calibration;
 pub mod data;
+pub mod groups;
 pub mod kinds;
 pub mod plan;
 pub mod sizes;
@@ -22,6 +23,7 @@ pub mod tuner;
 
 pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 pub use calibration::{Calibration, ProtocolParams};
+pub use groups::{time_groups, GroupsTiming};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use plan::{Move, Plan, Via};
 pub use timing::{simulate, CollectiveTiming, Group};

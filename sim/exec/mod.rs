@@ -9,6 +9,7 @@
 //! does both in lockstep.
 
 mod collectives;
+pub mod timed;
 
 use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
 use crate::partition::{Mask, SpmdProgram, Step};

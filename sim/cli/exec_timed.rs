@@ -1,0 +1,146 @@
+//! The timed part of `shardsim exec`: `--topology NAME` runs the partitioned
+//! program on the topology's virtual devices in the discrete-event engine,
+//! prints the summary and, with `--trace DIR`, writes `trace.json` (Chrome
+//! trace events, for Perfetto), `events.csv` and `summary.json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use shardsim::engine::log::write_atomically;
+use shardsim::engine::{Jitter, Stragglers};
+use shardsim::exec::timed::{
+    parse_roofline, report, run_timed, trace, OomPolicy, TimedOptions, Timeline,
+};
+use shardsim::partition::SpmdProgram;
+use shardsim::topology::{self, Override, Topology};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOom {
+    /// Stop at the first out-of-memory report.
+    Stop,
+    /// Report every allocation that does not fit and go on.
+    Continue,
+}
+
+#[derive(Debug, Args)]
+pub struct TimedArgs {
+    /// Time the program on this topology (preset name such as dgx-h100, or a .toml file).
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// Join N nodes of the topology (same as --set nodes=N).
+    #[arg(long)]
+    pub nodes: Option<u32>,
+    /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Write trace.json (Chrome trace events), events.csv and summary.json here.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Seed of jitter and straggler draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Random spread of every step's duration (0.05: up to +-5%).
+    #[arg(long)]
+    pub jitter: Option<f64>,
+    /// A device whose compute is slowed by a factor: DEVICE:FACTOR (repeatable).
+    #[arg(long, value_name = "DEVICE:FACTOR")]
+    pub straggler: Vec<String>,
+    /// What to do when an allocation exceeds a memory scope's capacity.
+    #[arg(long, value_enum, default_value_t = OnOom::Stop)]
+    pub on_oom: OnOom,
+    /// Roofline parameters (TOML: [model] compute_efficiency, memory_efficiency, launch_us).
+    #[arg(long)]
+    pub roofline: Option<PathBuf>,
+}
+
+impl TimedArgs {
+    fn load_topology(&self, name: &str) -> anyhow::Result<Topology> {
+        let mut overrides = Vec::new();
+        if let Some(n) = self.nodes {
+            overrides.push(Override {
+                key: "nodes".into(),
+                value: n.to_string(),
+            });
+        }
+        for s in &self.set {
+            overrides.push(Override::parse(s)?);
+        }
+        Ok(topology::load(name, &overrides)?)
+    }
+
+    fn options(&self) -> anyhow::Result<TimedOptions> {
+        let mut opts = TimedOptions {
+            seed: self.seed,
+            on_oom: match self.on_oom {
+                OnOom::Stop => OomPolicy::Stop,
+                OnOom::Continue => OomPolicy::Continue,
+            },
+            ..TimedOptions::default()
+        };
+        if let Some(j) = self.jitter {
+            opts.jitter = Some(Jitter::new(j)?);
+        }
+        let mut stragglers = Stragglers::new();
+        for s in &self.straggler {
+            let Some((d, f)) = s.split_once(':') else {
+                bail!("--straggler {s}: expected DEVICE:FACTOR, e.g. 3:1.5");
+            };
+            let d: u64 = d
+                .trim()
+                .parse()
+                .with_context(|| format!("--straggler {s}: bad device id"))?;
+            let f: f64 = f
+                .trim()
+                .parse()
+                .with_context(|| format!("--straggler {s}: bad factor"))?;
+            stragglers.insert(d, f)?;
+        }
+        opts.stragglers = stragglers;
+        if let Some(p) = &self.roofline {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            opts.roofline =
+                parse_roofline(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        }
+        Ok(opts)
+    }
+}
+
+/// Write the trace files into `dir`.
+fn write_trace(dir: &Path, t: &Timeline, topo: &Topology) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let summary = report::summarize(t, topo);
+    let files = [
+        ("trace.json", trace::chrome_trace(t, topo)),
+        ("events.csv", trace::events_csv(t)),
+        (
+            "summary.json",
+            serde_json::to_string_pretty(&summary)? + "\n",
+        ),
+    ];
+    for (name, text) in files {
+        let p = dir.join(name);
+        write_atomically(&p, text.as_bytes())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Time `program` when `--topology` was given; the summary text, else None.
+pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<String>> {
+    let Some(name) = &args.topology else {
+        if args.trace.is_some() {
+            bail!("--trace needs --topology");
+        }
+        return Ok(None);
+    };
+    let topo = args.load_topology(name)?;
+    let opts = args.options()?;
+    let t = run_timed(program, &topo, &opts)?;
+    if let Some(dir) = &args.trace {
+        write_trace(dir, &t, &topo)?;
+    }
+    Ok(Some(report::to_text(&report::summarize(&t, &topo))))
+}

@@ -1,0 +1,212 @@
+//! One collective over several disjoint device groups at once, as a
+//! partitioned program runs it (an all-reduce over mesh axis `y` is one
+//! all-reduce per `y` group, all at the same time). The algorithm and protocol
+//! are chosen on the first group; every group runs that algorithm, and the
+//! merged plan (ranks renumbered group after group) is timed on one network,
+//! so groups that share links (a NIC, a leaf switch) slow each other down.
+//! Where the first group's algorithm does not apply to another group (a
+//! hierarchical algorithm on groups with other node layouts), each group is
+//! chosen and timed alone and the slowest counts.
+//!
+//! Besides the time, it reports the bytes each link carried (for link
+//! utilization in execution reports).
+
+use std::collections::BTreeMap;
+
+use crate::engine::Time;
+use crate::topology::Topology;
+
+use super::algorithms::build;
+use super::calibration::Calibration;
+use super::kinds::{Algorithm, CollectiveOp, Protocol};
+use super::plan::{Plan, Via};
+use super::timing::{simulate, Group, Routes};
+use super::tuner::{choose, plan_options};
+use super::CollectiveError;
+
+/// What a multi-group collective costs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupsTiming {
+    /// From the common start to the last group's end.
+    pub time: Time,
+    pub algo: Algorithm,
+    pub proto: Protocol,
+    /// Point-to-point flows the network carried.
+    pub flows: usize,
+    /// Bytes per link index (ascending), over all groups.
+    pub link_bytes: Vec<(usize, u64)>,
+}
+
+/// Time `ops[g]` on `groups[g]` for every group at once; `total` elements of
+/// `elem_bytes` bytes per rank (as [`super::plan::buffer_len`] reads it).
+pub fn time_groups(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+) -> Result<GroupsTiming, CollectiveError> {
+    if groups.is_empty() || groups.len() != ops.len() {
+        return Err(CollectiveError::EmptyGroup);
+    }
+    let groups: Vec<Group> = groups
+        .iter()
+        .map(|g| Group::new(topo, g.clone()))
+        .collect::<Result<_, _>>()?;
+    let (choice, first) = choose(
+        topo, &groups[0], &ops[0], total, elem_bytes, cal, None, None,
+    )?;
+    let mut plans = vec![first];
+    for (g, op) in groups.iter().zip(ops).skip(1) {
+        let opts = plan_options(topo, g, cal, total * elem_bytes);
+        match build(op, choice.algo, g.len(), total, &opts) {
+            Ok(p) => plans.push(p),
+            Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal),
+        }
+    }
+    let union = Group::new(
+        topo,
+        groups
+            .iter()
+            .flat_map(|g| g.devices.iter().copied())
+            .collect(),
+    )?;
+    let merged = merge(&plans);
+    let t = match simulate(
+        topo,
+        &union,
+        &merged,
+        elem_bytes,
+        choice.algo,
+        choice.proto,
+        cal,
+    ) {
+        Ok(t) => t,
+        // NVLS on the union can fail where it held per group (two switches).
+        Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal),
+    };
+    Ok(GroupsTiming {
+        time: t.time,
+        algo: choice.algo,
+        proto: choice.proto,
+        flows: t.flows,
+        link_bytes: link_bytes(topo, &union, &merged, elem_bytes)?,
+    })
+}
+
+/// Every group chosen and timed on its own; the slowest group's time.
+fn time_apart(
+    topo: &Topology,
+    groups: &[Group],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+) -> Result<GroupsTiming, CollectiveError> {
+    let mut out: Option<GroupsTiming> = None;
+    let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    for (g, op) in groups.iter().zip(ops) {
+        let (choice, plan) = choose(topo, g, op, total, elem_bytes, cal, None, None)?;
+        let t = simulate(topo, g, &plan, elem_bytes, choice.algo, choice.proto, cal)?;
+        for (l, b) in link_bytes(topo, g, &plan, elem_bytes)? {
+            *bytes.entry(l).or_default() += b;
+        }
+        let flows = out.as_ref().map_or(0, |o| o.flows) + t.flows;
+        if out.as_ref().map_or(true, |o| t.time > o.time) {
+            out = Some(GroupsTiming {
+                time: t.time,
+                algo: choice.algo,
+                proto: choice.proto,
+                flows,
+                link_bytes: Vec::new(),
+            });
+        } else if let Some(o) = out.as_mut() {
+            o.flows = flows;
+        }
+    }
+    let mut out = out.ok_or(CollectiveError::EmptyGroup)?;
+    out.link_bytes = bytes.into_iter().collect();
+    Ok(out)
+}
+
+/// The plans side by side: group `g`'s ranks follow the ranks of groups before it.
+fn merge(plans: &[Plan]) -> Plan {
+    let mut offset = 0;
+    let mut lists = Vec::with_capacity(plans.len());
+    let mut reduced = Vec::new();
+    for p in plans {
+        lists.push(
+            p.steps
+                .iter()
+                .map(|step| {
+                    step.iter()
+                        .map(|m| {
+                            let mut m = *m;
+                            m.from += offset;
+                            m.to += offset;
+                            m
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
+        reduced.extend(p.reduced.iter().map(|&(r, o, l)| (r + offset, o, l)));
+        offset += p.ranks;
+    }
+    Plan {
+        ranks: offset,
+        buffer_len: plans.iter().map(|p| p.buffer_len).max().unwrap_or(0),
+        steps: super::plan::parallel(lists),
+        reduced,
+    }
+}
+
+/// Bytes each link carries when `plan` runs on `group`: a point-to-point move
+/// loads every link of its route; a switch reduction loads each sender's
+/// uplink and the receiver's downlink once; a multicast the sender's uplink
+/// once and every receiver's downlink.
+fn link_bytes(
+    topo: &Topology,
+    group: &Group,
+    plan: &Plan,
+    elem_bytes: u64,
+) -> Result<Vec<(usize, u64)>, CollectiveError> {
+    let mut routes = Routes::new(topo, group);
+    let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    for step in &plan.steps {
+        let mut once: BTreeMap<(usize, u64, u64, bool), ()> = BTreeMap::new();
+        for m in step {
+            let b = m.len * elem_bytes;
+            if b == 0 {
+                continue;
+            }
+            match m.via {
+                Via::P2p => {
+                    if m.from != m.to {
+                        for &l in routes.get(m.from, m.to)? {
+                            *bytes.entry(l).or_default() += b;
+                        }
+                    }
+                }
+                Via::SwitchReduce => {
+                    let (up, _) = routes.switch_links(m.from)?;
+                    *bytes.entry(up).or_default() += b;
+                    if once.insert((m.to, m.dst, m.len, true), ()).is_none() {
+                        let (_, down) = routes.switch_links(m.to)?;
+                        *bytes.entry(down).or_default() += b;
+                    }
+                }
+                Via::SwitchMulticast => {
+                    if once.insert((m.from, m.src, m.len, false), ()).is_none() {
+                        let (up, _) = routes.switch_links(m.from)?;
+                        *bytes.entry(up).or_default() += b;
+                    }
+                    let (_, down) = routes.switch_links(m.to)?;
+                    *bytes.entry(down).or_default() += b;
+                }
+            }
+        }
+    }
+    Ok(bytes.into_iter().collect())
+}

@@ -1,0 +1,170 @@
+//! Memory per device and scope during a timed run: every buffer is allocated
+//! in its scope when the step that produces it starts and freed when the last
+//! step that reads it ends (function results stay to the end). Peaks are kept
+//! per (device, scope); an allocation past a scope's capacity is an
+//! out-of-memory report naming the device, scope, time and the live buffers.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::Time;
+use crate::partition::Slot;
+
+/// A live buffer at the time of an out-of-memory report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveBuffer {
+    pub value: String,
+    pub bytes: u64,
+}
+
+/// An allocation that did not fit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OomReport {
+    pub device: u64,
+    pub scope: String,
+    pub time_ps: u64,
+    /// The value being allocated and its size.
+    pub value: String,
+    pub bytes: u64,
+    pub capacity: u64,
+    /// Bytes in use before the allocation.
+    pub in_use: u64,
+    /// Buffers live at that moment, largest first.
+    pub live: Vec<LiveBuffer>,
+}
+
+/// Peak use of one scope of one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScopePeak {
+    pub device: u64,
+    pub scope: String,
+    pub capacity: u64,
+    pub peak: u64,
+    pub peak_at_ps: u64,
+}
+
+#[derive(Debug, Clone)]
+struct ScopeState {
+    capacity: u64,
+    in_use: u64,
+    peak: u64,
+    peak_at: Time,
+    live: BTreeMap<Slot, u64>,
+}
+
+/// Allocations of every device.
+#[derive(Debug, Clone)]
+pub struct MemoryTracker {
+    devices: Vec<u64>,
+    /// Per device index: scope -> state.
+    scopes: Vec<BTreeMap<String, ScopeState>>,
+}
+
+impl MemoryTracker {
+    /// `capacity(device index, scope)` gives each scope's capacity (u64::MAX: unbounded).
+    pub fn new(devices: Vec<u64>) -> MemoryTracker {
+        let n = devices.len();
+        MemoryTracker {
+            devices,
+            scopes: vec![BTreeMap::new(); n],
+        }
+    }
+
+    /// Declare `scope` of device index `d` with `capacity` bytes.
+    pub fn add_scope(&mut self, d: usize, scope: &str, capacity: u64) {
+        self.scopes[d].insert(
+            scope.to_string(),
+            ScopeState {
+                capacity,
+                in_use: 0,
+                peak: 0,
+                peak_at: Time::ZERO,
+                live: BTreeMap::new(),
+            },
+        );
+    }
+
+    /// Allocate `bytes` for `slot` in `scope` of device index `d` at `now`.
+    /// The allocation is always recorded (so peaks show the demand); a report
+    /// comes back when it exceeds the capacity.
+    pub fn alloc(
+        &mut self,
+        d: usize,
+        scope: &str,
+        slot: Slot,
+        bytes: u64,
+        now: Time,
+        name: impl Fn(Slot) -> String,
+    ) -> Option<OomReport> {
+        let s = self.scopes[d]
+            .entry(scope.to_string())
+            .or_insert_with(|| ScopeState {
+                capacity: u64::MAX,
+                in_use: 0,
+                peak: 0,
+                peak_at: Time::ZERO,
+                live: BTreeMap::new(),
+            });
+        if s.live.contains_key(&slot) {
+            return None;
+        }
+        let before = s.in_use;
+        let report = if before.saturating_add(bytes) > s.capacity {
+            let mut live: Vec<LiveBuffer> = s
+                .live
+                .iter()
+                .map(|(&v, &b)| LiveBuffer {
+                    value: name(v),
+                    bytes: b,
+                })
+                .collect();
+            live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.value.cmp(&b.value)));
+            Some(OomReport {
+                device: self.devices[d],
+                scope: scope.to_string(),
+                time_ps: now.0,
+                value: name(slot),
+                bytes,
+                capacity: s.capacity,
+                in_use: before,
+                live,
+            })
+        } else {
+            None
+        };
+        s.live.insert(slot, bytes);
+        s.in_use = before.saturating_add(bytes);
+        if s.in_use > s.peak {
+            s.peak = s.in_use;
+            s.peak_at = now;
+        }
+        report
+    }
+
+    /// Free `slot` in `scope` of device index `d` (no-op if not live).
+    pub fn free(&mut self, d: usize, scope: &str, slot: Slot) {
+        if let Some(s) = self.scopes[d].get_mut(scope) {
+            if let Some(b) = s.live.remove(&slot) {
+                s.in_use -= b;
+            }
+        }
+    }
+
+    /// Peaks of every (device, scope), devices in order, scopes by name.
+    pub fn peaks(&self) -> Vec<ScopePeak> {
+        self.scopes
+            .iter()
+            .zip(&self.devices)
+            .flat_map(|(scopes, &device)| {
+                scopes.iter().map(move |(scope, s)| ScopePeak {
+                    device,
+                    scope: scope.clone(),
+                    capacity: s.capacity,
+                    peak: s.peak,
+                    peak_at_ps: s.peak_at.0,
+                })
+            })
+            .collect()
+    }
+}
