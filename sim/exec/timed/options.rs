@@ -1,0 +1,47 @@
+//! Options of a timed run: seed, jitter, stragglers, what an out-of-memory
+//! report does, roofline and collective calibration.
+
+use std::collections::BTreeMap;
+
+use crate::collective::Calibration;
+use crate::engine::{Jitter, Stragglers};
+
+use super::cost::{parse_roofline, RooflineParams, ROOFLINE_TOML};
+
+/// What to do when an allocation does not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OomPolicy {
+    /// Stop the run at the first report (the timeline ends there).
+    #[default]
+    Stop,
+    /// Record every report and go on as if memory were unbounded.
+    Continue,
+}
+
+/// Options of a timed run.
+#[derive(Debug, Clone)]
+pub struct TimedOptions {
+    pub seed: u64,
+    /// Random spread applied to every compute step and collective.
+    pub jitter: Option<Jitter>,
+    /// Devices whose compute is slowed by a factor.
+    pub stragglers: Stragglers,
+    pub on_oom: OomPolicy,
+    /// Roofline parameters by device model.
+    pub roofline: BTreeMap<String, RooflineParams>,
+    /// Collective calibration; `None`: the table entry of the devices' model.
+    pub calibration: Option<Calibration>,
+}
+
+impl Default for TimedOptions {
+    fn default() -> Self {
+        TimedOptions {
+            seed: 0,
+            jitter: None,
+            stragglers: Stragglers::new(),
+            on_oom: OomPolicy::Stop,
+            roofline: parse_roofline(ROOFLINE_TOML).expect("the compiled-in table is valid"),
+            calibration: None,
+        }
+    }
+}

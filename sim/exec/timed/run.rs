@@ -1,0 +1,510 @@
+//! The event loop of a timed run (see the part's doc): per-device compute and
+//! communication streams advanced by `ComputeDone` / `CommDone` events.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{component_rng, ComponentRng, Engine, Time};
+use crate::ir::RawAttr;
+use crate::partition::{Slot, SpmdProgram, Step};
+use crate::topology::Topology;
+
+use super::comm::CommModel;
+use super::cost::{step_cost, DeviceRoofline, OpCost};
+use super::memory::{MemoryTracker, OomReport};
+use super::options::{OomPolicy, TimedOptions};
+use super::timeline::{LinkBusy, Span, StreamKind, Timeline};
+use super::TimedError;
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    ComputeDone { d: usize, step: usize },
+    CommDone { step: usize, group: usize },
+}
+
+/// The memory scope of every value: `host` for function arguments and results
+/// that JAX places in host memory (`mhlo.memory_kind`), else `global`.
+pub fn value_scopes(program: &SpmdProgram) -> Vec<String> {
+    let mut scopes = vec!["global".to_string(); program.values.len()];
+    let host = |attrs: &[RawAttr]| {
+        attrs.iter().any(|a| {
+            a.name == "mhlo.memory_kind" && a.value.trim().trim_matches('"').ends_with("_host")
+        })
+    };
+    if let Some(f) = program.module.entry() {
+        for (slot, attrs) in program.args.iter().zip(&f.arg_attrs) {
+            if host(attrs) {
+                scopes[*slot] = "host".into();
+            }
+        }
+        for (slot, attrs) in program.results.iter().zip(&f.result_attrs) {
+            if host(attrs) {
+                scopes[*slot] = "host".into();
+            }
+        }
+    }
+    scopes
+}
+
+/// The slots a step reads.
+fn step_inputs(step: &Step) -> Vec<Slot> {
+    match step {
+        Step::Local { operands, .. } => operands.clone(),
+        Step::Collective(c) => vec![c.input],
+    }
+}
+
+/// The slots a step writes.
+fn step_outputs(step: &Step) -> Vec<Slot> {
+    match step {
+        Step::Local { results, .. } => results.clone(),
+        Step::Collective(c) => vec![c.output],
+    }
+}
+
+/// Compute steps run on the compute stream; data-moving collectives on the
+/// communication stream.
+fn on_compute_stream(step: &Step) -> bool {
+    match step {
+        Step::Local { .. } => true,
+        Step::Collective(c) => !c.kind.moves_data(),
+    }
+}
+
+/// Per-device progress.
+struct DeviceRun {
+    next_compute: usize,
+    next_comm: usize,
+    compute_busy: bool,
+    /// Waiting in, or running, a collective.
+    comm_busy: bool,
+    rng: ComponentRng,
+}
+
+/// The run in progress.
+struct Run<'a> {
+    program: &'a SpmdProgram,
+    opts: &'a TimedOptions,
+    devices: Vec<u64>,
+    compute_steps: Vec<usize>,
+    comm_steps: Vec<usize>,
+    /// Per comm step: the group index of every device index.
+    group_of: BTreeMap<usize, Vec<usize>>,
+    /// Per comm step: device indices of every group.
+    members: BTreeMap<usize, Vec<Vec<usize>>>,
+    costs: Vec<OpCost>,
+    rooflines: Vec<DeviceRoofline>,
+    scopes: Vec<String>,
+    /// Function arguments (owned by the caller) and results: never freed.
+    kept: Vec<bool>,
+    /// `ready[d * slots + s]`.
+    ready: Vec<bool>,
+    /// Reads left per (device, slot) before the buffer is freed.
+    uses_left: Vec<u32>,
+    state: Vec<DeviceRun>,
+    arrived: BTreeMap<(usize, usize), usize>,
+    /// Per comm step: (first group start, groups finished).
+    comm_progress: BTreeMap<usize, (Time, usize)>,
+    comm: CommModel<'a>,
+    memory: MemoryTracker,
+    engine: Engine<Event>,
+    spans: Vec<Span>,
+    links: Vec<LinkBusy>,
+    ooms: Vec<OomReport>,
+    stopped: bool,
+    makespan: Time,
+}
+
+/// Time `program` on `topo`: mesh device `i` runs on topology device `i`.
+pub fn run_timed(
+    program: &SpmdProgram,
+    topo: &Topology,
+    opts: &TimedOptions,
+) -> Result<Timeline, TimedError> {
+    let mut run = Run::new(program, topo, opts)?;
+    for d in 0..run.devices.len() {
+        run.try_start(d)?;
+    }
+    while let Some((now, ev)) = run.engine.next() {
+        if run.stopped {
+            break;
+        }
+        run.makespan = run.makespan.max(now);
+        match ev {
+            Event::ComputeDone { d, step } => run.compute_done(d, step)?,
+            Event::CommDone { step, group } => run.comm_done(step, group)?,
+        }
+    }
+    if !run.stopped {
+        let unfinished = run.state.iter().any(|s| {
+            s.next_compute < run.compute_steps.len() || s.next_comm < run.comm_steps.len()
+        });
+        if unfinished {
+            return Err(TimedError::Stalled(run.makespan));
+        }
+    }
+    Ok(Timeline {
+        makespan_ps: run.makespan.0,
+        devices: run.devices,
+        spans: run.spans,
+        links: run.links,
+        peaks: run.memory.peaks(),
+        ooms: run.ooms,
+        stopped: run.stopped,
+        events: run.engine.processed(),
+    })
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        program: &'a SpmdProgram,
+        topo: &'a Topology,
+        opts: &'a TimedOptions,
+    ) -> Result<Run<'a>, TimedError> {
+        let devices = program.mesh.device_ids();
+        let n = devices.len();
+        if program.num_devices() > u64::from(topo.num_devices()) {
+            return Err(TimedError::TooFewDevices {
+                mesh: program.num_devices(),
+                topology: topo.num_devices(),
+            });
+        }
+        let index: BTreeMap<u64, usize> =
+            devices.iter().enumerate().map(|(i, &d)| (d, i)).collect();
+        let slots = program.values.len();
+        let (mut compute_steps, mut comm_steps) = (Vec::new(), Vec::new());
+        let mut group_of = BTreeMap::new();
+        let mut members = BTreeMap::new();
+        let mut uses = vec![0u32; slots];
+        for (i, step) in program.steps.iter().enumerate() {
+            for s in step_inputs(step) {
+                uses[s] += 1;
+            }
+            if on_compute_stream(step) {
+                compute_steps.push(i);
+                continue;
+            }
+            comm_steps.push(i);
+            let Step::Collective(c) = step else {
+                unreachable!("comm steps are collectives")
+            };
+            let mut of = vec![usize::MAX; n];
+            let mut groups = Vec::with_capacity(c.groups.len());
+            for (g, group) in c.groups.iter().enumerate() {
+                let mut m = Vec::with_capacity(group.len());
+                for dev in group {
+                    let &d = index.get(dev).ok_or(TimedError::NoSuchDevice(
+                        u32::try_from(*dev).unwrap_or(u32::MAX),
+                        topo.num_devices(),
+                    ))?;
+                    of[d] = g;
+                    m.push(d);
+                }
+                groups.push(m);
+            }
+            // Devices outside every group (cannot happen for mesh groups) take part alone.
+            for (d, g) in of.iter_mut().enumerate() {
+                if *g == usize::MAX {
+                    *g = groups.len();
+                    groups.push(vec![d]);
+                }
+            }
+            group_of.insert(i, of);
+            members.insert(i, groups);
+        }
+        let costs = program
+            .steps
+            .iter()
+            .map(|s| step_cost(program, s))
+            .collect();
+        let mut rooflines = Vec::with_capacity(n);
+        let mut memory = MemoryTracker::new(devices.clone());
+        for (d, &dev) in devices.iter().enumerate() {
+            let idx = u32::try_from(dev)
+                .map_err(|_| TimedError::NoSuchDevice(u32::MAX, topo.num_devices()))?;
+            rooflines.push(DeviceRoofline::for_device(topo, idx, &opts.roofline)?);
+            let c = topo
+                .device(idx)
+                .ok_or(TimedError::NoSuchDevice(idx, topo.num_devices()))?;
+            for m in &topo.component(c).memory {
+                memory.add_scope(d, &m.scope, m.capacity.0);
+            }
+        }
+        let mut kept = vec![false; slots];
+        for &r in program.results.iter().chain(&program.args) {
+            kept[r] = true;
+        }
+        let state = devices
+            .iter()
+            .map(|dev| DeviceRun {
+                next_compute: 0,
+                next_comm: 0,
+                compute_busy: false,
+                comm_busy: false,
+                rng: component_rng(opts.seed, &format!("exec.device{dev}")),
+            })
+            .collect();
+        let mut run = Run {
+            program,
+            opts,
+            devices,
+            compute_steps,
+            comm_steps,
+            group_of,
+            members,
+            costs,
+            rooflines,
+            scopes: value_scopes(program),
+            kept,
+            ready: vec![false; n * slots],
+            uses_left: uses.iter().cycle().take(n * slots).copied().collect(),
+            state,
+            arrived: BTreeMap::new(),
+            comm_progress: BTreeMap::new(),
+            comm: CommModel::new(topo, opts.calibration)?,
+            memory,
+            engine: Engine::new(),
+            spans: Vec::new(),
+            links: Vec::new(),
+            ooms: Vec::new(),
+            stopped: false,
+            makespan: Time::ZERO,
+        };
+        for &a in &program.args {
+            for d in 0..n {
+                run.ready[d * slots + a] = true;
+                run.alloc(d, a)?;
+            }
+        }
+        Ok(run)
+    }
+
+    fn slots(&self) -> usize {
+        self.program.values.len()
+    }
+
+    fn is_ready(&self, d: usize, s: Slot) -> bool {
+        self.ready[d * self.slots() + s]
+    }
+
+    /// Allocate `slot` on device index `d` now; false when the run must stop.
+    fn alloc(&mut self, d: usize, slot: Slot) -> Result<bool, TimedError> {
+        let bytes = self.program.values[slot].local_bytes();
+        let program = self.program;
+        let report =
+            self.memory
+                .alloc(d, &self.scopes[slot], slot, bytes, self.engine.now(), |s| {
+                    program.values[s].name.clone()
+                });
+        if let Some(r) = report {
+            self.ooms.push(r);
+            if self.opts.on_oom == OomPolicy::Stop {
+                self.stopped = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A read of `slot` on `d` finished; free it after its last read.
+    fn release(&mut self, d: usize, slot: Slot) {
+        let i = d * self.slots() + slot;
+        self.uses_left[i] = self.uses_left[i].saturating_sub(1);
+        if self.uses_left[i] == 0 && !self.kept[slot] {
+            self.memory.free(d, &self.scopes[slot], slot);
+        }
+    }
+
+    /// Start whatever device index `d` can start now.
+    fn try_start(&mut self, d: usize) -> Result<(), TimedError> {
+        if self.stopped {
+            return Ok(());
+        }
+        let now = self.engine.now();
+        let st = &self.state[d];
+        if !st.compute_busy && st.next_compute < self.compute_steps.len() {
+            let i = self.compute_steps[st.next_compute];
+            let step = &self.program.steps[i];
+            if step_inputs(step).iter().all(|&s| self.is_ready(d, s)) {
+                self.start_compute(d, i, now)?;
+            }
+        }
+        if self.stopped {
+            return Ok(());
+        }
+        let st = &self.state[d];
+        if !st.comm_busy && st.next_comm < self.comm_steps.len() {
+            let i = self.comm_steps[st.next_comm];
+            let Step::Collective(c) = &self.program.steps[i] else {
+                unreachable!("comm steps are collectives")
+            };
+            if self.is_ready(d, c.input) {
+                self.state[d].comm_busy = true;
+                let g = self.group_of[&i][d];
+                let count = self.arrived.entry((i, g)).or_insert(0);
+                *count += 1;
+                if *count == self.members[&i][g].len() {
+                    self.start_collective(i, g, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start_compute(&mut self, d: usize, i: usize, now: Time) -> Result<(), TimedError> {
+        let step = &self.program.steps[i];
+        let cost = self.costs[i];
+        let mut dur = self.rooflines[d].time(&cost)?;
+        if dur > Time::ZERO {
+            dur = self.opts.stragglers.apply(self.devices[d], dur)?;
+            if let Some(j) = &self.opts.jitter {
+                dur = j.apply(dur, &mut self.state[d].rng)?;
+            }
+        }
+        for s in step_outputs(step) {
+            if !self.alloc(d, s)? {
+                return Ok(());
+            }
+        }
+        self.state[d].compute_busy = true;
+        let end = now.checked_add(dur)?;
+        self.engine
+            .schedule_at(end, Event::ComputeDone { d, step: i })?;
+        if cost.kernel {
+            let (op, value) = self.describe(i);
+            self.spans.push(Span {
+                device: self.devices[d],
+                stream: StreamKind::Compute,
+                step: i,
+                start_ps: now.0,
+                end_ps: end.0,
+                op,
+                value,
+                flops: cost.flops,
+                bytes: cost.bytes,
+                detail: String::new(),
+            });
+        }
+        Ok(())
+    }
+
+    fn start_collective(&mut self, i: usize, g: usize, now: Time) -> Result<(), TimedError> {
+        let Step::Collective(c) = &self.program.steps[i] else {
+            unreachable!("comm steps are collectives")
+        };
+        let timing = self
+            .comm
+            .time(self.program, c)
+            .map_err(|source| TimedError::Collective {
+                step: i,
+                what: c.kind.name(),
+                source: Box::new(source),
+            })?;
+        let mut dur = timing.time;
+        let members = self.members[&i][g].clone();
+        if let Some(j) = &self.opts.jitter {
+            // One draw per group, from the stream of its first device.
+            dur = j.apply(dur, &mut self.state[members[0]].rng)?;
+        }
+        for &d in &members {
+            if !self.alloc(d, c.output)? {
+                return Ok(());
+            }
+        }
+        let end = now.checked_add(dur)?;
+        self.engine
+            .schedule_at(end, Event::CommDone { step: i, group: g })?;
+        self.comm_progress.entry(i).or_insert((now, 0));
+        let (op, value) = self.describe(i);
+        for &d in &members {
+            self.spans.push(Span {
+                device: self.devices[d],
+                stream: StreamKind::Comm,
+                step: i,
+                start_ps: now.0,
+                end_ps: end.0,
+                op: op.clone(),
+                value: value.clone(),
+                flops: 0,
+                bytes: c.bytes,
+                detail: timing.label.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn compute_done(&mut self, d: usize, i: usize) -> Result<(), TimedError> {
+        let slots = self.slots();
+        let step = &self.program.steps[i];
+        for s in step_outputs(step) {
+            self.ready[d * slots + s] = true;
+        }
+        for s in step_inputs(step) {
+            self.release(d, s);
+        }
+        let st = &mut self.state[d];
+        st.compute_busy = false;
+        st.next_compute += 1;
+        self.try_start(d)
+    }
+
+    fn comm_done(&mut self, i: usize, g: usize) -> Result<(), TimedError> {
+        let Step::Collective(c) = &self.program.steps[i] else {
+            unreachable!("comm steps are collectives")
+        };
+        let (input, output) = (c.input, c.output);
+        let slots = self.slots();
+        let members = self.members[&i][g].clone();
+        for &d in &members {
+            self.ready[d * slots + output] = true;
+            self.release(d, input);
+            let st = &mut self.state[d];
+            st.comm_busy = false;
+            st.next_comm += 1;
+        }
+        let groups = self.members[&i].len();
+        let now = self.engine.now();
+        if let Some(p) = self.comm_progress.get_mut(&i) {
+            p.1 += 1;
+            if p.1 == groups {
+                let start = p.0;
+                let timing =
+                    self.comm
+                        .time(self.program, c)
+                        .map_err(|source| TimedError::Collective {
+                            step: i,
+                            what: c.kind.name(),
+                            source: Box::new(source),
+                        })?;
+                for &(link, bytes) in &timing.link_bytes {
+                    self.links.push(LinkBusy {
+                        link,
+                        step: i,
+                        start_ps: start.0,
+                        end_ps: now.0,
+                        bytes,
+                    });
+                }
+            }
+        }
+        for d in members {
+            self.try_start(d)?;
+        }
+        Ok(())
+    }
+
+    /// (op name, produced value) of step `i` for spans.
+    fn describe(&self, i: usize) -> (String, String) {
+        let p = self.program;
+        match &p.steps[i] {
+            Step::Local { op, results, .. } => {
+                let name = p.local_func.op(*op).kind.name();
+                let short = name.rsplit('.').next().unwrap_or(name).to_string();
+                let value = results
+                    .first()
+                    .map_or(String::new(), |&s| p.values[s].name.clone());
+                (short, value)
+            }
+            Step::Collective(c) => (c.kind.name().to_string(), p.values[c.output].name.clone()),
+        }
+    }
+}
