@@ -13,4 +13,5 @@ mod propagate;
 mod sharding;
 mod strategies;
 mod tensor;
+mod timed;
 mod topology;

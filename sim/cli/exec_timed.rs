@@ -128,12 +128,18 @@ fn write_trace(dir: &Path, t: &Timeline, topo: &Topology) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Refuse option combinations that cannot work, before any work is done.
+pub fn check_args(args: &TimedArgs) -> anyhow::Result<()> {
+    if args.topology.is_none() && args.trace.is_some() {
+        bail!("--trace needs --topology");
+    }
+    Ok(())
+}
+
 /// Time `program` when `--topology` was given; the summary text, else None.
 pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<String>> {
+    check_args(args)?;
     let Some(name) = &args.topology else {
-        if args.trace.is_some() {
-            bail!("--trace needs --topology");
-        }
         return Ok(None);
     };
     let topo = args.load_topology(name)?;

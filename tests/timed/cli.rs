@@ -1,0 +1,168 @@
+//! `shardsim exec --topology NAME --trace DIR`: numerics and timing in one
+//! run, the three trace files, byte-identical reruns, shape-only models, and
+//! user errors (exit 2, one line).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn shardsim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("shardsim-timed-{name}-{}", std::process::id()))
+}
+
+fn inputs(case: &str) -> String {
+    let dir = crate::common::fixture(&format!("jax/{case}"));
+    (0..)
+        .map(|i| dir.join(format!("in{i}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[test]
+fn exec_with_a_topology_reports_numerics_time_and_memory_and_writes_traces() {
+    let program = crate::common::fixture("jax/megatron_mlp/before.mlir");
+    let (a, b) = (temp("a"), temp("b"));
+    let run = |dir: &PathBuf| {
+        shardsim(&[
+            "exec",
+            program.to_str().unwrap(),
+            "--inputs",
+            &inputs("megatron_mlp"),
+            "--topology",
+            "dgx-h100",
+            "--trace",
+            dir.to_str().unwrap(),
+        ])
+    };
+    let out = run(&a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "max abs error",
+        "simulated step time",
+        "on dgx-h100 (8 devices",
+        "peak memory global",
+        "all_reduce",
+    ] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("trace.json")).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["cat"] == "compute"));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["cat"] == "communication"));
+    assert!(events.iter().any(|e| e["ph"] == "X" && e["cat"] == "link"));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["step_time_ps"].as_u64().unwrap() > 0);
+    let csv = std::fs::read_to_string(a.join("events.csv")).unwrap();
+    assert!(csv.starts_with("start_ps,end_ps,device,stream,step,op,value,flops,bytes,detail\n"));
+    // A second run writes the same bytes.
+    assert!(run(&b).status.success());
+    for f in ["trace.json", "events.csv", "summary.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn a_large_model_runs_shape_only_with_a_step_time_above_its_compute_bound() {
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/gpt3_mlp_block.mlir");
+    let out = shardsim(&["exec", model.to_str().unwrap(), "--topology", "dgx-h100"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("shape-only"), "{text}");
+    // Two bf16 matmuls of 8192 x 12288 x 12288 per device at 989 TFLOP/s peak.
+    let bound_ms = 2.0 * 2.0 * 8192.0 * 12288.0 * 12288.0 / 989e12 * 1e3;
+    let ms: f64 = text
+        .split("simulated step time ")
+        .nth(1)
+        .and_then(|r| r.strip_suffix_ms())
+        .expect("step time in ms");
+    assert!(
+        ms > bound_ms && ms < 3.0 * bound_ms,
+        "{ms} ms vs bound {bound_ms} ms"
+    );
+    // With inputs too large to materialize it still only times.
+    let big = shardsim(&[
+        "exec",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-h100",
+        "--max-data-bytes",
+        "1",
+    ]);
+    assert!(big.status.success());
+}
+
+trait StepTime {
+    fn strip_suffix_ms(&self) -> Option<f64>;
+}
+
+impl StepTime for str {
+    /// `8.114 ms on ...` -> 8.114.
+    fn strip_suffix_ms(&self) -> Option<f64> {
+        let (num, rest) = self.split_once(' ')?;
+        rest.starts_with("ms").then(|| num.parse().ok()).flatten()
+    }
+}
+
+#[test]
+fn user_errors_exit_2_with_one_line() {
+    let program = crate::common::fixture("timed/chain.mlir");
+    let p = program.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["exec", p, "--topology", "dgx-h100", "--straggler", "3"],
+            "DEVICE:FACTOR",
+        ),
+        (
+            vec!["exec", p, "--topology", "no-such-machine"],
+            "no-such-machine",
+        ),
+        (
+            vec!["exec", p, "--trace", "/tmp/x"],
+            "--trace needs --topology",
+        ),
+        (vec!["exec", p], "but 0 inputs"),
+        (
+            vec!["exec", p, "--topology", "ring:4"],
+            "the mesh has 8 devices",
+        ),
+        (
+            vec!["exec", p, "--topology", "dgx-h100", "--jitter=-1"],
+            "jitter",
+        ),
+    ] {
+        let out = shardsim(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

@@ -1,0 +1,79 @@
+//! Memory per device and scope: arguments stay, intermediates live from the
+//! start of their producer to the end of their last reader; an allocation past
+//! the capacity is reported with device, scope, time and live buffers.
+
+use shardsim::exec::timed::{run_timed, OomPolicy, StreamKind, TimedOptions};
+use shardsim::topology::{self, preset_text, Topology};
+
+use super::{dgx_h100, program};
+
+const KIB512: u64 = 512 * 1024;
+
+fn small_hbm(capacity: &str) -> Topology {
+    let text = preset_text("dgx-h100").unwrap().replace(
+        "capacity = \"80GiB\"",
+        &format!("capacity = \"{capacity}\""),
+    );
+    assert!(text.contains(capacity));
+    topology::load_text(&text, "small-hbm.toml", &[]).unwrap()
+}
+
+#[test]
+fn peak_is_the_argument_and_two_intermediates() {
+    let p = program("timed/chain.mlir");
+    let t = run_timed(&p, &dgx_h100(), &TimedOptions::default()).unwrap();
+    let first_end = t
+        .spans
+        .iter()
+        .find(|s| s.device == 0 && s.stream == StreamKind::Compute)
+        .unwrap()
+        .end_ps;
+    for d in 0..8 {
+        let g = t
+            .peaks
+            .iter()
+            .find(|p| p.device == d && p.scope == "global")
+            .unwrap();
+        assert_eq!(g.peak, 3 * KIB512, "device {d}");
+        // Reached when the second op allocates, right after the first ends.
+        assert_eq!(g.peak_at_ps, first_end);
+        assert_eq!(g.capacity, 80 << 30);
+    }
+    assert!(t.ooms.is_empty());
+}
+
+#[test]
+fn out_of_memory_names_device_scope_time_and_live_buffers() {
+    let p = program("timed/chain.mlir");
+    let topo = small_hbm("1MiB");
+    let t = run_timed(&p, &topo, &TimedOptions::default()).unwrap();
+    assert!(t.stopped);
+    assert_eq!(t.ooms.len(), 1);
+    let o = &t.ooms[0];
+    assert_eq!((o.device, o.scope.as_str()), (0, "global"));
+    assert_eq!((o.value.as_str(), o.bytes), ("%1", KIB512));
+    assert_eq!((o.in_use, o.capacity), (2 * KIB512, 1 << 20));
+    let live: Vec<&str> = o.live.iter().map(|b| b.value.as_str()).collect();
+    assert_eq!(live, ["%0", "%arg0"]);
+    // The report comes when the first op ends and the second would start.
+    let unbounded = run_timed(&p, &dgx_h100(), &TimedOptions::default()).unwrap();
+    let first_end = unbounded.spans[0].end_ps;
+    assert_eq!(o.time_ps, first_end);
+    assert!(t.makespan_ps <= first_end);
+}
+
+#[test]
+fn continuing_past_out_of_memory_reports_every_allocation_and_keeps_the_times() {
+    let p = program("timed/chain.mlir");
+    let opts = TimedOptions {
+        on_oom: OomPolicy::Continue,
+        ..TimedOptions::default()
+    };
+    let t = run_timed(&p, &small_hbm("1MiB"), &opts).unwrap();
+    let unbounded = run_timed(&p, &dgx_h100(), &opts).unwrap();
+    assert!(!t.stopped);
+    // Two allocations per device do not fit: %1 and %2.
+    assert_eq!(t.ooms.len(), 16);
+    assert_eq!(t.makespan_ps, unbounded.makespan_ps);
+    assert_eq!(t.spans, unbounded.spans);
+}
