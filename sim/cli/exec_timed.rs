@@ -9,12 +9,12 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
 use shardsim::engine::log::write_atomically;
-use shardsim::engine::{Jitter, Stragglers};
+use shardsim::engine::{FaultKind, Jitter, LinkFault, Stragglers, Time};
 use shardsim::exec::timed::{
     parse_roofline, report, run_timed, trace, OomPolicy, TimedOptions, Timeline,
 };
 use shardsim::partition::SpmdProgram;
-use shardsim::topology::{self, Override, Topology};
+use shardsim::topology::{self, Duration, Override, Topology};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnOom {
@@ -53,6 +53,51 @@ pub struct TimedArgs {
     /// Roofline parameters (TOML: [model] compute_efficiency, memory_efficiency, launch_us).
     #[arg(long)]
     pub roofline: Option<PathBuf>,
+    /// A link fault FROM->TO@TIME (fails) or FROM->TO@TIME:FRACTION (degrades),
+    /// e.g. n0.gpu3->n0.nvswitch@20us; repeatable.
+    #[arg(long, value_name = "FROM->TO@TIME[:FRACTION]")]
+    pub link_fault: Vec<String>,
+}
+
+/// Parse `FROM->TO@TIME[:FRACTION]` against `topo`.
+fn parse_fault(text: &str, topo: &Topology) -> anyhow::Result<LinkFault> {
+    let bad = |why: &str| anyhow::anyhow!("--link-fault {text}: {why}");
+    let (link, rest) = text
+        .split_once('@')
+        .ok_or_else(|| bad("expected FROM->TO@TIME[:FRACTION], e.g. n0.gpu3->n0.nvswitch@20us"))?;
+    let (from, to) = link
+        .split_once("->")
+        .ok_or_else(|| bad("expected FROM->TO before @"))?;
+    let (time, fraction) = match rest.split_once(':') {
+        Some((t, f)) => (t, Some(f)),
+        None => (rest, None),
+    };
+    let component = |name: &str| {
+        topo.by_name(name.trim())
+            .ok_or_else(|| bad(&format!("no component named {}", name.trim())))
+    };
+    let (a, b) = (component(from)?, component(to)?);
+    let id = topo
+        .out_links(a)
+        .into_iter()
+        .find(|&l| topo.link(l).to == b)
+        .ok_or_else(|| bad("no link between these components"))?;
+    let at = Duration::parse(time.trim()).map_err(|e| bad(&e.to_string()))?;
+    let kind = match fraction {
+        None => FaultKind::Fail,
+        Some(f) => FaultKind::Degrade(
+            f.trim()
+                .parse()
+                .map_err(|_| bad("the fraction must be a number in (0, 1]"))?,
+        ),
+    };
+    let fault = LinkFault {
+        link: id.0 as usize,
+        at: Time(at.ps()),
+        kind,
+    };
+    fault.validate().map_err(|e| bad(&e.to_string()))?;
+    Ok(fault)
 }
 
 impl TimedArgs {
@@ -70,7 +115,7 @@ impl TimedArgs {
         Ok(topology::load(name, &overrides)?)
     }
 
-    fn options(&self) -> anyhow::Result<TimedOptions> {
+    fn options(&self, topo: &Topology) -> anyhow::Result<TimedOptions> {
         let mut opts = TimedOptions {
             seed: self.seed,
             on_oom: match self.on_oom {
@@ -98,6 +143,11 @@ impl TimedArgs {
             stragglers.insert(d, f)?;
         }
         opts.stragglers = stragglers;
+        opts.faults = self
+            .link_fault
+            .iter()
+            .map(|f| parse_fault(f, topo))
+            .collect::<anyhow::Result<_>>()?;
         if let Some(p) = &self.roofline {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
@@ -143,7 +193,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
         return Ok(None);
     };
     let topo = args.load_topology(name)?;
-    let opts = args.options()?;
+    let opts = args.options(&topo)?;
     let t = run_timed(program, &topo, &opts)?;
     if let Some(dir) = &args.trace {
         write_trace(dir, &t, &topo)?;

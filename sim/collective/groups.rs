@@ -13,14 +13,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::Time;
+use crate::engine::{LinkFault, Time};
 use crate::topology::Topology;
 
 use super::algorithms::build;
 use super::calibration::Calibration;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::plan::{Plan, Via};
-use super::timing::{simulate, Group, Routes};
+use super::timing::{simulate_with_faults, Group, Routes};
 use super::tuner::{choose, plan_options};
 use super::CollectiveError;
 
@@ -38,7 +38,8 @@ pub struct GroupsTiming {
 }
 
 /// Time `ops[g]` on `groups[g]` for every group at once; `total` elements of
-/// `elem_bytes` bytes per rank (as [`super::plan::buffer_len`] reads it).
+/// `elem_bytes` bytes per rank (as [`super::plan::buffer_len`] reads it);
+/// `faults` at times from the collective's start (see [`simulate_with_faults`]).
 pub fn time_groups(
     topo: &Topology,
     groups: &[Vec<u32>],
@@ -46,6 +47,7 @@ pub fn time_groups(
     total: u64,
     elem_bytes: u64,
     cal: &Calibration,
+    faults: &[LinkFault],
 ) -> Result<GroupsTiming, CollectiveError> {
     if groups.is_empty() || groups.len() != ops.len() {
         return Err(CollectiveError::EmptyGroup);
@@ -62,7 +64,7 @@ pub fn time_groups(
         let opts = plan_options(topo, g, cal, total * elem_bytes);
         match build(op, choice.algo, g.len(), total, &opts) {
             Ok(p) => plans.push(p),
-            Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal),
+            Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal, faults),
         }
     }
     let union = Group::new(
@@ -73,7 +75,7 @@ pub fn time_groups(
             .collect(),
     )?;
     let merged = merge(&plans);
-    let t = match simulate(
+    let t = match simulate_with_faults(
         topo,
         &union,
         &merged,
@@ -81,10 +83,12 @@ pub fn time_groups(
         choice.algo,
         choice.proto,
         cal,
+        faults,
     ) {
         Ok(t) => t,
+        Err(e @ CollectiveError::Undeliverable { .. }) => return Err(e),
         // NVLS on the union can fail where it held per group (two switches).
-        Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal),
+        Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal, faults),
     };
     Ok(GroupsTiming {
         time: t.time,
@@ -103,12 +107,22 @@ fn time_apart(
     total: u64,
     elem_bytes: u64,
     cal: &Calibration,
+    faults: &[LinkFault],
 ) -> Result<GroupsTiming, CollectiveError> {
     let mut out: Option<GroupsTiming> = None;
     let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
     for (g, op) in groups.iter().zip(ops) {
         let (choice, plan) = choose(topo, g, op, total, elem_bytes, cal, None, None)?;
-        let t = simulate(topo, g, &plan, elem_bytes, choice.algo, choice.proto, cal)?;
+        let t = simulate_with_faults(
+            topo,
+            g,
+            &plan,
+            elem_bytes,
+            choice.algo,
+            choice.proto,
+            cal,
+            faults,
+        )?;
         for (l, b) in link_bytes(topo, g, &plan, elem_bytes)? {
             *bytes.entry(l).or_default() += b;
         }

@@ -26,7 +26,7 @@ pub use calibration::{Calibration, ProtocolParams};
 pub use groups::{time_groups, GroupsTiming};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use plan::{Move, Plan, Via};
-pub use timing::{simulate, CollectiveTiming, Group};
+pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{choose, run_collective, Choice, CollectiveResult};
 
 use thiserror::Error;
@@ -58,6 +58,13 @@ pub enum CollectiveError {
     Calibration(String),
     #[error("sizes: {0}")]
     Sizes(String),
+    #[error("{transfers} transfers could not complete: link {link} ({name}) has failed (first stopped at {at})")]
+    Undeliverable {
+        transfers: usize,
+        link: usize,
+        name: String,
+        at: crate::engine::Time,
+    },
     #[error(transparent)]
     Tensor(#[from] crate::tensor::TensorError),
     #[error(transparent)]

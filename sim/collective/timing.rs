@@ -16,9 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::Time;
+use crate::engine::{LinkFault, Time};
 use crate::net::{self, NetSim, Schedule, TaskId};
-use crate::topology::{ComponentKind, LinkClass, Topology};
+use crate::topology::{ComponentKind, LinkClass, LinkId, Topology};
 
 use super::calibration::{us, Calibration};
 use super::kinds::{Algorithm, Protocol};
@@ -287,6 +287,24 @@ pub fn simulate(
     proto: Protocol,
     cal: &Calibration,
 ) -> Result<CollectiveTiming, CollectiveError> {
+    simulate_with_faults(topo, group, plan, elem_bytes, algo, proto, cal, &[])
+}
+
+/// [`simulate`] with link faults (times from the collective's start; link
+/// indices of `topo`). A flow stopped by a failed link takes the least-cost
+/// detour that avoids every failed link ([`Topology::route_avoiding`]); when
+/// there is none, the error names the link and counts the lost transfers.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_with_faults(
+    topo: &Topology,
+    group: &Group,
+    plan: &Plan,
+    elem_bytes: u64,
+    algo: Algorithm,
+    proto: Protocol,
+    cal: &Calibration,
+    faults: &[LinkFault],
+) -> Result<CollectiveTiming, CollectiveError> {
     let n = group.len();
     if plan.ranks != n {
         return Err(CollectiveError::Buffers(format!(
@@ -375,7 +393,35 @@ pub fn simulate(
     }
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
+    if !faults.is_empty() {
+        for f in faults {
+            sim.add_fault(*f)?;
+        }
+        // The callback outlives this borrow of `topo`: it gets its own copy.
+        let detour = topo.clone();
+        sim.set_reroute(Box::new(move |req| {
+            let (first, last) = (*req.route.first()?, *req.route.last()?);
+            let src = detour.links().get(first)?.from;
+            let dst = detour.links().get(last)?.to;
+            let avoid: Vec<LinkId> = req.failed_links.iter().map(|&l| LinkId(l as u32)).collect();
+            let r = detour.route_avoiding(src, dst, &avoid)?;
+            Some(r.into_iter().map(|l| l.0 as usize).collect())
+        }));
+    }
     let report = sched.run(&mut sim)?;
+    if let Some((_, u)) = report.undeliverable.first() {
+        let l = &topo.links()[u.link];
+        return Err(CollectiveError::Undeliverable {
+            transfers: report.undeliverable.len(),
+            link: u.link,
+            name: format!(
+                "{} -> {}",
+                topo.component(l.from).name,
+                topo.component(l.to).name
+            ),
+            at: u.at,
+        });
+    }
     if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
         return Err(CollectiveError::Buffers(format!(
             "{} transfers undeliverable, {} tasks not run",

@@ -213,6 +213,55 @@ impl Topology {
         all
     }
 
+    /// The least-cost route from `src` to `dst` that crosses none of `avoid`
+    /// (failed links), through forwarding components only; `None` when every
+    /// path crosses a failed link. Ties go to the lower link id, so the
+    /// detour is deterministic.
+    pub fn route_avoiding(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        avoid: &[LinkId],
+    ) -> Option<Vec<LinkId>> {
+        let n = self.components.len();
+        if src.0 as usize >= n || dst.0 as usize >= n {
+            return None;
+        }
+        let mut dist = vec![u64::MAX; n];
+        let mut via: Vec<Option<LinkId>> = vec![None; n];
+        dist[src.0 as usize] = 0;
+        let mut heap = BinaryHeap::from([Reverse((0u64, src))]);
+        while let Some(Reverse((d, c))) = heap.pop() {
+            if d > dist[c.0 as usize] || c == dst || (c != src && !self.component(c).forwards) {
+                continue;
+            }
+            for l in self.out_links(c) {
+                if avoid.contains(&l) {
+                    continue;
+                }
+                let to = self.link(l).to;
+                let nd = d.saturating_add(self.link_cost(l));
+                if nd < dist[to.0 as usize] {
+                    dist[to.0 as usize] = nd;
+                    via[to.0 as usize] = Some(l);
+                    heap.push(Reverse((nd, to)));
+                }
+            }
+        }
+        if src == dst {
+            return Some(Vec::new());
+        }
+        let mut path = Vec::new();
+        let mut cur = dst;
+        while cur != src {
+            let l = via[cur.0 as usize]?;
+            path.push(l);
+            cur = self.link(l).from;
+        }
+        path.reverse();
+        Some(path)
+    }
+
     /// Least cost from every component to `dst` over paths whose intermediate
     /// components forward (`u64::MAX` when unreachable).
     pub(crate) fn costs_to(&self, dst: ComponentId) -> Vec<u64> {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod closed_forms;
+mod faults;
 mod fixtures;
 mod memory;
 

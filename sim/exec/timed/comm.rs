@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp};
-use crate::engine::Time;
+use crate::engine::{LinkFault, Time};
 use crate::partition::{Collective, CollectiveKind, SpmdProgram};
 use crate::topology::Topology;
 
@@ -24,12 +24,18 @@ pub struct CommTiming {
 pub struct CommModel<'t> {
     topo: &'t Topology,
     cal: Calibration,
+    /// Link faults at absolute run times.
+    faults: Vec<LinkFault>,
     cache: BTreeMap<String, CommTiming>,
 }
 
 impl<'t> CommModel<'t> {
     /// `cal`, or the calibration of the topology's first device model.
-    pub fn new(topo: &'t Topology, cal: Option<Calibration>) -> Result<CommModel<'t>, TimedError> {
+    pub fn new(
+        topo: &'t Topology,
+        cal: Option<Calibration>,
+        faults: Vec<LinkFault>,
+    ) -> Result<CommModel<'t>, TimedError> {
         let cal = match cal {
             Some(c) => c,
             None => {
@@ -40,23 +46,80 @@ impl<'t> CommModel<'t> {
                 Calibration::for_model(&model).map_err(|source| TimedError::Collective {
                     step: 0,
                     what: "calibration",
-                    source: Box::new(source),
+                    cause: Box::new(source),
                 })?
             }
         };
         Ok(CommModel {
             topo,
             cal,
+            faults,
             cache: BTreeMap::new(),
         })
     }
 
-    /// Time collective `c` of `program`.
+    /// Time collective `c` of `program` starting at `now`: the fault-free
+    /// time (cached), or, when a fault happens before that ends, a run with
+    /// the faults moved to the collective's clock (a fault already past
+    /// applies from its start). Link bytes stay those of the fault-free routes.
     pub fn time(
         &mut self,
         program: &SpmdProgram,
         c: &Collective,
+        now: Time,
     ) -> Result<CommTiming, CollectiveError> {
+        let clean = self.time_clean(program, c)?;
+        let end = now.0.saturating_add(clean.time.0);
+        let relevant: Vec<LinkFault> = self
+            .faults
+            .iter()
+            .filter(|f| f.at.0 < end)
+            .map(|f| LinkFault {
+                at: Time(f.at.0.saturating_sub(now.0)),
+                ..*f
+            })
+            .collect();
+        if relevant.is_empty() || clean.label == "none" || clean.label == "local" {
+            return Ok(clean);
+        }
+        let (groups, ops, total) = self.operation(program, c);
+        let t = time_groups(
+            self.topo,
+            &groups,
+            &ops,
+            total,
+            c.dtype.size_bytes(),
+            &self.cal,
+            &relevant,
+        )
+        .map_err(|e| match e {
+            // Report the failure on the run's clock.
+            CollectiveError::Undeliverable {
+                transfers,
+                link,
+                name,
+                at,
+            } => CollectiveError::Undeliverable {
+                transfers,
+                link,
+                name,
+                at: Time(at.0.saturating_add(now.0)),
+            },
+            e => e,
+        })?;
+        Ok(CommTiming {
+            time: t.time,
+            label: format!("{}/{} with faults", t.algo.name(), t.proto.name()),
+            link_bytes: clean.link_bytes,
+        })
+    }
+
+    /// The collectives layer's operation per group, and the element count.
+    fn operation(
+        &self,
+        program: &SpmdProgram,
+        c: &Collective,
+    ) -> (Vec<Vec<u32>>, Vec<CollectiveOp>, u64) {
         let elems = |slot: usize| {
             program.values[slot]
                 .layout
@@ -94,14 +157,26 @@ impl<'t> CommModel<'t> {
                     .collect();
                 (ops, elems(c.input))
             }
-            CollectiveKind::AllSlice(_) => {
-                return Ok(CommTiming {
-                    time: Time::ZERO,
-                    label: "local".into(),
-                    link_bytes: Vec::new(),
-                })
-            }
+            CollectiveKind::AllSlice(_) => (Vec::new(), 0),
         };
+        (groups, ops, total)
+    }
+
+    /// The fault-free time of `c`, cached per (operation, groups, size).
+    fn time_clean(
+        &mut self,
+        program: &SpmdProgram,
+        c: &Collective,
+    ) -> Result<CommTiming, CollectiveError> {
+        if !c.kind.moves_data() {
+            return Ok(CommTiming {
+                time: Time::ZERO,
+                label: "local".into(),
+                link_bytes: Vec::new(),
+            });
+        }
+        let (groups, ops, total) = self.operation(program, c);
+
         let elem_bytes = c.dtype.size_bytes();
         let key = format!("{ops:?} {groups:?} {total} {elem_bytes}");
         if let Some(t) = self.cache.get(&key) {
@@ -115,7 +190,7 @@ impl<'t> CommModel<'t> {
                 link_bytes: Vec::new(),
             }
         } else {
-            let t = time_groups(self.topo, &groups, &ops, total, elem_bytes, &self.cal)?;
+            let t = time_groups(self.topo, &groups, &ops, total, elem_bytes, &self.cal, &[])?;
             CommTiming {
                 time: t.time,
                 label: format!("{}/{}", t.algo.name(), t.proto.name()),

@@ -48,11 +48,11 @@ pub enum TimedError {
     NoSuchDevice(u32, u32),
     #[error("the mesh has {mesh} devices but the topology only {topology} (try --nodes)")]
     TooFewDevices { mesh: u64, topology: u32 },
-    #[error("step {step} ({what}): {source}")]
+    #[error("step {step} ({what}): {cause}")]
     Collective {
         step: usize,
         what: &'static str,
-        source: Box<CollectiveError>,
+        cause: Box<CollectiveError>,
     },
     #[error(transparent)]
     Engine(#[from] EngineError),

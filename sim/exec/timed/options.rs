@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::collective::Calibration;
-use crate::engine::{Jitter, Stragglers};
+use crate::engine::{Jitter, LinkFault, Stragglers};
 
 use super::cost::{parse_roofline, RooflineParams, ROOFLINE_TOML};
 
@@ -31,6 +31,9 @@ pub struct TimedOptions {
     pub roofline: BTreeMap<String, RooflineParams>,
     /// Collective calibration; `None`: the table entry of the devices' model.
     pub calibration: Option<Calibration>,
+    /// Link faults (topology link index, absolute time): collectives re-route
+    /// around failed links or fail with the transfers they could not complete.
+    pub faults: Vec<LinkFault>,
 }
 
 impl Default for TimedOptions {
@@ -42,6 +45,7 @@ impl Default for TimedOptions {
             on_oom: OomPolicy::Stop,
             roofline: parse_roofline(ROOFLINE_TOML).expect("the compiled-in table is valid"),
             calibration: None,
+            faults: Vec::new(),
         }
     }
 }

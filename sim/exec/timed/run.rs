@@ -80,6 +80,10 @@ struct DeviceRun {
     rng: ComponentRng,
 }
 
+/// A collective step across its groups: first group start, groups
+/// finished, bytes per link (recorded once the last group ends).
+type CommProgress = (Time, usize, Vec<(usize, u64)>);
+
 /// The run in progress.
 struct Run<'a> {
     program: &'a SpmdProgram,
@@ -102,8 +106,7 @@ struct Run<'a> {
     uses_left: Vec<u32>,
     state: Vec<DeviceRun>,
     arrived: BTreeMap<(usize, usize), usize>,
-    /// Per comm step: (first group start, groups finished).
-    comm_progress: BTreeMap<usize, (Time, usize)>,
+    comm_progress: BTreeMap<usize, CommProgress>,
     comm: CommModel<'a>,
     memory: MemoryTracker,
     engine: Engine<Event>,
@@ -260,7 +263,7 @@ impl<'a> Run<'a> {
             state,
             arrived: BTreeMap::new(),
             comm_progress: BTreeMap::new(),
-            comm: CommModel::new(topo, opts.calibration)?,
+            comm: CommModel::new(topo, opts.calibration, opts.faults.clone())?,
             memory,
             engine: Engine::new(),
             spans: Vec::new(),
@@ -391,14 +394,14 @@ impl<'a> Run<'a> {
         let Step::Collective(c) = &self.program.steps[i] else {
             unreachable!("comm steps are collectives")
         };
-        let timing = self
-            .comm
-            .time(self.program, c)
-            .map_err(|source| TimedError::Collective {
-                step: i,
-                what: c.kind.name(),
-                source: Box::new(source),
-            })?;
+        let timing =
+            self.comm
+                .time(self.program, c, now)
+                .map_err(|source| TimedError::Collective {
+                    step: i,
+                    what: c.kind.name(),
+                    cause: Box::new(source),
+                })?;
         let mut dur = timing.time;
         let members = self.members[&i][g].clone();
         if let Some(j) = &self.opts.jitter {
@@ -413,7 +416,9 @@ impl<'a> Run<'a> {
         let end = now.checked_add(dur)?;
         self.engine
             .schedule_at(end, Event::CommDone { step: i, group: g })?;
-        self.comm_progress.entry(i).or_insert((now, 0));
+        self.comm_progress
+            .entry(i)
+            .or_insert_with(|| (now, 0, timing.link_bytes.clone()));
         let (op, value) = self.describe(i);
         for &d in &members {
             self.spans.push(Span {
@@ -467,15 +472,7 @@ impl<'a> Run<'a> {
             p.1 += 1;
             if p.1 == groups {
                 let start = p.0;
-                let timing =
-                    self.comm
-                        .time(self.program, c)
-                        .map_err(|source| TimedError::Collective {
-                            step: i,
-                            what: c.kind.name(),
-                            source: Box::new(source),
-                        })?;
-                for &(link, bytes) in &timing.link_bytes {
+                for &(link, bytes) in &p.2 {
                     self.links.push(LinkBusy {
                         link,
                         step: i,
