@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{bench_collective, bench_engine, bench_parse, bench_propagate};
+use super::{bench_collective, bench_engine, bench_exec, bench_parse, bench_propagate};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -21,6 +21,8 @@ pub enum BenchCommand {
     Engine(bench_engine::EngineBenchArgs),
     /// The nccl-tests sweep (8 B to 8 GiB) with auto on dgx-h100 --nodes 16.
     Collective(bench_collective::CollectiveBenchArgs),
+    /// Partition and time (shape-only) a generated transformer-like program.
+    Exec(bench_exec::BenchExecArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -29,5 +31,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Propagate(a) => bench_propagate::run(a),
         BenchCommand::Engine(a) => bench_engine::run(a),
         BenchCommand::Collective(a) => bench_collective::run(a),
+        BenchCommand::Exec(a) => bench_exec::run(a),
     }
 }

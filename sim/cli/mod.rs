@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod bench_collective;
 mod bench_engine;
+mod bench_exec;
 mod bench_parse;
 mod bench_propagate;
 mod check_cmd;

@@ -62,7 +62,7 @@ pub struct MemoryTracker {
 }
 
 impl MemoryTracker {
-    /// `capacity(device index, scope)` gives each scope's capacity (u64::MAX: unbounded).
+    /// No scopes yet: declare them with [`MemoryTracker::add_scope`].
     pub fn new(devices: Vec<u64>) -> MemoryTracker {
         let n = devices.len();
         MemoryTracker {
@@ -97,15 +97,11 @@ impl MemoryTracker {
         now: Time,
         name: impl Fn(Slot) -> String,
     ) -> Option<OomReport> {
-        let s = self.scopes[d]
-            .entry(scope.to_string())
-            .or_insert_with(|| ScopeState {
-                capacity: u64::MAX,
-                in_use: 0,
-                peak: 0,
-                peak_at: Time::ZERO,
-                live: BTreeMap::new(),
-            });
+        if !self.scopes[d].contains_key(scope) {
+            // A scope the topology does not declare is unbounded.
+            self.add_scope(d, scope, u64::MAX);
+        }
+        let s = self.scopes[d].get_mut(scope).expect("added above");
         if s.live.contains_key(&slot) {
             return None;
         }

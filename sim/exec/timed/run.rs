@@ -46,18 +46,18 @@ pub fn value_scopes(program: &SpmdProgram) -> Vec<String> {
 }
 
 /// The slots a step reads.
-fn step_inputs(step: &Step) -> Vec<Slot> {
+fn step_inputs(step: &Step) -> &[Slot] {
     match step {
-        Step::Local { operands, .. } => operands.clone(),
-        Step::Collective(c) => vec![c.input],
+        Step::Local { operands, .. } => operands,
+        Step::Collective(c) => std::slice::from_ref(&c.input),
     }
 }
 
 /// The slots a step writes.
-fn step_outputs(step: &Step) -> Vec<Slot> {
+fn step_outputs(step: &Step) -> &[Slot] {
     match step {
-        Step::Local { results, .. } => results.clone(),
-        Step::Collective(c) => vec![c.output],
+        Step::Local { results, .. } => results,
+        Step::Collective(c) => std::slice::from_ref(&c.output),
     }
 }
 
@@ -179,7 +179,7 @@ impl<'a> Run<'a> {
         let mut members = BTreeMap::new();
         let mut uses = vec![0u32; slots];
         for (i, step) in program.steps.iter().enumerate() {
-            for s in step_inputs(step) {
+            for &s in step_inputs(step) {
                 uses[s] += 1;
             }
             if on_compute_stream(step) {
@@ -363,7 +363,7 @@ impl<'a> Run<'a> {
                 dur = j.apply(dur, &mut self.state[d].rng)?;
             }
         }
-        for s in step_outputs(step) {
+        for &s in step_outputs(step) {
             if !self.alloc(d, s)? {
                 return Ok(());
             }
@@ -439,11 +439,12 @@ impl<'a> Run<'a> {
 
     fn compute_done(&mut self, d: usize, i: usize) -> Result<(), TimedError> {
         let slots = self.slots();
-        let step = &self.program.steps[i];
-        for s in step_outputs(step) {
+        let program = self.program;
+        let step = &program.steps[i];
+        for &s in step_outputs(step) {
             self.ready[d * slots + s] = true;
         }
-        for s in step_inputs(step) {
+        for &s in step_inputs(step) {
             self.release(d, s);
         }
         let st = &mut self.state[d];
