@@ -14,7 +14,7 @@ use shardsim::exec::timed::{
     parse_roofline, report, run_timed, trace, OomPolicy, TimedOptions, Timeline,
 };
 use shardsim::partition::SpmdProgram;
-use shardsim::topology::{self, Duration, Override, Topology};
+use shardsim::topology::{Duration, Topology};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnOom {
@@ -101,20 +101,6 @@ fn parse_fault(text: &str, topo: &Topology) -> anyhow::Result<LinkFault> {
 }
 
 impl TimedArgs {
-    fn load_topology(&self, name: &str) -> anyhow::Result<Topology> {
-        let mut overrides = Vec::new();
-        if let Some(n) = self.nodes {
-            overrides.push(Override {
-                key: "nodes".into(),
-                value: n.to_string(),
-            });
-        }
-        for s in &self.set {
-            overrides.push(Override::parse(s)?);
-        }
-        Ok(topology::load(name, &overrides)?)
-    }
-
     fn options(&self, topo: &Topology) -> anyhow::Result<TimedOptions> {
         let mut opts = TimedOptions {
             seed: self.seed,
@@ -192,7 +178,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
     let Some(name) = &args.topology else {
         return Ok(None);
     };
-    let topo = args.load_topology(name)?;
+    let topo = super::output::load_topology(name, args.nodes, &args.set)?;
     let opts = args.options(&topo)?;
     let t = run_timed(program, &topo, &opts)?;
     if let Some(dir) = &args.trace {

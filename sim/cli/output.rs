@@ -57,3 +57,23 @@ pub fn read_module(path: &std::path::Path) -> anyhow::Result<shardsim::ir::Modul
     shardsim::ir::mlir::parse_and_verify(&text)
         .map_err(|e| anyhow::anyhow!("{}", e.in_file(&path.display().to_string())))
 }
+
+/// A topology preset or file with `--nodes N` and `--set key=value` overrides.
+pub fn load_topology(
+    name: &str,
+    nodes: Option<u32>,
+    set: &[String],
+) -> anyhow::Result<shardsim::topology::Topology> {
+    use shardsim::topology::Override;
+    let mut overrides = Vec::new();
+    if let Some(n) = nodes {
+        overrides.push(Override {
+            key: "nodes".into(),
+            value: n.to_string(),
+        });
+    }
+    for s in set {
+        overrides.push(Override::parse(s)?);
+    }
+    Ok(shardsim::topology::load(name, &overrides)?)
+}

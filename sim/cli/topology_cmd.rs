@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use shardsim::topology::{self, ComponentId, Override, Topology};
+use shardsim::topology::{self, ComponentId, Topology};
 
 #[derive(Debug, Args)]
 pub struct TopologyArgs {
@@ -69,17 +69,7 @@ enum ShowFormat {
 
 impl SourceArgs {
     fn load(&self) -> anyhow::Result<Topology> {
-        let mut overrides = Vec::new();
-        if let Some(n) = self.nodes {
-            overrides.push(Override {
-                key: "nodes".into(),
-                value: n.to_string(),
-            });
-        }
-        for s in &self.set {
-            overrides.push(Override::parse(s)?);
-        }
-        Ok(topology::load(&self.name, &overrides)?)
+        super::output::load_topology(&self.name, self.nodes, &self.set)
     }
 }
 

@@ -26,6 +26,11 @@ pub struct LocalValue {
 }
 
 impl LocalValue {
+    /// Elements of one device's (padded) buffer.
+    pub fn local_elements(&self) -> u64 {
+        self.layout.local_shape.iter().product()
+    }
+
     /// Bytes of one device's (padded) buffer.
     pub fn local_bytes(&self) -> u64 {
         self.layout.local_bytes(self.global.dtype.size_bytes())

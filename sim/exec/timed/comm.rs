@@ -120,13 +120,7 @@ impl<'t> CommModel<'t> {
         program: &SpmdProgram,
         c: &Collective,
     ) -> (Vec<Vec<u32>>, Vec<CollectiveOp>, u64) {
-        let elems = |slot: usize| {
-            program.values[slot]
-                .layout
-                .local_shape
-                .iter()
-                .product::<u64>()
-        };
+        let elems = |slot: usize| program.values[slot].local_elements();
         let groups: Vec<Vec<u32>> = c
             .groups
             .iter()

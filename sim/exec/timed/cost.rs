@@ -67,13 +67,7 @@ pub struct OpCost {
 
 /// The cost of compute step `step` (a local op or a local `all_slice`).
 pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
-    let elems = |slot: usize| {
-        program.values[slot]
-            .layout
-            .local_shape
-            .iter()
-            .product::<u64>()
-    };
+    let elems = |slot: usize| program.values[slot].local_elements();
     let bytes = |slot: usize| program.values[slot].local_bytes();
     match step {
         Step::Collective(c) => OpCost {
