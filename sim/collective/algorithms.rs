@@ -98,7 +98,10 @@ pub fn build(
             reduced = (0..n).map(|r| (r, 0, total)).collect();
             allreduce(op, algo, &all, total, &pieces, chunks, opts)?
         }
-        (CollectiveOp::AllGather, Ring) => ring_all_gather(&all, &pieces),
+        (CollectiveOp::AllGather, Ring) => match rail_rings(&opts.nodes) {
+            Some(rings) if rings[0].len() == n => multi_ring(&rings, &pieces, false, true),
+            _ => ring_all_gather(&all, &pieces),
+        },
         (CollectiveOp::AllGather, RecursiveDoubling) if pow2 => {
             recursive_doubling_gather(&all, &pieces)
         }
@@ -130,7 +133,10 @@ pub fn build(
                 .map(|r| (r, pieces[r].0, pieces[r].1 - pieces[r].0))
                 .collect();
             match algo {
-                Ring => ring_reduce_scatter(&all, &pieces),
+                Ring => match rail_rings(&opts.nodes) {
+                    Some(rings) if rings[0].len() == n => multi_ring(&rings, &pieces, true, false),
+                    _ => ring_reduce_scatter(&all, &pieces),
+                },
                 HalvingDoubling if pow2 => recursive_halving(&all, &pieces),
                 Direct => vec![all_pairs(n, |_, j| pieces[j], true)],
                 Hierarchical => {
@@ -357,11 +363,15 @@ fn allreduce(
     let n = all.len();
     use Algorithm::*;
     Ok(match algo {
-        Ring => {
-            let mut s = ring_reduce_scatter(all, pieces);
-            s.extend(ring_all_gather(all, pieces));
-            s
-        }
+        Ring => match rail_rings(&opts.nodes) {
+            // One ring per rail across nodes, as NCCL's channels.
+            Some(rings) if rings[0].len() == n => multi_ring(&rings, pieces, true, true),
+            _ => {
+                let mut s = ring_reduce_scatter(all, pieces);
+                s.extend(ring_all_gather(all, pieces));
+                s
+            }
+        },
         Tree => {
             // Two trees, each carrying half the message. One node: two
             // mirrored heap trees (a rank inner in one is mostly a leaf in the

@@ -36,6 +36,74 @@ pub fn ring_all_gather(ranks: &[usize], ranges: &[(u64, u64)]) -> Steps {
         .collect()
 }
 
+/// NCCL-style rings over a group spread across nodes of `m` ranks each
+/// (`nodes[i]` lists node `i`'s ranks by local index, i.e. by rail): ring `k`
+/// enters node `i` at local rank `(k + i) % m` and leaves it from local rank
+/// `(k + i + 1) % m`, where it enters node `i + 1`, so each node boundary is
+/// crossed on one rail and the `m` rings together use every NIC. `None`
+/// unless there are at least two nodes of the same size `m >= 2`.
+pub fn rail_rings(nodes: &[Vec<usize>]) -> Option<Vec<Vec<usize>>> {
+    let m = nodes.first()?.len();
+    if nodes.len() < 2 || m < 2 || nodes.iter().any(|g| g.len() != m) {
+        return None;
+    }
+    Some(
+        (0..m)
+            .map(|k| {
+                let mut order = Vec::with_capacity(m * nodes.len());
+                for (i, g) in nodes.iter().enumerate() {
+                    let (enter, leave) = ((k + i) % m, (k + i + 1) % m);
+                    order.push(g[enter]);
+                    order.extend(
+                        (1..m)
+                            .map(|j| (enter + j) % m)
+                            .filter(|&l| l != leave)
+                            .map(|l| g[l]),
+                    );
+                    order.push(g[leave]);
+                }
+                order
+            })
+            .collect(),
+    )
+}
+
+/// Rings side by side, ring `c` carrying part `c` (of `rings.len()`) of every
+/// rank's piece: `reduce_scatter` then/or `all_gather` as asked. `pieces` is
+/// indexed by rank; every rank ends (reduce-scatter) or starts (all-gather)
+/// with its own piece, as with one ring.
+pub fn multi_ring(
+    rings: &[Vec<usize>],
+    pieces: &[(u64, u64)],
+    reduce_scatter: bool,
+    all_gather: bool,
+) -> Steps {
+    let channels = rings.len();
+    super::plan::parallel(
+        rings
+            .iter()
+            .enumerate()
+            .map(|(c, ring)| {
+                let ranges: Vec<(u64, u64)> = ring
+                    .iter()
+                    .map(|&r| {
+                        let (lo, hi) = pieces[r];
+                        super::plan::split_range(lo, hi, channels)[c]
+                    })
+                    .collect();
+                let mut steps = Vec::new();
+                if reduce_scatter {
+                    steps.extend(ring_reduce_scatter(ring, &ranges));
+                }
+                if all_gather {
+                    steps.extend(ring_all_gather(ring, &ranges));
+                }
+                steps
+            })
+            .collect(),
+    )
+}
+
 /// Largest power of two `<= n` (n >= 1).
 pub fn pow2_floor(n: usize) -> usize {
     1 << (usize::BITS - 1 - n.leading_zeros())

@@ -118,3 +118,33 @@ fn mesh_axis_groups_run_on_their_devices() {
         assert!((bus - 47.0).abs() / 47.0 < 0.10, "dp busbw {bus}");
     }
 }
+
+/// Across nodes a ring runs one channel per rail (as NCCL does), so a
+/// 16-rank allreduce over two DGX H100 nodes uses all eight 50 GB/s NICs:
+/// its bus bandwidth cannot pass their 400 GB/s, and should come near the
+/// 8 x 47 GB/s NCCL reaches (one NIC's worth would be under 50).
+#[test]
+fn multi_node_rings_use_every_rail() {
+    let over = [topology::Override {
+        key: "nodes".into(),
+        value: "2".into(),
+    }];
+    let t = topology::load("dgx-h100", &over).unwrap();
+    let group = Group::first(&t, 16).unwrap();
+    assert_eq!(group.nodes(&t).len(), 2);
+    let cal = Calibration::for_model(&group.device_model(&t)).unwrap();
+    let s: u64 = 1 << 30;
+    let r = run_collective(
+        &t,
+        &group,
+        &CollectiveOp::AllReduce,
+        s / 4,
+        4,
+        &cal,
+        Some(Algorithm::Ring),
+        None,
+    )
+    .unwrap();
+    let bus = busbw(s, r.time.ps(), 16);
+    assert!(bus <= 400.0 && bus > 0.8 * 8.0 * 47.0, "busbw {bus}");
+}
