@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use shardsim::exec::execute;
+use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::partition::{partition, text, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
@@ -58,6 +59,11 @@ pub struct ExecArgs {
 /// Read, propagate and partition a program file.
 fn load(path: &Path) -> anyhow::Result<(shardsim::ir::Module, SpmdProgram)> {
     let mut module = read_module(path)?;
+    // Programs as JAX exports them call private functions: inline them as XLA does.
+    if inline::has_calls(&module) {
+        module = inline::inline_calls(&module)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
     let original = module.clone();
     propagate_module(&mut module, Strategy::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

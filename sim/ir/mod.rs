@@ -2,6 +2,7 @@
 //! functions → ops with regions), shape/type inference and a verifier, Shardy's
 //! op sharding rules, and the MLIR text import/export in [`mlir`].
 
+pub mod inline;
 pub mod interp;
 pub mod mlir;
 pub mod model;

@@ -5,6 +5,7 @@ mod cli;
 mod errors;
 mod fixtures;
 mod fuzz;
+mod inline;
 mod interp;
 mod props;
 mod snippets;

@@ -106,3 +106,36 @@ fn exec_with_missing_inputs_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("takes 2 arguments but 0 inputs"));
 }
+
+#[test]
+fn exec_runs_jax_exports_that_call_private_functions() {
+    let dir = std::env::temp_dir().join(format!("shardsim-exec-lowered-{}", std::process::id()));
+    let out = shardsim(&[
+        "exec",
+        &case("argmax_sharded", "lowered.mlir"),
+        "--inputs",
+        &case("argmax_sharded", "in0.npy"),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("out1.npy: tensor<16xi32>  max abs error 0e0"),
+        "{text}"
+    );
+    for i in 0..2 {
+        let got = shardsim::tensor::npy::read_npy(&dir.join(format!("out{i}.npy"))).unwrap();
+        let want = shardsim::tensor::npy::read_npy(std::path::Path::new(&case(
+            "argmax_sharded",
+            &format!("out{i}.npy"),
+        )))
+        .unwrap();
+        assert_eq!(got, want);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use shardsim::exec::execute;
+use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::{partition, CollectiveKind};
@@ -18,6 +19,26 @@ fn cases() -> Vec<PathBuf> {
 
 #[test]
 fn exec_reproduces_jax_outputs_and_the_interpreter() {
+    check_every_case("before.mlir");
+}
+
+/// JAX's own export calls private functions; they are inlined as XLA does.
+#[test]
+fn exec_of_jax_exports_with_calls_reproduces_jax_outputs() {
+    let with_calls = cases()
+        .iter()
+        .filter(|d| {
+            let text = std::fs::read_to_string(d.join("lowered.mlir")).unwrap();
+            inline::has_calls(&parse_and_verify(&text).unwrap())
+        })
+        .count();
+    assert!(with_calls >= 10, "{with_calls} exports with calls");
+    check_every_case("lowered.mlir");
+}
+
+/// Propagate, partition and run `file` of every case; compare with JAX and
+/// with the interpreter.
+fn check_every_case(file: &str) {
     let cases = cases();
     assert!(cases.len() >= 60, "expected the JAX fixtures");
     let mut failures = Vec::new();
@@ -25,8 +46,8 @@ fn exec_reproduces_jax_outputs_and_the_interpreter() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let inputs = crate::common::numbered(dir, "in");
         let expected = crate::common::numbered(dir, "out");
-        let text = std::fs::read_to_string(dir.join("before.mlir")).unwrap();
-        let mut module = parse_and_verify(&text).unwrap();
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let mut module = inline::inline_calls(&parse_and_verify(&text).unwrap()).unwrap();
         let reference = interpret(&module, &inputs).unwrap();
         propagate_module(&mut module, Strategy::default()).unwrap();
         let program = match partition(&module) {
