@@ -32,6 +32,7 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
         steps: Vec::new(),
         slot_of: vec![None; func.values.len()],
         local_func: func.clone(),
+        global_func: func.clone(),
     };
     let mut args = Vec::new();
     for &a in &func.args {
@@ -98,10 +99,18 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
             _ => b.partition_op(func, id)?,
         }
     }
+    let mut module = module.clone();
+    if let Some(f) = module
+        .funcs
+        .iter_mut()
+        .find(|f| f.name == b.global_func.name)
+    {
+        *f = b.global_func;
+    }
     Ok(SpmdProgram {
         mesh_name: b.mesh_name,
         mesh: b.mesh,
-        module: module.clone(),
+        module,
         local_func: b.local_func,
         values: b.values,
         args,
@@ -163,14 +172,17 @@ fn pick_mesh(module: &Module, func: &Func) -> Result<(String, Mesh), PartitionEr
     Ok((name, mesh))
 }
 
-struct Builder {
-    mesh_name: String,
-    mesh: Mesh,
-    model: CostModel,
-    values: Vec<LocalValue>,
-    steps: Vec<Step>,
-    slot_of: Vec<Option<Slot>>,
-    local_func: Func,
+pub(super) struct Builder {
+    pub(super) mesh_name: String,
+    pub(super) mesh: Mesh,
+    pub(super) model: CostModel,
+    pub(super) values: Vec<LocalValue>,
+    pub(super) steps: Vec<Step>,
+    pub(super) slot_of: Vec<Option<Slot>>,
+    /// The entry function with local types; ops the partitioner adds (see
+    /// `combine`) go here and into `global_func` at the same ids.
+    pub(super) local_func: Func,
+    pub(super) global_func: Func,
 }
 
 impl Builder {
@@ -202,7 +214,7 @@ impl Builder {
         })
     }
 
-    fn add_value(
+    pub(super) fn add_value(
         &mut self,
         name: &str,
         global: TensorType,
@@ -246,12 +258,17 @@ impl Builder {
     }
 
     /// Give op result `v` of the local function the local shape of `slot`.
-    fn set_local_type(&mut self, v: ValueId, slot: Slot) {
+    pub(super) fn set_local_type(&mut self, v: ValueId, slot: Slot) {
         self.local_func.value_mut(v).ty.shape = self.values[slot].layout.local_shape.clone();
     }
 
     /// Emit one planned collective from `input`.
-    fn emit(&mut self, step: PlannedStep, input: Slot, at: &str) -> Result<Slot, PartitionError> {
+    pub(super) fn emit(
+        &mut self,
+        step: PlannedStep,
+        input: Slot,
+        at: &str,
+    ) -> Result<Slot, PartitionError> {
         let src = self.values[input].clone();
         let k = self.values.len();
         let out = self.add_value(
@@ -288,7 +305,7 @@ impl Builder {
     }
 
     /// Reshard `slot` (not partial) to `target`; returns the slot holding it.
-    fn reshard(
+    pub(super) fn reshard(
         &mut self,
         slot: Slot,
         target: &TensorSharding,
@@ -370,7 +387,14 @@ impl Builder {
             self.check(&v.name, &v.ty, t)?;
         }
         let reduction = partial_kind(func, op);
-        let factors = self.choose_factors(op, &rule, &operand_slots, &targets, reduction.is_some());
+        let stackable = reduction.is_none() && super::combine::stackable(func, op);
+        let factors = self.choose_factors(
+            op,
+            &rule,
+            &operand_slots,
+            &targets,
+            reduction.is_some() || stackable,
+        );
         let first_result = op
             .results
             .first()
@@ -401,11 +425,16 @@ impl Builder {
         let masks = masks_for(op, local_operands.len());
         self.steps.push(Step::Local {
             op: id,
-            operands: local_operands,
+            operands: local_operands.clone(),
             results: local_results.clone(),
             masks,
             device_block: false,
         });
+        if stackable && !unreduced.is_empty() {
+            let n = op.results.len();
+            local_results =
+                self.combine_partials(func, id, &local_results, &local_operands[n..])?;
+        }
         // Results to their propagated shardings.
         for (i, &r) in op.results.iter().enumerate() {
             let name = func.value(r).name.clone();
@@ -422,7 +451,7 @@ impl Builder {
     }
 
     /// Axes sorted in mesh order (for unreduced lists and collective axes).
-    fn sorted_axes(&self, mut axes: Vec<AxisRef>) -> Vec<AxisRef> {
+    pub(super) fn sorted_axes(&self, mut axes: Vec<AxisRef>) -> Vec<AxisRef> {
         axes.sort_by(|a, b| a.mesh_cmp(b, &self.mesh));
         axes
     }

@@ -11,6 +11,7 @@
 //! reads across elements (reduce, dot). Slices, pads, reverses, concatenations
 //! and dynamic slices gather the dims they change (no halo exchange).
 
+mod combine;
 mod lower;
 pub mod program;
 pub mod reshard;

@@ -30,9 +30,8 @@ pub fn table() -> Vec<(String, u64, u64)> {
 
 /// Cases where we move more than XLA, with (ours, XLA): slices, pads,
 /// reverses and concatenations gather the changed dim where XLA exchanges
-/// halos; a multi-input (argmax) reduce gathers where XLA reduces partials.
-const ABOVE_XLA: [(&str, u64, u64); 6] = [
-    ("argmax_sharded", 768, 192),
+/// halos.
+const ABOVE_XLA: [(&str, u64, u64); 5] = [
     ("concat_then_slice_chain", 1668, 424),
     ("concatenate_sharded", 896, 480),
     ("pad_sharded", 3188, 2632),

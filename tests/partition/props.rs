@@ -114,7 +114,9 @@ proptest! {
     }
 }
 
-/// A program: dot, then multiply, then a reduce (sum or max) of the sum over one dim.
+/// A program: dot, then multiply, then a reduce (sum or max) of the product
+/// over one dim, and an argmax over that dim (a two-input reduce whose
+/// partial results are combined by stacking).
 fn arb_program() -> impl Strategy<Value = String> {
     // Axes of size 2+: propagation (not this part) gives size-1 axes to two
     // dims of one tensor (`[{"x"}, {"x", "y"}]` for an "x"=1 axis).
@@ -133,14 +135,30 @@ fn arb_program() -> impl Strategy<Value = String> {
         let (lhs, rhs, out) = (ty(&[m, k]), ty(&[k, n]), ty(&[m, n]));
         let red = ty(&[if dim == 0 { n } else { m }]);
         let (op, init) = if max { ("maximum", "-2147483648") } else { ("add", "0") };
+        let s = "tensor<i32>";
+        let b = "tensor<i1>";
         format!(
             "sdy.mesh @mesh = {mesh}
-func.func @main(%arg0: {lhs} {{sdy.sharding = {s0}}}, %arg1: {rhs} {{sdy.sharding = {s1}}}, %arg2: {out} {{sdy.sharding = {s2}}}) -> ({out}, {red}) {{
+func.func @main(%arg0: {lhs} {{sdy.sharding = {s0}}}, %arg1: {rhs} {{sdy.sharding = {s1}}}, %arg2: {out} {{sdy.sharding = {s2}}}) -> ({out}, {red}, {red}) {{
   %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : ({lhs}, {rhs}) -> {out}
   %1 = stablehlo.multiply %0, %arg2 : {out}
   %c = stablehlo.constant dense<{init}> : tensor<i32>
   %2 = stablehlo.reduce(%1 init: %c) applies stablehlo.{op} across dimensions = [{dim}] : ({out}, tensor<i32>) -> {red}
-  return %1, %2 : {out}, {red}
+  %3 = stablehlo.iota dim = {dim} : {out}
+  %4 = stablehlo.constant dense<-2147483648> : tensor<i32>
+  %5 = stablehlo.constant dense<0> : tensor<i32>
+  %6:2 = stablehlo.reduce(%1 init: %4), (%3 init: %5) across dimensions = [{dim}] : ({out}, {out}, {s}, {s}) -> ({red}, {red})
+   reducer(%arg3: {s}, %arg5: {s}) (%arg4: {s}, %arg6: {s})  {{
+    %7 = stablehlo.compare GT, %arg3, %arg5 : ({s}, {s}) -> {b}
+    %8 = stablehlo.compare EQ, %arg3, %arg5 : ({s}, {s}) -> {b}
+    %9 = stablehlo.compare LT, %arg4, %arg6 : ({s}, {s}) -> {b}
+    %10 = stablehlo.and %8, %9 : {b}
+    %11 = stablehlo.or %7, %10 : {b}
+    %12 = stablehlo.select %7, %arg3, %arg5 : {b}, {s}
+    %13 = stablehlo.select %11, %arg4, %arg6 : {b}, {s}
+    stablehlo.return %12, %13 : {s}, {s}
+  }}
+  return %1, %2, %6#1 : {out}, {red}, {red}
 }}
 "
         )
