@@ -60,6 +60,7 @@ pub fn run(
                 devices[index[&d]].buffers[c.output] = Some(t);
             }
         }
+        CollectiveKind::Window { op, .. } => super::window::run(program, c, op, devices)?,
         _ => {
             let group_of: BTreeMap<u64, &Vec<u64>> = c
                 .groups

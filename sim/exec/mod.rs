@@ -10,6 +10,7 @@
 
 mod collectives;
 pub mod timed;
+mod window;
 
 use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
 use crate::partition::{Mask, SpmdProgram, Step};

@@ -87,6 +87,14 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
             }
             OpKind::ShardingGroup { .. } => {}
             OpKind::Reduce { .. } => b.partition_op(func, id)?,
+            OpKind::Slice { .. }
+            | OpKind::Pad { .. }
+            | OpKind::Reverse { .. }
+            | OpKind::Concatenate { .. } => {
+                if !b.try_window(func, id)? {
+                    b.partition_op(func, id)?;
+                }
+            }
             _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
                 return Err(op_error(
                     op,
@@ -197,7 +205,7 @@ impl Builder {
     }
 
     /// The sharding propagation gave `v` (replicated when none).
-    fn declared(&self, func: &Func, v: ValueId) -> TensorSharding {
+    pub(super) fn declared(&self, func: &Func, v: ValueId) -> TensorSharding {
         let val = func.value(v);
         match &val.sharding {
             Some(s) => self.concrete(s.clone()),
@@ -205,7 +213,7 @@ impl Builder {
         }
     }
 
-    fn slot(&self, func: &Func, v: ValueId) -> Result<Slot, PartitionError> {
+    pub(super) fn slot(&self, func: &Func, v: ValueId) -> Result<Slot, PartitionError> {
         self.slot_of[v.0 as usize].ok_or_else(|| {
             PartitionError::Module(format!(
                 "value {} is used before it is defined (or defined in a region)",
@@ -236,7 +244,7 @@ impl Builder {
     }
 
     /// Check that `sharding` fits value `name` of type `ty`.
-    fn check(
+    pub(super) fn check(
         &self,
         name: &str,
         ty: &TensorType,
@@ -294,6 +302,7 @@ impl Builder {
         self.steps.push(Step::Collective(Collective {
             kind: step.kind,
             input,
+            extra_inputs: Vec::new(),
             output: out,
             axes: step.axes,
             groups,

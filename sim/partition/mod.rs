@@ -12,15 +12,18 @@
 //! and dynamic slices gather the dims they change (no halo exchange).
 
 mod combine;
+mod halo;
 mod lower;
 pub mod program;
 pub mod reshard;
 pub mod text;
+pub mod window;
 pub mod xla;
 
 pub use lower::partition;
 pub use program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
+pub use window::WindowOp;
 
 use crate::ir::Loc;
 use crate::sharding::ShardingError;

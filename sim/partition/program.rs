@@ -11,6 +11,8 @@ use crate::mesh::{AxisRef, Mesh};
 use crate::sharding::{ShardLayout, TensorSharding};
 use crate::tensor::CollectiveReduction;
 
+use super::window::WindowOp;
+
 /// Index of a value in [`SpmdProgram::values`].
 pub type Slot = usize;
 
@@ -66,6 +68,13 @@ pub enum CollectiveKind {
     CollectivePermute(Vec<(u64, u64)>),
     /// Reduce partial results over `axes` (no layout change besides dropping unreduced).
     AllReduce(CollectiveReduction),
+    /// Halo exchange fused with a slice, pad, reverse or concatenate: every
+    /// device builds its result block from the elements it holds and those
+    /// `transfers` bring, `(source, target, elements)` (see [`super::window`]).
+    Window {
+        op: WindowOp,
+        transfers: Vec<(u64, u64, u64)>,
+    },
 }
 
 impl CollectiveKind {
@@ -77,6 +86,7 @@ impl CollectiveKind {
             CollectiveKind::AllToAll { .. } => "all_to_all",
             CollectiveKind::CollectivePermute(_) => "collective_permute",
             CollectiveKind::AllReduce(_) => "all_reduce",
+            CollectiveKind::Window { .. } => "collective_permute",
         }
     }
 
@@ -91,6 +101,8 @@ impl CollectiveKind {
 pub struct Collective {
     pub kind: CollectiveKind,
     pub input: Slot,
+    /// Further inputs: a pad's padding value, a concatenate's other operands.
+    pub extra_inputs: Vec<Slot>,
     pub output: Slot,
     /// The mesh axes it runs over (empty for a permute or a slice).
     pub axes: Vec<AxisRef>,

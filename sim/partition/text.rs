@@ -59,7 +59,9 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
                     CollectiveKind::AllGather(_) => b_in * (n - 1),
                     CollectiveKind::AllToAll { .. } => b_in * (n - 1) / n,
                     CollectiveKind::AllReduce(_) => 2 * b_in * (n - 1) / n,
-                    CollectiveKind::CollectivePermute(_) | CollectiveKind::AllSlice(_) => 0,
+                    CollectiveKind::CollectivePermute(_)
+                    | CollectiveKind::AllSlice(_)
+                    | CollectiveKind::Window { .. } => 0,
                 };
                 *sent.entry(d).or_default() += bytes;
             }
@@ -67,6 +69,11 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
         if let CollectiveKind::CollectivePermute(pairs) = &c.kind {
             for &(s, _) in pairs {
                 *sent.entry(s).or_default() += b_in.max(b_out);
+            }
+        }
+        if let CollectiveKind::Window { transfers, .. } = &c.kind {
+            for &(s, _, n) in transfers {
+                *sent.entry(s).or_default() += n * c.dtype.size_bytes();
             }
         }
         collectives.push(CollectiveSummary {
@@ -156,7 +163,7 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                         }],
                         out_sharding,
                     },
-                    CollectiveKind::CollectivePermute(_) => {
+                    CollectiveKind::CollectivePermute(_) | CollectiveKind::Window { .. } => {
                         OpKind::CollectivePermute { out_sharding }
                     }
                     CollectiveKind::AllReduce(_) => OpKind::AllReduce {
@@ -165,20 +172,30 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                     },
                 };
                 let id = crate::ir::OpId(func.ops.len() as u32);
-                let ty = func.value(input).ty.clone();
+                // A window's result has the op's shape, not its input's.
+                let ty = p.values[c.output].global.clone();
+                let attrs = match &c.kind {
+                    CollectiveKind::Window { op, .. } => vec![crate::ir::RawAttr {
+                        name: "shardsim.halo_exchange_for".into(),
+                        value: format!("\"{}\"", op.name()),
+                    }],
+                    _ => Vec::new(),
+                };
                 let out = func.add_value(Value {
                     name: format!("%rs{}", c.output),
                     ty,
                     sharding: None,
                     def: ValueDef::Result { op: id, index: 0 },
                 });
+                let mut operands = vec![input];
+                operands.extend(c.extra_inputs.iter().filter_map(|&s| value_of[s]));
                 func.add_op(Op {
                     kind,
-                    operands: vec![input],
+                    operands,
                     results: vec![out],
                     regions: Vec::new(),
                     rule: None,
-                    attrs: Vec::new(),
+                    attrs,
                     loc: Default::default(),
                 });
                 value_of[c.output] = Some(out);

@@ -41,7 +41,7 @@ pub use elementwise::{
     remainder, round_nearest_even, rsqrt, sign, sine, sqrt, subtract, tanh, unary, xor, BinaryOp,
     UnaryOp,
 };
-pub use index::{row_major_strides, MAX_ELEMENTS};
+pub use index::{for_each_index, row_major_strides, MAX_ELEMENTS};
 pub use reduce::{reduce, reduce_with, ReduceBody, ReduceKind};
 pub use scalar::Scalar;
 pub use select::{clamp, compare, compare_total_order, select, CompareDirection};

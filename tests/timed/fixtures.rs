@@ -65,7 +65,9 @@ fn check(p: &SpmdProgram, t: &Timeline) -> Result<(), String> {
     for s in &t.spans {
         let inputs = match &p.steps[s.step] {
             Step::Local { operands, .. } => operands.clone(),
-            Step::Collective(c) => vec![c.input],
+            Step::Collective(c) => std::iter::once(c.input)
+                .chain(c.extra_inputs.iter().copied())
+                .collect(),
         };
         for i in inputs {
             if let Some(&ps) = producer.get(&i) {

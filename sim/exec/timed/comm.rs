@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp};
 use crate::engine::{LinkFault, Time};
-use crate::partition::{Collective, CollectiveKind, SpmdProgram};
+use crate::partition::{window, Collective, CollectiveKind, SpmdProgram};
 use crate::topology::Topology;
 
 use super::TimedError;
@@ -20,6 +20,9 @@ pub struct CommTiming {
     pub label: String,
     pub link_bytes: Vec<(usize, u64)>,
 }
+
+/// One round: groups, their operations, elements per rank.
+type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 
 pub struct CommModel<'t> {
     topo: &'t Topology,
@@ -82,36 +85,70 @@ impl<'t> CommModel<'t> {
         if relevant.is_empty() || clean.label == "none" || clean.label == "local" {
             return Ok(clean);
         }
-        let (groups, ops, total) = self.operation(program, c);
-        let t = time_groups(
-            self.topo,
-            &groups,
-            &ops,
-            total,
-            c.dtype.size_bytes(),
-            &self.cal,
-            &relevant,
-        )
-        .map_err(|e| match e {
-            // Report the failure on the run's clock.
-            CollectiveError::Undeliverable {
-                transfers,
-                link,
-                name,
-                at,
-            } => CollectiveError::Undeliverable {
-                transfers,
-                link,
-                name,
-                at: Time(at.0.saturating_add(now.0)),
-            },
-            e => e,
-        })?;
+        let mut time = Time::ZERO;
+        let mut last = None;
+        for (groups, ops, total) in self.rounds(program, c) {
+            if total == 0 || groups.iter().all(|g| g.len() < 2) {
+                continue;
+            }
+            let t = time_groups(
+                self.topo,
+                &groups,
+                &ops,
+                total,
+                c.dtype.size_bytes(),
+                &self.cal,
+                &relevant,
+            )
+            .map_err(|e| match e {
+                // Report the failure on the run's clock.
+                CollectiveError::Undeliverable {
+                    transfers,
+                    link,
+                    name,
+                    at,
+                } => CollectiveError::Undeliverable {
+                    transfers,
+                    link,
+                    name,
+                    at: Time(at.0.saturating_add(now.0)),
+                },
+                e => e,
+            })?;
+            time = time.checked_add(t.time)?;
+            last = Some(t);
+        }
+        let Some(t) = last else {
+            return Ok(clean);
+        };
         Ok(CommTiming {
-            time: t.time,
+            time,
             label: format!("{}/{} with faults", t.algo.name(), t.proto.name()),
             link_bytes: clean.link_bytes,
         })
+    }
+
+    /// The collectives layer's operations, one round after another (a halo
+    /// exchange is one permute per round), each over its groups with its
+    /// element count.
+    fn rounds(&self, program: &SpmdProgram, c: &Collective) -> Vec<Round> {
+        if let CollectiveKind::Window { transfers, .. } = &c.kind {
+            let all: Vec<u64> = program.mesh.device_ids();
+            return window::rounds(transfers)
+                .into_iter()
+                .map(|round| {
+                    let rank = |d: u64| all.iter().position(|&x| x == d).unwrap_or(0);
+                    let pairs = round.iter().map(|&(s, t, _)| (rank(s), rank(t))).collect();
+                    let total = round.iter().map(|t| t.2).max().unwrap_or(0);
+                    (
+                        vec![all.iter().map(|&d| d as u32).collect()],
+                        vec![CollectiveOp::Permute { pairs }],
+                        total,
+                    )
+                })
+                .collect();
+        }
+        vec![self.operation(program, c)]
     }
 
     /// The collectives layer's operation per group, and the element count.
@@ -151,7 +188,7 @@ impl<'t> CommModel<'t> {
                     .collect();
                 (ops, elems(c.input))
             }
-            CollectiveKind::AllSlice(_) => (Vec::new(), 0),
+            CollectiveKind::AllSlice(_) | CollectiveKind::Window { .. } => (Vec::new(), 0),
         };
         (groups, ops, total)
     }
@@ -169,28 +206,36 @@ impl<'t> CommModel<'t> {
                 link_bytes: Vec::new(),
             });
         }
-        let (groups, ops, total) = self.operation(program, c);
-
+        let rounds = self.rounds(program, c);
         let elem_bytes = c.dtype.size_bytes();
-        let key = format!("{ops:?} {groups:?} {total} {elem_bytes}");
+        let key = format!("{rounds:?} {elem_bytes}");
         if let Some(t) = self.cache.get(&key) {
             return Ok(t.clone());
         }
-        // A group of one device (or an empty message) moves nothing.
-        let timing = if total == 0 || groups.iter().all(|g| g.len() < 2) {
-            CommTiming {
-                time: Time::ZERO,
-                label: "none".into(),
-                link_bytes: Vec::new(),
-            }
-        } else {
-            let t = time_groups(self.topo, &groups, &ops, total, elem_bytes, &self.cal, &[])?;
-            CommTiming {
-                time: t.time,
-                label: format!("{}/{}", t.algo.name(), t.proto.name()),
-                link_bytes: t.link_bytes,
-            }
+        let mut timing = CommTiming {
+            time: Time::ZERO,
+            label: "none".into(),
+            link_bytes: Vec::new(),
         };
+        let mut labels = Vec::new();
+        let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
+        for (groups, ops, total) in &rounds {
+            // A group of one device (or an empty message) moves nothing.
+            if *total == 0 || groups.iter().all(|g| g.len() < 2) {
+                continue;
+            }
+            let t = time_groups(self.topo, groups, ops, *total, elem_bytes, &self.cal, &[])?;
+            timing.time = timing.time.checked_add(t.time)?;
+            labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
+            for (l, b) in t.link_bytes {
+                *bytes.entry(l).or_default() += b;
+            }
+        }
+        if !labels.is_empty() {
+            labels.dedup();
+            timing.label = labels.join("+");
+        }
+        timing.link_bytes = bytes.into_iter().collect();
         self.cache.insert(key, timing.clone());
         Ok(timing)
     }

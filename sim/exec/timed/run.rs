@@ -46,10 +46,12 @@ pub fn value_scopes(program: &SpmdProgram) -> Vec<String> {
 }
 
 /// The slots a step reads.
-fn step_inputs(step: &Step) -> &[Slot] {
+fn step_inputs(step: &Step) -> Vec<Slot> {
     match step {
-        Step::Local { operands, .. } => operands,
-        Step::Collective(c) => std::slice::from_ref(&c.input),
+        Step::Local { operands, .. } => operands.clone(),
+        Step::Collective(c) => std::iter::once(c.input)
+            .chain(c.extra_inputs.iter().copied())
+            .collect(),
     }
 }
 
@@ -96,6 +98,8 @@ struct Run<'a> {
     /// Per comm step: device indices of every group.
     members: BTreeMap<usize, Vec<Vec<usize>>>,
     costs: Vec<OpCost>,
+    /// The slots each step reads.
+    inputs: Vec<Vec<Slot>>,
     rooflines: Vec<DeviceRoofline>,
     scopes: Vec<String>,
     /// Function arguments (owned by the caller) and results: never freed.
@@ -179,7 +183,7 @@ impl<'a> Run<'a> {
         let mut members = BTreeMap::new();
         let mut uses = vec![0u32; slots];
         for (i, step) in program.steps.iter().enumerate() {
-            for &s in step_inputs(step) {
+            for s in step_inputs(step) {
                 uses[s] += 1;
             }
             if on_compute_stream(step) {
@@ -255,6 +259,7 @@ impl<'a> Run<'a> {
             group_of,
             members,
             costs,
+            inputs: program.steps.iter().map(step_inputs).collect(),
             rooflines,
             scopes: value_scopes(program),
             kept,
@@ -326,8 +331,7 @@ impl<'a> Run<'a> {
         let st = &self.state[d];
         if !st.compute_busy && st.next_compute < self.compute_steps.len() {
             let i = self.compute_steps[st.next_compute];
-            let step = &self.program.steps[i];
-            if step_inputs(step).iter().all(|&s| self.is_ready(d, s)) {
+            if self.inputs[i].iter().all(|&s| self.is_ready(d, s)) {
                 self.start_compute(d, i, now)?;
             }
         }
@@ -337,10 +341,7 @@ impl<'a> Run<'a> {
         let st = &self.state[d];
         if !st.comm_busy && st.next_comm < self.comm_steps.len() {
             let i = self.comm_steps[st.next_comm];
-            let Step::Collective(c) = &self.program.steps[i] else {
-                unreachable!("comm steps are collectives")
-            };
-            if self.is_ready(d, c.input) {
+            if self.inputs[i].iter().all(|&s| self.is_ready(d, s)) {
                 self.state[d].comm_busy = true;
                 let g = self.group_of[&i][d];
                 let count = self.arrived.entry((i, g)).or_insert(0);
@@ -444,8 +445,8 @@ impl<'a> Run<'a> {
         for &s in step_outputs(step) {
             self.ready[d * slots + s] = true;
         }
-        for &s in step_inputs(step) {
-            self.release(d, s);
+        for k in 0..self.inputs[i].len() {
+            self.release(d, self.inputs[i][k]);
         }
         let st = &mut self.state[d];
         st.compute_busy = false;
@@ -457,12 +458,14 @@ impl<'a> Run<'a> {
         let Step::Collective(c) = &self.program.steps[i] else {
             unreachable!("comm steps are collectives")
         };
-        let (input, output) = (c.input, c.output);
+        let output = c.output;
         let slots = self.slots();
         let members = self.members[&i][g].clone();
         for &d in &members {
             self.ready[d * slots + output] = true;
-            self.release(d, input);
+            for k in 0..self.inputs[i].len() {
+                self.release(d, self.inputs[i][k]);
+            }
             let st = &mut self.state[d];
             st.comm_busy = false;
             st.next_comm += 1;
