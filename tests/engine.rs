@@ -9,7 +9,9 @@ use shardsim::engine::perturb::draw_link_failures;
 use shardsim::engine::{
     Engine, EngineError, EventQueue, FaultKind, Jitter, LinkFault, Stragglers, Time,
 };
-use shardsim::net::patterns::{ring_allreduce_schedule, ring_links, run_ring_allreduce};
+use shardsim::net::patterns::{
+    ring_allreduce_schedule, ring_links, run_ring_allreduce, run_ring_allreduce_per_chunk,
+};
 use shardsim::net::{Link, LinkId, NetError, NetSim, NetTimer, Network, Occurrence, Schedule};
 
 const PS: u128 = 1_000_000_000_000;
@@ -611,5 +613,33 @@ proptest! {
             }
         }
         prop_assert!(outcome.iter().all(|&n| n == 1), "{outcome:?}");
+    }
+}
+
+/// Chunk aggregation is exact: a ring allreduce whose messages are `chunks`
+/// concurrent flows takes the same time, to the picosecond, as one flow per
+/// message carrying all chunks; with store-and-forward packets every chunk is
+/// simulated.
+#[test]
+fn aggregated_chunks_time_exactly_as_separate_flows() {
+    let (bw, alpha) = (25_000_000_000u64, 700_000u64);
+    for n in [2usize, 4, 8] {
+        for chunks in [1usize, 4, 16] {
+            let chunk_bytes = 3_000_017u64;
+            let links = ring_links(n, bw as f64, Time(alpha));
+            let mut a = NetSim::new(&links, 0).unwrap();
+            let agg = run_ring_allreduce(&mut a, n, chunks, chunk_bytes).unwrap();
+            let mut b = NetSim::new(&links, 0).unwrap();
+            let each = run_ring_allreduce_per_chunk(&mut b, n, chunks, chunk_bytes).unwrap();
+            assert_eq!(agg.time, each.time, "n={n} chunks={chunks}");
+            assert_eq!(agg.flows, each.flows);
+            assert_eq!(each.simulated_flows, each.flows);
+            assert_eq!(agg.simulated_flows * chunks as u64, each.flows);
+            // With packets nothing is aggregated.
+            let mut c = NetSim::new(&links, 0).unwrap();
+            c.set_packet_bytes(Some(4096));
+            let packets = run_ring_allreduce(&mut c, n, chunks, chunk_bytes).unwrap();
+            assert_eq!(packets.simulated_flows, each.flows);
+        }
     }
 }

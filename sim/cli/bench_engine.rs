@@ -65,6 +65,8 @@ struct RingFigure {
     devices: u64,
     chunks: u64,
     flows: u64,
+    /// Flows the network simulated (chunks of a message aggregated).
+    simulated_flows: u64,
     events: u64,
     wall_seconds: f64,
     cpu_seconds: f64,
@@ -163,6 +165,7 @@ fn ring(a: &EngineBenchArgs, n: u64) -> anyhow::Result<RingFigure> {
         devices: n,
         chunks: a.chunks,
         flows: run.flows,
+        simulated_flows: run.simulated_flows,
         events,
         wall_seconds: wall,
         cpu_seconds: cpu,
@@ -246,10 +249,11 @@ fn print_text(r: &Report) {
 fn print_ring(g: &RingFigure) {
     let diff = g.simulated_ps as f64 / g.closed_form_ps.max(1) as f64 - 1.0;
     println!(
-        "  {} devices x {} chunks: {} flows, {} events in {:.3} s wall, {:.3} s CPU ({:.2} M events/CPU-s); simulated {} ps vs closed form {} ps ({:+.2e}); peak RSS {} KiB",
+        "  {} devices x {} chunks: {} chunk transfers as {} flows, {} events in {:.3} s wall, {:.3} s CPU ({:.2} M events/CPU-s); simulated {} ps vs closed form {} ps ({:+.2e}); peak RSS {} KiB",
         g.devices,
         g.chunks,
         g.flows,
+        g.simulated_flows,
         g.events,
         g.wall_seconds,
         g.cpu_seconds,

@@ -47,6 +47,8 @@ pub enum NetError {
     BadFraction(f64),
     #[error("task {task} depends on task {dep}, which does not come before it")]
     BadDependency { task: usize, dep: usize },
+    #[error("{0} overflows 64 bits")]
+    Overflow(&'static str),
     #[error(transparent)]
     Time(#[from] TimeOverflow),
     #[error(transparent)]

@@ -140,6 +140,11 @@ impl Network {
         self.packet_bytes = packet.filter(|&p| p > 0);
     }
 
+    /// The store-and-forward packet size, if packets are on.
+    pub fn packet_bytes(&self) -> Option<u64> {
+        self.packet_bytes
+    }
+
     pub fn link_count(&self) -> usize {
         self.links.len()
     }
