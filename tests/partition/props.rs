@@ -188,3 +188,103 @@ proptest! {
         prop_assert_eq!(outs, reference, "{}", text);
     }
 }
+
+/// Slice → pad → reverse → concatenate on a random 2-D shape, each result
+/// constrained to a random sharding, so every op runs by halo exchange
+/// between random layouts (uneven shards, strides, negative and interior
+/// padding included).
+fn arb_window_program() -> impl Strategy<Value = String> {
+    let dim = (1u64..=7).prop_flat_map(|n| {
+        (Just(n), 0..n).prop_flat_map(|(n, start)| {
+            (
+                Just(n),
+                Just(start),
+                start + 1..=n,
+                1u64..=3,
+                -1i64..=2,
+                -1i64..=2,
+                0u64..=1,
+            )
+        })
+    });
+    (arb_mesh(2), dim.clone(), dim, 0usize..2, any::<[bool; 2]>(), 1u64..=4)
+        .prop_filter("pads keep every dim non-empty", |(_, a, b, _, _, _)| {
+            [a, b].iter().all(|&&(_, start, limit, stride, lo, hi, int)| {
+                let s = (limit - start).div_ceil(stride) as i64;
+                s + (s - 1) * int as i64 + lo + hi >= 1 && s + lo >= 1 && s + hi >= 1
+            })
+        })
+        .prop_flat_map(|((mesh, sizes), a, b, cat, rev, extra)| {
+            let n = sizes.len();
+            (
+                Just((mesh, a, b, cat, rev, extra)),
+                arb_sharding(n, 2),
+                arb_sharding(n, 2),
+                proptest::collection::vec(arb_sharding(n, 2), 4),
+            )
+        })
+        .prop_map(|((mesh, a, b, cat, rev, extra), s0, s1, cs)| {
+            let dims = [a, b];
+            let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
+            let sliced: Vec<u64> = dims.iter().map(|d| (d.2 - d.1).div_ceil(d.3)).collect();
+            let padded: Vec<u64> = dims
+                .iter()
+                .zip(&sliced)
+                .map(|(d, &s)| (s as i64 + (s as i64 - 1) * d.6 as i64 + d.4 + d.5) as u64)
+                .collect();
+            let mut other = padded.clone();
+            other[cat] = extra;
+            let mut joined = padded.clone();
+            joined[cat] += extra;
+            let range: Vec<String> = dims.iter().map(|d| format!("{}:{}:{}", d.1, d.2, d.3)).collect();
+            let rdims: Vec<String> = (0..2).filter(|&i| rev[i]).map(|i| i.to_string()).collect();
+            let (t0, t1, t2, t3) = (ty(&shape), ty(&sliced), ty(&padded), ty(&joined));
+            let to = ty(&other);
+            format!(
+                "sdy.mesh @mesh = {mesh}
+func.func @main(%arg0: {t0} {{sdy.sharding = {s0}}}, %arg1: {to} {{sdy.sharding = {s1}}}) -> {t3} {{
+  %0 = stablehlo.slice %arg0 [{range}] : ({t0}) -> {t1}
+  %1 = sdy.sharding_constraint %0 {c0} : {t1}
+  %c = stablehlo.constant dense<-7> : tensor<i32>
+  %2 = stablehlo.pad %1, %c, low = [{l0}, {l1}], high = [{h0}, {h1}], interior = [{i0}, {i1}] : ({t1}, tensor<i32>) -> {t2}
+  %3 = sdy.sharding_constraint %2 {c1} : {t2}
+  %4 = stablehlo.reverse %3, dims = [{rdims}] : {t2}
+  %5 = sdy.sharding_constraint %4 {c2} : {t2}
+  %6 = stablehlo.concatenate %5, %arg1, dim = {cat} : ({t2}, {to}) -> {t3}
+  %7 = sdy.sharding_constraint %6 {c3} : {t3}
+  return %7 : {t3}
+}}
+",
+                range = range.join(", "),
+                rdims = rdims.join(", "),
+                l0 = a.4, l1 = b.4, h0 = a.5, h1 = b.5, i0 = a.6, i1 = b.6,
+                c0 = cs[0].trim_start_matches("#sdy.sharding"),
+                c1 = cs[1].trim_start_matches("#sdy.sharding"),
+                c2 = cs[2].trim_start_matches("#sdy.sharding"),
+                c3 = cs[3].trim_start_matches("#sdy.sharding"),
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn halo_exchanges_match_the_interpreter(text in arb_window_program()) {
+        let mut module = parse_and_verify(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let types = module.entry().unwrap().arg_types();
+        let inputs: Vec<Tensor> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let v: Vec<i32> = counting(&t.shape).to_f64_vec().iter().map(|&x| x as i32 + 100 * i as i32).collect();
+                Tensor::from_vec(t.shape.clone(), v).unwrap()
+            })
+            .collect();
+        let reference = interpret(&module, &inputs).unwrap();
+        propagate_module(&mut module, Propagation::default()).unwrap();
+        let program = partition(&module).unwrap();
+        let outs = execute(&program, &inputs).unwrap();
+        prop_assert_eq!(outs, reference, "{}", text);
+    }
+}
