@@ -4,7 +4,8 @@
 //! receives from (its group, itself, or its permute source), copying the
 //! intersection of global index ranges, so uneven (padded) shards are laid out
 //! again as the target sharding pads them. `all_reduce` combines the group's
-//! buffers in group order.
+//! buffers in group order; `reduce_scatter` does the same, then each device
+//! keeps its block of the result.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +61,29 @@ pub fn run(
                 devices[index[&d]].buffers[c.output] = Some(t);
             }
         }
+        CollectiveKind::ReduceScatter { reduction, .. } => {
+            // The group's reduced buffer (the input's block), then each
+            // device's block of it in the output layout.
+            let mut reduced: BTreeMap<u64, Tensor> = BTreeMap::new();
+            for g in &c.groups {
+                let bufs: Vec<Tensor> = g
+                    .iter()
+                    .map(|&d| input(devices, d))
+                    .collect::<Result<_, _>>()?;
+                let r = reduce_group(&bufs, *reduction).map_err(|e| fail(g[0], e))?;
+                for &d in g {
+                    reduced.insert(d, r.clone());
+                }
+            }
+            let mut outs = Vec::with_capacity(devices.len());
+            for d in devices.iter() {
+                let own = |q: u64| reduced.get(&q);
+                outs.push((d.device, assemble(program, c, &own, d.device, &[d.device])?));
+            }
+            for (d, t) in outs {
+                devices[index[&d]].buffers[c.output] = Some(t);
+            }
+        }
         CollectiveKind::Window { op, .. } => super::window::run(program, c, op, devices)?,
         _ => {
             let group_of: BTreeMap<u64, &Vec<u64>> = c
@@ -85,10 +109,8 @@ pub fn run(
                         .map(|g| g.to_vec())
                         .ok_or_else(|| fail(d.device, "device is in no group"))?,
                 };
-                outs.push((
-                    d.device,
-                    assemble(program, c, devices, &index, d.device, &sources)?,
-                ));
+                let held = |q: u64| devices[index[&q]].buffers[c.input].as_ref();
+                outs.push((d.device, assemble(program, c, &held, d.device, &sources)?));
             }
             for (d, t) in outs {
                 devices[index[&d]].buffers[c.output] = Some(t);
@@ -113,12 +135,12 @@ fn reduce_group(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tensor, Te
     convert(&reduce_buffers(&wide, kind)?, dtype)
 }
 
-/// Device `dev`'s output block, copied from the input blocks of `sources`.
-fn assemble(
+/// Device `dev`'s output block, copied from the input blocks of `sources`
+/// (`held(q)`: device `q`'s buffer laid out as the input's block).
+fn assemble<'a>(
     program: &SpmdProgram,
     c: &Collective,
-    devices: &[DeviceState],
-    index: &BTreeMap<u64, usize>,
+    held: &dyn Fn(u64) -> Option<&'a Tensor>,
     dev: u64,
     sources: &[u64],
 ) -> Result<Tensor, Failure> {
@@ -143,14 +165,12 @@ fn assemble(
         if lo_hi.iter().any(|(lo, hi)| lo >= hi) {
             continue;
         }
-        let buf = devices[index[&q]].buffers[c.input]
-            .as_ref()
-            .ok_or_else(|| {
-                fail(
-                    q,
-                    format!("value {} has no buffer", program.values[c.input].name),
-                )
-            })?;
+        let buf = held(q).ok_or_else(|| {
+            fail(
+                q,
+                format!("value {} has no buffer", program.values[c.input].name),
+            )
+        })?;
         let local: Vec<(u64, u64)> = lo_hi
             .iter()
             .zip(&src.ranges)

@@ -350,33 +350,6 @@ impl Builder {
         Ok(cur)
     }
 
-    /// Finish a partial result: all_reduce over its unreduced axes.
-    fn finish_partial(
-        &mut self,
-        slot: Slot,
-        kind: CollectiveReduction,
-        at: &str,
-    ) -> Result<Slot, PartitionError> {
-        let src = self.values[slot].clone();
-        if src.sharding.unreduced.is_empty() {
-            return Ok(slot);
-        }
-        let after = TensorSharding {
-            unreduced: Vec::new(),
-            ..src.sharding.clone()
-        };
-        let axes = src.sharding.unreduced.clone();
-        self.emit(
-            PlannedStep {
-                kind: CollectiveKind::AllReduce(kind),
-                axes,
-                after,
-            },
-            slot,
-            at,
-        )
-    }
-
     fn partition_op(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
         let op = func.op(id);
         let rule = op
@@ -397,13 +370,31 @@ impl Builder {
         }
         let reduction = partial_kind(func, op);
         let stackable = reduction.is_none() && super::combine::stackable(func, op);
-        let factors = self.choose_factors(
-            op,
-            &rule,
-            &operand_slots,
-            &targets,
-            reduction.is_some() || stackable,
-        );
+        let choose = |reduction_first| {
+            self.choose_factors(
+                op,
+                &rule,
+                &operand_slots,
+                &targets,
+                reduction.is_some() || stackable,
+                reduction_first,
+            )
+        };
+        let mut factors = choose(false);
+        if reduction.is_some() {
+            // Keeping the contraction sharded (partial result, reduce-scatter)
+            // may beat gathering operands for the result's sharding.
+            let alt = choose(true);
+            if alt != factors {
+                let cost = |f: &[Vec<AxisRef>]| {
+                    self.factors_cost(func, op, &rule, &operand_slots, f, &targets)
+                        .unwrap_or(f64::INFINITY)
+                };
+                if cost(&alt) < cost(&factors) {
+                    factors = alt;
+                }
+            }
+        }
         let first_result = op
             .results
             .first()
@@ -451,7 +442,7 @@ impl Builder {
             if !self.values[slot].sharding.unreduced.is_empty() {
                 let kind =
                     reduction.ok_or_else(|| op_error(op, "partial result of a non-reducing op"))?;
-                slot = self.finish_partial(slot, kind, &name)?;
+                slot = self.finish_partial(slot, kind, &targets[i], &name)?;
             }
             slot = self.reshard(slot, &targets[i], &name)?;
             self.slot_of[r.0 as usize] = Some(slot);
@@ -465,7 +456,40 @@ impl Builder {
         axes
     }
 
-    /// Per factor, the axes the op computes with.
+    /// Cost of computing `op` with `factors`: resharding its operands, then
+    /// finishing and resharding its results to `targets`.
+    fn factors_cost(
+        &self,
+        func: &Func,
+        op: &Op,
+        rule: &OpShardingRule,
+        operand_slots: &[Slot],
+        factors: &[Vec<AxisRef>],
+        targets: &[TensorSharding],
+    ) -> Result<f64, PartitionError> {
+        let mut cost = 0.0;
+        for (i, &slot) in operand_slots.iter().enumerate() {
+            let want = self.unproject(factors, rule, &rule.operand_mappings[i], Vec::new());
+            let v = &self.values[slot];
+            cost += self.move_cost(&v.global, &v.sharding, &want)?;
+        }
+        let unreduced = self.sorted_axes(
+            rule.reduction_factors
+                .iter()
+                .flat_map(|&f| factors[f].iter().cloned())
+                .collect(),
+        );
+        for (i, (&r, target)) in op.results.iter().zip(targets).enumerate() {
+            let s = self.unproject(factors, rule, &rule.result_mappings[i], unreduced.clone());
+            cost += self.move_cost(&func.value(r).ty, &s, target)?;
+        }
+        Ok(cost)
+    }
+
+    /// Per factor, the axes the op computes with: the result's factors from
+    /// its target sharding, then factors only operands have from the largest
+    /// operand that shards them, minus axes already used (`reduction_first`:
+    /// the operands' factors first, the result's then get what is left).
     fn choose_factors(
         &self,
         op: &Op,
@@ -473,6 +497,7 @@ impl Builder {
         operand_slots: &[Slot],
         targets: &[TensorSharding],
         partial_ok: bool,
+        reduction_first: bool,
     ) -> Vec<Vec<AxisRef>> {
         let n = rule.num_factors();
         let mesh = &self.mesh;
@@ -489,45 +514,55 @@ impl Builder {
             })
             .collect();
         let mut axes: Vec<Vec<AxisRef>> = vec![Vec::new(); n];
-        for (i, t) in targets.iter().enumerate() {
-            let p = project(t, &rule.result_mappings[i]);
-            for (&f, fs) in &p.factors {
-                if axes[f].is_empty() && fs.overflow.is_empty() {
-                    axes[f] = fs.axes.clone();
+        let mut used: Vec<AxisRef> = Vec::new();
+        // The longest prefix of `cand` sharing no devices with `used`.
+        let take = |cand: &[AxisRef], used: &mut Vec<AxisRef>| -> Vec<AxisRef> {
+            let keep: Vec<AxisRef> = cand
+                .iter()
+                .take_while(|a| !used.iter().any(|u| shares_devices(u, a, mesh)))
+                .cloned()
+                .collect();
+            used.extend(keep.iter().cloned());
+            keep
+        };
+        let result_factors = |axes: &mut Vec<Vec<AxisRef>>, used: &mut Vec<AxisRef>| {
+            // Only the first result decides (the others reshard after).
+            if let Some(t) = targets.first() {
+                let p = project(t, &rule.result_mappings[0]);
+                for (&f, fs) in &p.factors {
+                    if axes[f].is_empty() && fs.overflow.is_empty() {
+                        axes[f] = take(&fs.axes, used);
+                    }
                 }
             }
-            if i == 0 {
-                // Only the first result decides (the others reshard after).
-                break;
-            }
-        }
-        let mut used: Vec<AxisRef> = axes.iter().flatten().cloned().collect();
+        };
         // Factors only operands have: from the largest operand that shards them.
-        for f in 0..n {
-            if in_result[f] {
-                continue;
-            }
-            let mut best: Option<(u64, Vec<AxisRef>)> = None;
-            for (i, &slot) in operand_slots.iter().enumerate() {
-                let p = project(&self.values[slot].sharding, &rule.operand_mappings[i]);
-                if let Some(fs) = p.factors.get(&f) {
-                    if fs.axes.is_empty() || !fs.overflow.is_empty() {
-                        continue;
-                    }
-                    let bytes = self.values[slot].global.size_bytes();
-                    if best.as_ref().map_or(true, |b| bytes > b.0) {
-                        best = Some((bytes, fs.axes.clone()));
+        let operand_factors = |axes: &mut Vec<Vec<AxisRef>>, used: &mut Vec<AxisRef>| {
+            for f in (0..n).filter(|&f| !in_result[f]) {
+                let mut best: Option<(u64, Vec<AxisRef>)> = None;
+                for (i, &slot) in operand_slots.iter().enumerate() {
+                    let p = project(&self.values[slot].sharding, &rule.operand_mappings[i]);
+                    if let Some(fs) = p.factors.get(&f) {
+                        if fs.axes.is_empty() || !fs.overflow.is_empty() {
+                            continue;
+                        }
+                        let bytes = self.values[slot].global.size_bytes();
+                        if best.as_ref().map_or(true, |b| bytes > b.0) {
+                            best = Some((bytes, fs.axes.clone()));
+                        }
                     }
                 }
+                if let Some((_, cand)) = best {
+                    axes[f] = take(&cand, used);
+                }
             }
-            if let Some((_, cand)) = best {
-                let keep: Vec<AxisRef> = cand
-                    .into_iter()
-                    .take_while(|a| !used.iter().any(|u| shares_devices(u, a, mesh)))
-                    .collect();
-                used.extend(keep.iter().cloned());
-                axes[f] = keep;
-            }
+        };
+        if reduction_first {
+            operand_factors(&mut axes, &mut used);
+            result_factors(&mut axes, &mut used);
+        } else {
+            result_factors(&mut axes, &mut used);
+            operand_factors(&mut axes, &mut used);
         }
         for &f in rule
             .need_replication_factors

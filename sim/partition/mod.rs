@@ -3,15 +3,20 @@
 //!
 //! Per op it fixes the factor sharding the op computes with (result factors
 //! from the result's sharding; reduction-only factors from the larger operand,
-//! so the smaller one moves), reshards the operands to it, runs the op on local
-//! buffers, finishes partial results with `all_reduce` and reshards the result
-//! to its propagated sharding. Each reshard becomes the cheapest sequence of
-//! `all_to_all`, `all_gather`, `all_slice` or one `collective_permute` (see
-//! [`reshard`]). Uneven dims are padded (GSPMD style) and masked where an op
-//! reads across elements (reduce, dot). Slices, pads, reverses, concatenations
-//! and dynamic slices gather the dims they change (no halo exchange).
+//! so the smaller one moves; or, when cheaper under the cost model, the
+//! contraction keeps its axes and the result takes what is left), reshards the
+//! operands to it, runs the op on local buffers, finishes partial results
+//! (`reduce_scatter` over the axes the result is wanted sharded on, then
+//! `all_reduce`, see [`finish`]) and reshards the result to its propagated
+//! sharding. Each reshard becomes the cheapest sequence of `all_to_all`,
+//! `all_gather`, `all_slice` or one `collective_permute` (see [`reshard`]).
+//! Uneven dims are padded (GSPMD style) and masked where an op reads across
+//! elements (reduce, dot). Slices, pads, reverses and concatenations of
+//! sharded dims exchange halos (see [`halo`]); multi-input reduces combine
+//! stacked partials (see [`combine`]).
 
 mod combine;
+mod finish;
 mod halo;
 mod lower;
 pub mod program;

@@ -68,6 +68,13 @@ pub enum CollectiveKind {
     CollectivePermute(Vec<(u64, u64)>),
     /// Reduce partial results over `axes` (no layout change besides dropping unreduced).
     AllReduce(CollectiveReduction),
+    /// Reduce partial results over `axes` and keep one block each: per dim,
+    /// the (unreduced) axes appended to its sharding. The same as `AllReduce`
+    /// then `AllSlice`, at about half the traffic.
+    ReduceScatter {
+        reduction: CollectiveReduction,
+        dims: Vec<Vec<AxisRef>>,
+    },
     /// Halo exchange fused with a slice, pad, reverse or concatenate: every
     /// device builds its result block from the elements it holds and those
     /// `transfers` bring, `(source, target, elements)` (see [`super::window`]).
@@ -86,8 +93,17 @@ impl CollectiveKind {
             CollectiveKind::AllToAll { .. } => "all_to_all",
             CollectiveKind::CollectivePermute(_) => "collective_permute",
             CollectiveKind::AllReduce(_) => "all_reduce",
+            CollectiveKind::ReduceScatter { .. } => "reduce_scatter",
             CollectiveKind::Window { .. } => "collective_permute",
         }
+    }
+
+    /// True when the collective combines partial results (all_reduce, reduce_scatter).
+    pub fn reduces(&self) -> bool {
+        matches!(
+            self,
+            CollectiveKind::AllReduce(_) | CollectiveKind::ReduceScatter { .. }
+        )
     }
 
     /// True when the collective moves data between devices.

@@ -59,6 +59,7 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
                     CollectiveKind::AllGather(_) => b_in * (n - 1),
                     CollectiveKind::AllToAll { .. } => b_in * (n - 1) / n,
                     CollectiveKind::AllReduce(_) => 2 * b_in * (n - 1) / n,
+                    CollectiveKind::ReduceScatter { .. } => b_in * (n - 1) / n,
                     CollectiveKind::CollectivePermute(_)
                     | CollectiveKind::AllSlice(_)
                     | CollectiveKind::Window { .. } => 0,
@@ -168,6 +169,10 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                     }
                     CollectiveKind::AllReduce(_) => OpKind::AllReduce {
                         reduction_axes: c.axes.clone(),
+                        out_sharding,
+                    },
+                    CollectiveKind::ReduceScatter { dims, .. } => OpKind::ReduceScatter {
+                        scatter_axes: dims.clone(),
                         out_sharding,
                     },
                 };

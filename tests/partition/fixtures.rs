@@ -9,7 +9,7 @@ use shardsim::exec::execute;
 use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
-use shardsim::partition::{partition, CollectiveKind};
+use shardsim::partition::partition;
 use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::{allclose, max_abs_rel_error};
 
@@ -67,9 +67,7 @@ fn check_every_case(file: &str) {
         for (i, (o, (e, r))) in outs.iter().zip(expected.iter().zip(&reference)).enumerate() {
             // Exact unless a reduction was split across devices (partial sums
             // round in the element type, the interpreter accumulates in f64).
-            let exact = !program
-                .collectives()
-                .any(|c| matches!(c.kind, CollectiveKind::AllReduce(_)));
+            let exact = !program.collectives().any(|c| c.kind.reduces());
             let same = if exact {
                 o == r
             } else {

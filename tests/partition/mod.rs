@@ -6,5 +6,6 @@
 mod bytes;
 mod cli;
 mod errors;
+mod finishing;
 mod fixtures;
 mod props;

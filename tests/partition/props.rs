@@ -116,7 +116,9 @@ proptest! {
 
 /// A program: dot, then multiply, then a reduce (sum or max) of the product
 /// over one dim, and an argmax over that dim (a two-input reduce whose
-/// partial results are combined by stacking).
+/// partial results are combined by stacking). The dot and the reduce are
+/// constrained to random shardings, so partial results are finished by
+/// reduce-scatter, all-reduce or both.
 fn arb_program() -> impl Strategy<Value = String> {
     // Axes of size 2+: propagation (not this part) gives size-1 axes to two
     // dims of one tensor (`[{"x"}, {"x", "y"}]` for an "x"=1 axis).
@@ -128,10 +130,12 @@ fn arb_program() -> impl Strategy<Value = String> {
                 arb_sharding(a, 2),
                 arb_sharding(a, 2),
                 arb_sharding(a, 2),
+                arb_sharding(a, 2),
+                arb_sharding(a, 1),
             )
         },
     )
-    .prop_map(|((mesh, m, k, n, max, dim), s0, s1, s2)| {
+    .prop_map(|((mesh, m, k, n, max, dim), s0, s1, s2, c0, c1)| {
         let (lhs, rhs, out) = (ty(&[m, k]), ty(&[k, n]), ty(&[m, n]));
         let red = ty(&[if dim == 0 { n } else { m }]);
         let (op, init) = if max { ("maximum", "-2147483648") } else { ("add", "0") };
@@ -140,10 +144,12 @@ fn arb_program() -> impl Strategy<Value = String> {
         format!(
             "sdy.mesh @mesh = {mesh}
 func.func @main(%arg0: {lhs} {{sdy.sharding = {s0}}}, %arg1: {rhs} {{sdy.sharding = {s1}}}, %arg2: {out} {{sdy.sharding = {s2}}}) -> ({out}, {red}, {red}) {{
-  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : ({lhs}, {rhs}) -> {out}
+  %d = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : ({lhs}, {rhs}) -> {out}
+  %0 = sdy.sharding_constraint %d {c0} : {out}
   %1 = stablehlo.multiply %0, %arg2 : {out}
   %c = stablehlo.constant dense<{init}> : tensor<i32>
-  %2 = stablehlo.reduce(%1 init: %c) applies stablehlo.{op} across dimensions = [{dim}] : ({out}, tensor<i32>) -> {red}
+  %r = stablehlo.reduce(%1 init: %c) applies stablehlo.{op} across dimensions = [{dim}] : ({out}, tensor<i32>) -> {red}
+  %2 = sdy.sharding_constraint %r {c1} : {red}
   %3 = stablehlo.iota dim = {dim} : {out}
   %4 = stablehlo.constant dense<-2147483648> : tensor<i32>
   %5 = stablehlo.constant dense<0> : tensor<i32>
@@ -160,7 +166,9 @@ func.func @main(%arg0: {lhs} {{sdy.sharding = {s0}}}, %arg1: {rhs} {{sdy.shardin
   }}
   return %1, %2, %6#1 : {out}, {red}, {red}
 }}
-"
+",
+            c0 = c0.trim_start_matches("#sdy.sharding"),
+            c1 = c1.trim_start_matches("#sdy.sharding"),
         )
     })
 }

@@ -167,6 +167,10 @@ impl<'t> CommModel<'t> {
             CollectiveKind::AllReduce(_) => {
                 (vec![CollectiveOp::AllReduce; groups.len()], elems(c.input))
             }
+            CollectiveKind::ReduceScatter { .. } => (
+                vec![CollectiveOp::ReduceScatter; groups.len()],
+                elems(c.input),
+            ),
             CollectiveKind::AllGather(_) => {
                 (vec![CollectiveOp::AllGather; groups.len()], elems(c.output))
             }
