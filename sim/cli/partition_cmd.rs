@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use shardsim::exec::execute;
 use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
-use shardsim::partition::{partition, text, SpmdProgram};
+use shardsim::partition::{partition_with, text, PartitionOptions, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::{max_abs_rel_error, npy, Tensor};
 
@@ -24,10 +24,29 @@ enum PartitionFormat {
     Json,
 }
 
+/// The user's partitioning choices.
+#[derive(Debug, Args)]
+pub struct PartitionFlags {
+    /// Finish means over evenly sharded dims (a sum divided by its count)
+    /// with an averaging all-reduce (NCCL's avg) instead of sum then divide.
+    #[arg(long)]
+    avg_means: bool,
+}
+
+impl PartitionFlags {
+    fn options(&self) -> PartitionOptions {
+        PartitionOptions {
+            avg_means: self.avg_means,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PartitionArgs {
     /// The program (StableHLO + sdy text).
     input: PathBuf,
+    #[command(flatten)]
+    partition: PartitionFlags,
     #[arg(long, value_enum, default_value_t = PartitionFormat::Mlir)]
     format: PartitionFormat,
     /// Write the output here instead of stdout.
@@ -39,6 +58,8 @@ pub struct PartitionArgs {
 pub struct ExecArgs {
     /// The program (StableHLO + sdy text).
     input: PathBuf,
+    #[command(flatten)]
+    partition: PartitionFlags,
     /// Input arrays, one .npy file per function argument, comma-separated
     /// (without them, --topology times the program in shape-only mode).
     #[arg(long, value_delimiter = ',')]
@@ -57,7 +78,10 @@ pub struct ExecArgs {
 }
 
 /// Read, propagate and partition a program file.
-fn load(path: &Path) -> anyhow::Result<(shardsim::ir::Module, SpmdProgram)> {
+fn load(
+    path: &Path,
+    opts: &PartitionOptions,
+) -> anyhow::Result<(shardsim::ir::Module, SpmdProgram)> {
     let mut module = read_module(path)?;
     // Programs as JAX exports them call private functions: inline them as XLA does.
     if inline::has_calls(&module) {
@@ -67,12 +91,13 @@ fn load(path: &Path) -> anyhow::Result<(shardsim::ir::Module, SpmdProgram)> {
     let original = module.clone();
     propagate_module(&mut module, Strategy::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let program = partition(&module).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let program =
+        partition_with(&module, opts).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok((original, program))
 }
 
 pub fn run_partition(args: PartitionArgs) -> anyhow::Result<()> {
-    let (_, program) = load(&args.input)?;
+    let (_, program) = load(&args.input, &args.partition.options())?;
     let out = match args.format {
         PartitionFormat::Mlir => text::to_mlir(&program),
         PartitionFormat::Json => serde_json::to_string_pretty(&text::summary(&program))? + "\n",
@@ -94,7 +119,7 @@ fn write_outputs(dir: &Path, outs: &[Tensor]) -> anyhow::Result<()> {
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     super::exec_timed::check_args(&args.timed)?;
-    let (original, program) = load(&args.input)?;
+    let (original, program) = load(&args.input, &args.partition.options())?;
     let data_bytes: u64 = program
         .values
         .iter()

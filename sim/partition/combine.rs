@@ -34,7 +34,7 @@ pub(super) fn stackable(func: &Func, op: &Op) -> bool {
 
 /// Add `op` with results `(name, global type, local type)` to both the local
 /// and the global function at the same ids; its result value ids.
-fn add_op_both(
+pub(super) fn add_op_both(
     b: &mut Builder,
     template: &Op,
     kind: OpKind,

@@ -2,7 +2,7 @@
 //! by op, choosing each op's factor sharding, inserting reshards (lowered to
 //! collectives) and emitting local steps (see the module doc of `partition`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::base::{DType, TensorType};
 use crate::ir::interp::reduce_kind_of;
@@ -13,13 +13,22 @@ use crate::rules::rule_for;
 use crate::sharding::{MeshRef, ShardLayout, TensorSharding};
 use crate::tensor::{CollectiveReduction, ReduceKind};
 
+use super::mean::mean_pattern;
 use super::program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
 use super::reshard::{plan_reshard, CostModel, PlannedStep};
-use super::PartitionError;
+use super::{PartitionError, PartitionOptions};
 
 /// Partition the entry function of `module`, whose values carry the shardings
 /// propagation gave them (a value without one is replicated).
 pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
+    partition_with(module, &PartitionOptions::default())
+}
+
+/// [`partition`] with the user's choices.
+pub fn partition_with(
+    module: &Module,
+    opts: &PartitionOptions,
+) -> Result<SpmdProgram, PartitionError> {
     let func = module
         .entry()
         .ok_or_else(|| PartitionError::Module("no function to partition".into()))?;
@@ -33,6 +42,8 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
         slot_of: vec![None; func.values.len()],
         local_func: func.clone(),
         global_func: func.clone(),
+        opts: *opts,
+        means: BTreeMap::new(),
     };
     let mut args = Vec::new();
     for &a in &func.args {
@@ -45,6 +56,14 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
     let mut results = Vec::new();
     for &id in &func.body {
         let op = func.op(id);
+        if let Some(mean) = b.means.remove(&id) {
+            // The divide of a mean finished by an averaging collective.
+            let r = op.results[0];
+            let t = b.declared(func, r);
+            let out = b.reshard(mean, &t, &func.value(r).name)?;
+            b.slot_of[r.0 as usize] = Some(out);
+            continue;
+        }
         match &op.kind {
             OpKind::Return => {
                 for (i, &v) in op.operands.iter().enumerate() {
@@ -191,6 +210,10 @@ pub(super) struct Builder {
     /// `combine`) go here and into `global_func` at the same ids.
     pub(super) local_func: Func,
     pub(super) global_func: Func,
+    pub(super) opts: PartitionOptions,
+    /// Divides of means already finished by an averaging collective, with
+    /// the slot holding the mean.
+    pub(super) means: BTreeMap<OpId, Slot>,
 }
 
 impl Builder {
@@ -430,6 +453,17 @@ impl Builder {
             masks,
             device_block: false,
         });
+        let mut reduction = reduction;
+        let mut mean_divide = None;
+        if let Some(m) = self.avg_mean(func, op, reduction, &local_operands, &unreduced) {
+            let k: u64 = unreduced
+                .iter()
+                .map(|a| a.size(&self.mesh).unwrap_or(1))
+                .product();
+            local_results[0] = self.local_mean(op, op.results[0], local_results[0], m.count / k)?;
+            reduction = Some(CollectiveReduction::Avg);
+            mean_divide = Some(m.divide);
+        }
         if stackable && !unreduced.is_empty() {
             let n = op.results.len();
             local_results =
@@ -447,7 +481,41 @@ impl Builder {
             slot = self.reshard(slot, &targets[i], &name)?;
             self.slot_of[r.0 as usize] = Some(slot);
         }
+        if let Some(divide) = mean_divide {
+            self.means.insert(
+                divide,
+                self.slot_of[op.results[0].0 as usize].expect("set above"),
+            );
+        }
         Ok(())
+    }
+
+    /// The mean `op` computes, when the user asked for averaging collectives
+    /// and its partial sum (unreduced over `unreduced`) comes from reduced
+    /// dims that those axes split into equal parts.
+    fn avg_mean(
+        &self,
+        func: &Func,
+        op: &Op,
+        reduction: Option<CollectiveReduction>,
+        local_operands: &[Slot],
+        unreduced: &[AxisRef],
+    ) -> Option<super::mean::MeanPattern> {
+        if !self.opts.avg_means
+            || reduction != Some(CollectiveReduction::Sum)
+            || unreduced.is_empty()
+        {
+            return None;
+        }
+        let OpKind::Reduce { dims } = &op.kind else {
+            return None;
+        };
+        let input = &self.values[*local_operands.first()?];
+        let even = dims.iter().all(|&d| {
+            let d = d as usize;
+            input.layout.local_shape[d] * input.layout.shards[d] == input.global.shape[d]
+        });
+        even.then(|| mean_pattern(func, op)).flatten()
     }
 
     /// Axes sorted in mesh order (for unreduced lists and collective axes).

@@ -19,19 +19,29 @@ mod combine;
 mod finish;
 mod halo;
 mod lower;
+mod mean;
 pub mod program;
 pub mod reshard;
 pub mod text;
 pub mod window;
 pub mod xla;
 
-pub use lower::partition;
+pub use lower::{partition, partition_with};
 pub use program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 pub use window::WindowOp;
 
 use crate::ir::Loc;
 use crate::sharding::ShardingError;
+
+/// Choices a user makes about the partitioned program.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionOptions {
+    /// Finish means over evenly sharded dims (a sum reduce divided by its
+    /// element count) with an averaging all-reduce: each device divides its
+    /// partial sum by its own count first (see `mean`).
+    pub avg_means: bool,
+}
 
 /// Why a program could not be partitioned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::ir::mlir::print_module;
 use crate::ir::{AllToAllParam, Module, Op, OpKind, Value, ValueDef, ValueId};
 use crate::mesh::AxisRef;
+use crate::tensor::CollectiveReduction;
 
 use super::program::{CollectiveKind, SpmdProgram, Step};
 
@@ -184,6 +185,16 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                         name: "shardsim.halo_exchange_for".into(),
                         value: format!("\"{}\"", op.name()),
                     }],
+                    // Shardy's all_reduce and reduce_scatter sum; say when not.
+                    CollectiveKind::AllReduce(r)
+                    | CollectiveKind::ReduceScatter { reduction: r, .. }
+                        if *r != CollectiveReduction::Sum =>
+                    {
+                        vec![crate::ir::RawAttr {
+                            name: "shardsim.reduction".into(),
+                            value: format!("\"{}\"", r.name()),
+                        }]
+                    }
                     _ => Vec::new(),
                 };
                 let out = func.add_value(Value {

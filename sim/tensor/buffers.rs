@@ -25,6 +25,17 @@ pub enum CollectiveReduction {
 }
 
 impl CollectiveReduction {
+    /// Lower-case name (`sum`, `prod`, `min`, `max`, `avg`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveReduction::Sum => "sum",
+            CollectiveReduction::Prod => "prod",
+            CollectiveReduction::Min => "min",
+            CollectiveReduction::Max => "max",
+            CollectiveReduction::Avg => "avg",
+        }
+    }
+
     fn op(self) -> BinaryOp {
         match self {
             CollectiveReduction::Sum | CollectiveReduction::Avg => BinaryOp::Add,

@@ -139,3 +139,17 @@ fn exec_runs_jax_exports_that_call_private_functions() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn avg_means_prints_an_averaging_all_reduce() {
+    let out = shardsim(&["partition", &case("row_mean", "before.mlir"), "--avg-means"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("sdy.all_reduce"))
+        .expect("an all_reduce");
+    assert!(line.contains(r#"shardsim.reduction = "avg""#), "{line}");
+    // Each device divides its partial sum by its own count, 32 / 4.
+    assert!(text.contains("dense<8.000000e+00>"), "{text}");
+}

@@ -9,7 +9,7 @@ use shardsim::exec::execute;
 use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
-use shardsim::partition::partition;
+use shardsim::partition::{partition_with, PartitionOptions};
 use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::{allclose, max_abs_rel_error};
 
@@ -19,7 +19,14 @@ fn cases() -> Vec<PathBuf> {
 
 #[test]
 fn exec_reproduces_jax_outputs_and_the_interpreter() {
-    check_every_case("before.mlir");
+    check_every_case("before.mlir", &PartitionOptions::default());
+}
+
+/// Means finished by averaging all-reduces give JAX's results too.
+#[test]
+fn exec_with_averaging_means_reproduces_jax_outputs() {
+    let opts = PartitionOptions { avg_means: true };
+    check_every_case("before.mlir", &opts);
 }
 
 /// JAX's own export calls private functions; they are inlined as XLA does.
@@ -33,12 +40,12 @@ fn exec_of_jax_exports_with_calls_reproduces_jax_outputs() {
         })
         .count();
     assert!(with_calls >= 10, "{with_calls} exports with calls");
-    check_every_case("lowered.mlir");
+    check_every_case("lowered.mlir", &PartitionOptions::default());
 }
 
 /// Propagate, partition and run `file` of every case; compare with JAX and
 /// with the interpreter.
-fn check_every_case(file: &str) {
+fn check_every_case(file: &str, opts: &PartitionOptions) {
     let cases = cases();
     assert!(cases.len() >= 60, "expected the JAX fixtures");
     let mut failures = Vec::new();
@@ -50,7 +57,7 @@ fn check_every_case(file: &str) {
         let mut module = inline::inline_calls(&parse_and_verify(&text).unwrap()).unwrap();
         let reference = interpret(&module, &inputs).unwrap();
         propagate_module(&mut module, Strategy::default()).unwrap();
-        let program = match partition(&module) {
+        let program = match partition_with(&module, opts) {
             Ok(p) => p,
             Err(e) => {
                 failures.push(format!("{name}: partition: {e}"));

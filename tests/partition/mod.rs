@@ -8,4 +8,5 @@ mod cli;
 mod errors;
 mod finishing;
 mod fixtures;
+mod means;
 mod props;
