@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
 use shardsim::engine::log::write_atomically;
+use shardsim::engine::perturb::draw_link_failures;
 use shardsim::engine::{FaultKind, Jitter, LinkFault, Stragglers, Time};
 use shardsim::exec::timed::{
     parse_roofline, report, run_timed, trace, OomPolicy, TimedOptions, Timeline,
@@ -57,6 +58,31 @@ pub struct TimedArgs {
     /// e.g. n0.gpu3->n0.nvswitch@20us; repeatable.
     #[arg(long, value_name = "FROM->TO@TIME[:FRACTION]")]
     pub link_fault: Vec<String>,
+    /// COUNT devices, drawn from --seed, whose compute is slowed by FACTOR
+    /// (added to --straggler), e.g. 2:1.5.
+    #[arg(long, value_name = "COUNT:FACTOR")]
+    pub random_stragglers: Option<String>,
+    /// COUNT link failures, links and times (in [0, WINDOW)) drawn from
+    /// --seed (added to --link-fault), e.g. 2@50us.
+    #[arg(long, value_name = "COUNT@WINDOW")]
+    pub random_link_failures: Option<String>,
+}
+
+/// Split `text` at `sep` into a count and the rest, for `flag`'s error messages.
+fn count_and<'a>(
+    flag: &str,
+    text: &'a str,
+    sep: char,
+    example: &str,
+) -> anyhow::Result<(usize, &'a str)> {
+    let Some((n, rest)) = text.split_once(sep) else {
+        bail!("--{flag} {text}: expected {example}");
+    };
+    let n = n
+        .trim()
+        .parse()
+        .with_context(|| format!("--{flag} {text}: bad count"))?;
+    Ok((n, rest.trim()))
 }
 
 /// Parse `FROM->TO@TIME[:FRACTION]` against `topo`.
@@ -101,7 +127,7 @@ fn parse_fault(text: &str, topo: &Topology) -> anyhow::Result<LinkFault> {
 }
 
 impl TimedArgs {
-    fn options(&self, topo: &Topology) -> anyhow::Result<TimedOptions> {
+    fn options(&self, topo: &Topology, devices: u64) -> anyhow::Result<TimedOptions> {
         let mut opts = TimedOptions {
             seed: self.seed,
             on_oom: match self.on_oom {
@@ -128,12 +154,34 @@ impl TimedArgs {
                 .with_context(|| format!("--straggler {s}: bad factor"))?;
             stragglers.insert(d, f)?;
         }
+        if let Some(text) = &self.random_stragglers {
+            let (count, f) = count_and("random-stragglers", text, ':', "COUNT:FACTOR, e.g. 2:1.5")?;
+            let f: f64 = f
+                .parse()
+                .with_context(|| format!("--random-stragglers {text}: bad factor"))?;
+            for (d, f) in Stragglers::draw(self.seed, devices, count, f)?.iter() {
+                stragglers.insert(d, f)?;
+            }
+        }
         opts.stragglers = stragglers;
         opts.faults = self
             .link_fault
             .iter()
             .map(|f| parse_fault(f, topo))
             .collect::<anyhow::Result<_>>()?;
+        if let Some(text) = &self.random_link_failures {
+            let example = "COUNT@WINDOW, e.g. 2@50us";
+            let (count, window) = count_and("random-link-failures", text, '@', example)?;
+            let window = Duration::parse(window)
+                .map_err(|e| anyhow::anyhow!("--random-link-failures {text}: {e}"))?;
+            let links = topo.links().len();
+            opts.faults.extend(draw_link_failures(
+                self.seed,
+                links,
+                count,
+                Time(window.ps()),
+            ));
+        }
         if let Some(p) = &self.roofline {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
@@ -179,10 +227,36 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
         return Ok(None);
     };
     let topo = super::output::load_topology(name, args.nodes, &args.set)?;
-    let opts = args.options(&topo)?;
+    let opts = args.options(&topo, program.num_devices())?;
     let t = run_timed(program, &topo, &opts)?;
     if let Some(dir) = &args.trace {
         write_trace(dir, &t, &topo)?;
     }
-    Ok(Some(report::to_text(&report::summarize(&t, &topo))))
+    let mut text = perturbations(&opts, &topo);
+    text += &report::to_text(&report::summarize(&t, &topo));
+    Ok(Some(text))
+}
+
+/// The stragglers and link faults a run applies, one line each (drawn ones
+/// included, so a seeded run says what it drew).
+fn perturbations(opts: &TimedOptions, topo: &Topology) -> String {
+    let mut text = String::new();
+    for (d, f) in opts.stragglers.iter() {
+        text += &format!("straggler: device {d} computes {f}x slower\n");
+    }
+    for f in &opts.faults {
+        let link = topo.link(shardsim::topology::LinkId(f.link as u32));
+        let name = |c| topo.component(c).name.clone();
+        let what = match f.kind {
+            FaultKind::Fail => "fails".to_string(),
+            FaultKind::Degrade(x) => format!("degrades to {x} of its bandwidth"),
+        };
+        text += &format!(
+            "link fault: {} -> {} {what} at {:.3} us\n",
+            name(link.from),
+            name(link.to),
+            f.at.0 as f64 / 1e6
+        );
+    }
+    text
 }

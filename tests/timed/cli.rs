@@ -166,3 +166,87 @@ fn user_errors_exit_2_with_one_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Stragglers and link failures drawn from the seed: the run names what it
+/// drew, the same seed draws the same, and a straggler lengthens the step.
+#[test]
+fn seeded_stragglers_and_link_failures_are_reported_and_reproducible() {
+    let model = crate::common::fixture("../../models/gpt3_mlp_block.mlir");
+    let run = |seed: &str, extra: &[&str]| {
+        let mut args = vec![
+            "exec",
+            model.to_str().unwrap(),
+            "--topology",
+            "dgx-h100",
+            "--seed",
+            seed,
+        ];
+        args.extend_from_slice(extra);
+        let out = shardsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let step_us = |text: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("simulated step time"))
+            .unwrap();
+        let v: Vec<&str> = line.split_whitespace().collect();
+        let x: f64 = v[3].parse().unwrap();
+        if v[4] == "ms" {
+            x * 1000.0
+        } else {
+            x
+        }
+    };
+    let plain = run("7", &[]);
+    let a = run(
+        "7",
+        &[
+            "--random-stragglers",
+            "2:1.5",
+            "--random-link-failures",
+            "2@5ms",
+        ],
+    );
+    let b = run(
+        "7",
+        &[
+            "--random-stragglers",
+            "2:1.5",
+            "--random-link-failures",
+            "2@5ms",
+        ],
+    );
+    assert_eq!(a, b);
+    let drawn = |t: &str, what: &str| t.lines().filter(|l| l.starts_with(what)).count();
+    assert_eq!(drawn(&a, "straggler: device "), 2, "{a}");
+    assert_eq!(drawn(&a, "link fault: "), 2, "{a}");
+    assert!(step_us(&a) > step_us(&plain), "{a}\n{plain}");
+    let others: Vec<String> = ["8", "9", "10"]
+        .iter()
+        .map(|s| run(s, &["--random-stragglers", "2:1.5"]))
+        .collect();
+    assert!(others
+        .iter()
+        .any(|o| o.lines().take(3).ne(a.lines().take(3))));
+    // Bad forms are user errors.
+    for bad in [
+        ["--random-stragglers", "9:1.5"],
+        ["--random-link-failures", "2"],
+    ] {
+        let out = shardsim(&[
+            "exec",
+            model.to_str().unwrap(),
+            "--topology",
+            "dgx-h100",
+            bad[0],
+            bad[1],
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+    }
+}
