@@ -46,35 +46,13 @@ pub fn run(
     };
     match &c.kind {
         CollectiveKind::AllReduce(kind) => {
-            let mut outs = Vec::new();
-            for g in &c.groups {
-                let bufs: Vec<Tensor> = g
-                    .iter()
-                    .map(|&d| input(devices, d))
-                    .collect::<Result<_, _>>()?;
-                let r = reduce_group(&bufs, *kind).map_err(|e| fail(g[0], e))?;
-                for &d in g {
-                    outs.push((d, r.clone()));
-                }
-            }
-            for (d, t) in outs {
+            for (d, t) in reduce_groups(c, *kind, |d| input(devices, d))? {
                 devices[index[&d]].buffers[c.output] = Some(t);
             }
         }
         CollectiveKind::ReduceScatter { reduction, .. } => {
-            // The group's reduced buffer (the input's block), then each
-            // device's block of it in the output layout.
-            let mut reduced: BTreeMap<u64, Tensor> = BTreeMap::new();
-            for g in &c.groups {
-                let bufs: Vec<Tensor> = g
-                    .iter()
-                    .map(|&d| input(devices, d))
-                    .collect::<Result<_, _>>()?;
-                let r = reduce_group(&bufs, *reduction).map_err(|e| fail(g[0], e))?;
-                for &d in g {
-                    reduced.insert(d, r.clone());
-                }
-            }
+            // Each device keeps its block (output layout) of its group's sum.
+            let reduced = reduce_groups(c, *reduction, |d| input(devices, d))?;
             let mut outs = Vec::with_capacity(devices.len());
             for d in devices.iter() {
                 let own = |q: u64| reduced.get(&q);
@@ -118,6 +96,23 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// Per device, the reduction of its group's input buffers.
+fn reduce_groups(
+    c: &Collective,
+    kind: CollectiveReduction,
+    input: impl Fn(u64) -> Result<Tensor, Failure>,
+) -> Result<BTreeMap<u64, Tensor>, Failure> {
+    let mut out = BTreeMap::new();
+    for g in &c.groups {
+        let bufs: Vec<Tensor> = g.iter().map(|&d| input(d)).collect::<Result<_, _>>()?;
+        let r = reduce_group(&bufs, kind).map_err(|e| fail(g[0], e))?;
+        for &d in g {
+            out.insert(d, r.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Combine a group's buffers in group order; floats accumulate in f64 and

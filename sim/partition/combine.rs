@@ -76,6 +76,23 @@ pub(super) fn add_op_both(
 }
 
 impl Builder {
+    /// Emit a local step of an op the partitioner added (no padding masks).
+    pub(super) fn push_added(
+        &mut self,
+        op: OpId,
+        operands: Vec<Slot>,
+        results: Vec<Slot>,
+        device_block: bool,
+    ) {
+        self.steps.push(Step::Local {
+            op,
+            operands,
+            results,
+            masks: Vec::new(),
+            device_block,
+        });
+    }
+
     /// Finish the partial results `partials` of reduce `id` (unreduced over
     /// the same axes) with `inits` (the local init slots): stack, all-gather,
     /// reduce again. Returns the finished slots (no unreduced axes).
@@ -125,13 +142,7 @@ impl Builder {
                 &[(format!("%st{stacked}"), global, local_ty)],
                 Vec::new(),
             );
-            self.steps.push(Step::Local {
-                op: reshape,
-                operands: vec![slot],
-                results: vec![stacked],
-                masks: Vec::new(),
-                device_block: false,
-            });
+            self.push_added(reshape, vec![slot], vec![stacked], false);
             let mut after = sharding;
             after.dims[0].axes.clear();
             let mut per_dim = vec![Vec::new(); after.dims.len()];
@@ -190,13 +201,7 @@ impl Builder {
         );
         let mut step_operands = gathered;
         step_operands.extend_from_slice(inits);
-        self.steps.push(Step::Local {
-            op: reduce,
-            operands: step_operands,
-            results: results.clone(),
-            masks: Vec::new(),
-            device_block: false,
-        });
+        self.push_added(reduce, step_operands, results.clone(), false);
         Ok(results)
     }
 }

@@ -13,7 +13,7 @@ use crate::sharding::TensorSharding;
 
 use super::combine::add_op_both;
 use super::lower::Builder;
-use super::program::{Slot, Step};
+use super::program::Slot;
 use super::PartitionError;
 
 /// A sum reduce whose only use divides it by its element count.
@@ -113,13 +113,7 @@ impl Builder {
             &[(names("n", c), scalar_ty.clone(), scalar_ty)],
             Vec::new(),
         );
-        self.steps.push(Step::Local {
-            op: c_op,
-            operands: Vec::new(),
-            results: vec![c],
-            masks: Vec::new(),
-            device_block: true,
-        });
+        self.push_added(c_op, Vec::new(), vec![c], true);
         // The broadcast count: laid out as the partial, nothing unreduced.
         let plain = TensorSharding {
             unreduced: Vec::new(),
@@ -140,13 +134,7 @@ impl Builder {
             &[(names("nb", b), partial.global.clone(), local_ty.clone())],
             Vec::new(),
         );
-        self.steps.push(Step::Local {
-            op: b_op,
-            operands: vec![c],
-            results: vec![b],
-            masks: Vec::new(),
-            device_block: false,
-        });
+        self.push_added(b_op, vec![c], vec![b], false);
         let mean = self.add_value(
             &format!("{}.mean", partial.name),
             partial.global.clone(),
@@ -160,13 +148,7 @@ impl Builder {
             &[(names("mean", mean), partial.global.clone(), local_ty)],
             Vec::new(),
         );
-        self.steps.push(Step::Local {
-            op: d_op,
-            operands: vec![slot, b],
-            results: vec![mean],
-            masks: Vec::new(),
-            device_block: false,
-        });
+        self.push_added(d_op, vec![slot, b], vec![mean], false);
         Ok(mean)
     }
 }
