@@ -9,10 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::base::DType;
+use crate::ir::interp::manual::device_collective;
+use crate::ir::DeviceCollective;
 use crate::partition::{Collective, CollectiveKind, SpmdProgram};
 use crate::tensor::{
-    convert, extract_block, insert_block, reduce_buffers, CollectiveReduction, Tensor, TensorError,
+    extract_block, insert_block, reduce_buffers_wide, CollectiveReduction, Tensor,
 };
 
 use super::DeviceState;
@@ -63,6 +64,27 @@ pub fn run(
             }
         }
         CollectiveKind::Window { op, .. } => super::window::run(program, c, op, devices)?,
+        CollectiveKind::Device { op, reduction, .. } => {
+            let ids: Vec<u64> = devices.iter().map(|d| d.device).collect();
+            let inputs: Vec<Tensor> = ids
+                .iter()
+                .map(|&d| input(devices, d))
+                .collect::<Result<_, _>>()?;
+            let groups = match op {
+                DeviceCollective::CollectivePermute { .. } => Vec::new(),
+                _ => c.groups.clone(),
+            };
+            let outs = device_collective(op, &groups, *reduction, &ids, &inputs)
+                .map_err(|e| fail(ids[0], e))?;
+            for (d, t) in devices.iter_mut().zip(outs) {
+                d.buffers[c.output] = Some(t);
+            }
+        }
+        CollectiveKind::Relabel => {
+            for d in devices.iter_mut() {
+                d.buffers[c.output] = d.buffers[c.input].clone();
+            }
+        }
         _ => {
             let group_of: BTreeMap<u64, &Vec<u64>> = c
                 .groups
@@ -107,27 +129,12 @@ fn reduce_groups(
     let mut out = BTreeMap::new();
     for g in &c.groups {
         let bufs: Vec<Tensor> = g.iter().map(|&d| input(d)).collect::<Result<_, _>>()?;
-        let r = reduce_group(&bufs, kind).map_err(|e| fail(g[0], e))?;
+        let r = reduce_buffers_wide(&bufs, kind).map_err(|e| fail(g[0], e))?;
         for &d in g {
             out.insert(d, r.clone());
         }
     }
     Ok(out)
-}
-
-/// Combine a group's buffers in group order; floats accumulate in f64 and
-/// round once (as the interpreter's dot and reduce do), so a split reduction
-/// rounds twice at most: once per partial, once at the end.
-fn reduce_group(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tensor, TensorError> {
-    let dtype = bufs[0].dtype();
-    if !dtype.is_float() || dtype == DType::F64 {
-        return reduce_buffers(bufs, kind);
-    }
-    let wide: Vec<Tensor> = bufs
-        .iter()
-        .map(|b| convert(b, DType::F64))
-        .collect::<Result<_, _>>()?;
-    convert(&reduce_buffers(&wide, kind)?, dtype)
 }
 
 /// Device `dev`'s output block, copied from the input blocks of `sources`

@@ -417,6 +417,15 @@ pub enum OpKind {
     CollectivePermute {
         out_sharding: TensorSharding,
     },
+    /// `stablehlo.all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`,
+    /// `collective_permute`: per-device code over explicit device groups, as
+    /// JAX's shard_map writes them in manual computation bodies.
+    DeviceCollective {
+        op: DeviceCollective,
+        /// Device ids per group (`replica_groups` with global device ids);
+        /// empty for a permute.
+        groups: Vec<Vec<u64>>,
+    },
     /// `"shardsim.device_copy"`: move a value between virtual devices / memory
     /// scopes (inserted by device planning; `src`/`dst` are VirtualDevice texts).
     DeviceCopy {
@@ -473,6 +482,7 @@ impl OpKind {
             OpKind::ReduceScatter { .. } => "sdy.reduce_scatter",
             OpKind::AllToAll { .. } => "sdy.all_to_all",
             OpKind::CollectivePermute { .. } => "sdy.collective_permute",
+            OpKind::DeviceCollective { op, .. } => op.name(),
             OpKind::DeviceCopy { .. } => "shardsim.device_copy",
             OpKind::Call { .. } => "func.call",
             OpKind::Return => "func.return",
@@ -517,6 +527,49 @@ impl OpKind {
                 | OpKind::ReduceScatter { .. }
                 | OpKind::AllToAll { .. }
                 | OpKind::CollectivePermute { .. }
+        )
+    }
+}
+
+/// What a [`OpKind::DeviceCollective`] does to each device's buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceCollective {
+    /// Combine the group's buffers with the op's reducer region.
+    AllReduce,
+    /// Concatenate the group's buffers along `dim`, in group order.
+    AllGather { dim: u64 },
+    /// Combine with the reducer, then keep the `i`-th of `n` pieces along
+    /// `dim` (`i`: the device's place in its group).
+    ReduceScatter { dim: u64 },
+    /// Split along `split_dim` into `split_count` pieces, send piece `j` to
+    /// the group's `j`-th device, concatenate what arrives along `concat_dim`.
+    AllToAll {
+        split_dim: u64,
+        concat_dim: u64,
+        split_count: u64,
+    },
+    /// Each `(source, target)` pair sends the source's buffer to the target;
+    /// a device that receives nothing gets zeros.
+    CollectivePermute { pairs: Vec<(u64, u64)> },
+}
+
+impl DeviceCollective {
+    /// Full op name as printed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DeviceCollective::AllReduce => "stablehlo.all_reduce",
+            DeviceCollective::AllGather { .. } => "stablehlo.all_gather",
+            DeviceCollective::ReduceScatter { .. } => "stablehlo.reduce_scatter",
+            DeviceCollective::AllToAll { .. } => "stablehlo.all_to_all",
+            DeviceCollective::CollectivePermute { .. } => "stablehlo.collective_permute",
+        }
+    }
+
+    /// True when the op carries a reducer region.
+    pub fn reduces(&self) -> bool {
+        matches!(
+            self,
+            DeviceCollective::AllReduce | DeviceCollective::ReduceScatter { .. }
         )
     }
 }

@@ -656,11 +656,83 @@ pub fn infer_result_types(
             check_sharding_rank(out_sharding, t[0])?;
             same_as(t[0])
         }
+        OpKind::DeviceCollective { op: c, groups } => {
+            n(1)?;
+            device_collective_type(c, groups, t[0]).map(|ty| Some(vec![ty]))
+        }
         OpKind::NamedComputation { .. }
         | OpKind::ManualComputation { .. }
         | OpKind::Call { .. } => Ok(None),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
+}
+
+/// The result type of a device collective on `x`: groups of equal size,
+/// each device at most once; gathered, scattered and exchanged dims sized
+/// for the group.
+fn device_collective_type(
+    c: &super::ops::DeviceCollective,
+    groups: &[Vec<u64>],
+    x: &TensorType,
+) -> Result<TensorType, String> {
+    use super::ops::DeviceCollective as C;
+    let mut seen = std::collections::BTreeSet::new();
+    let ids: Vec<u64> = match c {
+        C::CollectivePermute { pairs } => {
+            let mut targets = std::collections::BTreeSet::new();
+            for &(s, t) in pairs {
+                if !seen.insert(s) || !targets.insert(t) {
+                    return Err(format!(
+                        "source_target_pairs name a source or target twice ({s}, {t})"
+                    ));
+                }
+            }
+            Vec::new()
+        }
+        _ => groups.iter().flatten().copied().collect(),
+    };
+    if let Some(d) = ids.iter().find(|&&d| !seen.insert(d)) {
+        return Err(format!("device {d} is in two replica groups"));
+    }
+    let n = groups.first().map_or(1, |g| g.len() as u64);
+    if groups.iter().any(|g| g.len() as u64 != n) {
+        return Err("replica groups must have one size".into());
+    }
+    let dim = |d: u64| -> Result<usize, String> {
+        let d = d as usize;
+        if d < x.rank() {
+            Ok(d)
+        } else {
+            Err(format!("dimension {d} is out of range for {x}"))
+        }
+    };
+    let mut out = x.clone();
+    match c {
+        C::AllReduce | C::CollectivePermute { .. } => {}
+        C::AllGather { dim: d } => out.shape[dim(*d)?] *= n,
+        C::ReduceScatter { dim: d } => {
+            let d = dim(*d)?;
+            if x.shape[d] % n != 0 {
+                return Err(format!("dimension {d} of {x} does not split into {n}"));
+            }
+            out.shape[d] /= n;
+        }
+        C::AllToAll {
+            split_dim,
+            concat_dim,
+            split_count,
+        } => {
+            let (s, k) = (dim(*split_dim)?, dim(*concat_dim)?);
+            if *split_count != n || x.shape[s] % n != 0 {
+                return Err(format!(
+                    "split_count {split_count} must equal the group size {n} and divide dimension {s} of {x}"
+                ));
+            }
+            out.shape[s] /= n;
+            out.shape[k] *= n;
+        }
+    }
+    Ok(out)
 }
 
 fn check_indices(t: &[&TensorType]) -> Result<(), String> {
@@ -701,6 +773,16 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     }
     match &op.kind {
         OpKind::Reduce { .. } => verify_reduce_body(m, f, op)?,
+        OpKind::DeviceCollective { op: c, .. } if c.reduces() => {
+            // The reducer: (scalar, scalar) -> scalar of the element type.
+            let r = region(op)?;
+            let scalar = TensorType::new(Vec::new(), ins[0].dtype);
+            if r.args.len() != 2 || r.args.iter().any(|&a| f.value(a).ty != scalar) {
+                return Err(err(op, format!("the reducer must take two {scalar}")));
+            }
+            verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+            check_region_return(f, op, r, &[&scalar])?;
+        }
         OpKind::NamedComputation {
             in_shardings,
             out_shardings,

@@ -14,7 +14,9 @@ use crate::sharding::{MeshRef, ShardLayout, TensorSharding};
 use crate::tensor::{CollectiveReduction, ReduceKind};
 
 use super::mean::mean_pattern;
-use super::program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
+use super::program::{
+    Collective, CollectiveKind, LocalValue, ManualRegion, Mask, Slot, SpmdProgram, Step,
+};
 use super::reshard::{plan_reshard, CostModel, PlannedStep};
 use super::{PartitionError, PartitionOptions};
 
@@ -44,6 +46,7 @@ pub fn partition_with(
         global_func: func.clone(),
         opts: *opts,
         means: BTreeMap::new(),
+        manual: Vec::new(),
     };
     let mut args = Vec::new();
     for &a in &func.args {
@@ -114,6 +117,7 @@ pub fn partition_with(
                     b.partition_op(func, id)?;
                 }
             }
+            OpKind::ManualComputation { .. } => b.partition_manual(func, id)?,
             _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
                 return Err(op_error(
                     op,
@@ -143,10 +147,11 @@ pub fn partition_with(
         args,
         steps: b.steps,
         results,
+        manual: b.manual,
     })
 }
 
-fn op_error(op: &Op, message: impl Into<String>) -> PartitionError {
+pub(super) fn op_error(op: &Op, message: impl Into<String>) -> PartitionError {
     PartitionError::Op {
         loc: op.loc,
         op: op.kind.name().to_string(),
@@ -214,11 +219,12 @@ pub(super) struct Builder {
     /// Divides of means already finished by an averaging collective, with
     /// the slot holding the mean.
     pub(super) means: BTreeMap<OpId, Slot>,
+    pub(super) manual: Vec<ManualRegion>,
 }
 
 impl Builder {
     /// A sharding with closed dims on this program's mesh symbol.
-    fn concrete(&self, mut s: TensorSharding) -> TensorSharding {
+    pub(super) fn concrete(&self, mut s: TensorSharding) -> TensorSharding {
         for d in &mut s.dims {
             d.is_closed = true;
             d.priority = None;

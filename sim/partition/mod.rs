@@ -19,6 +19,7 @@ mod combine;
 mod finish;
 mod halo;
 mod lower;
+mod manual;
 mod mean;
 pub mod program;
 pub mod reshard;
@@ -27,7 +28,9 @@ pub mod window;
 pub mod xla;
 
 pub use lower::{partition, partition_with};
-pub use program::{Collective, CollectiveKind, LocalValue, Mask, Slot, SpmdProgram, Step};
+pub use program::{
+    Collective, CollectiveKind, LocalValue, ManualRegion, Mask, Slot, SpmdProgram, Step,
+};
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 pub use window::WindowOp;
 

@@ -6,7 +6,7 @@
 //! device holds) comes from each value's [`ShardLayout`].
 
 use crate::base::{DType, TensorType};
-use crate::ir::{Func, Module, OpId};
+use crate::ir::{DeviceCollective, Func, Module, OpId};
 use crate::mesh::{AxisRef, Mesh};
 use crate::sharding::{ShardLayout, TensorSharding};
 use crate::tensor::CollectiveReduction;
@@ -75,6 +75,17 @@ pub enum CollectiveKind {
         reduction: CollectiveReduction,
         dims: Vec<Vec<AxisRef>>,
     },
+    /// A collective of a manual computation's body (JAX's shard_map) over
+    /// explicit device groups, on the devices' local buffers; `source` is the
+    /// op (in [`SpmdProgram::local_func`]) it comes from.
+    Device {
+        op: DeviceCollective,
+        reduction: Option<CollectiveReduction>,
+        source: OpId,
+    },
+    /// The same buffers under another value (a manual computation's result,
+    /// from its body's per-device value to the out-sharding's layout).
+    Relabel,
     /// Halo exchange fused with a slice, pad, reverse or concatenate: every
     /// device builds its result block from the elements it holds and those
     /// `transfers` bring, `(source, target, elements)` (see [`super::window`]).
@@ -95,20 +106,23 @@ impl CollectiveKind {
             CollectiveKind::AllReduce(_) => "all_reduce",
             CollectiveKind::ReduceScatter { .. } => "reduce_scatter",
             CollectiveKind::Window { .. } => "collective_permute",
+            CollectiveKind::Device { op, .. } => op.name().trim_start_matches("stablehlo."),
+            CollectiveKind::Relabel => "relabel",
         }
     }
 
     /// True when the collective combines partial results (all_reduce, reduce_scatter).
     pub fn reduces(&self) -> bool {
-        matches!(
-            self,
-            CollectiveKind::AllReduce(_) | CollectiveKind::ReduceScatter { .. }
-        )
+        match self {
+            CollectiveKind::AllReduce(_) | CollectiveKind::ReduceScatter { .. } => true,
+            CollectiveKind::Device { op, .. } => op.reduces(),
+            _ => false,
+        }
     }
 
     /// True when the collective moves data between devices.
     pub fn moves_data(&self) -> bool {
-        !matches!(self, CollectiveKind::AllSlice(_))
+        !matches!(self, CollectiveKind::AllSlice(_) | CollectiveKind::Relabel)
     }
 }
 
@@ -158,6 +172,22 @@ pub struct SpmdProgram {
     pub values: Vec<LocalValue>,
     pub args: Vec<Slot>,
     pub steps: Vec<Step>,
+    pub results: Vec<Slot>,
+    /// The manual computations (shard_map) the steps run, for printing them
+    /// as the ops they came from.
+    pub manual: Vec<ManualRegion>,
+}
+
+/// The steps of one manual computation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManualRegion {
+    /// The `sdy.manual_computation` op.
+    pub op: OpId,
+    /// Its body's steps and the relabels of its results.
+    pub steps: std::ops::Range<usize>,
+    /// Its operands, resharded to the in-shardings.
+    pub operands: Vec<Slot>,
+    /// Its results, under the out-shardings.
     pub results: Vec<Slot>,
 }
 

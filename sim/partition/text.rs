@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::ir::mlir::print_module;
-use crate::ir::{AllToAllParam, Module, Op, OpKind, Value, ValueDef, ValueId};
+use crate::ir::{AllToAllParam, DeviceCollective, Module, Op, OpKind, Value, ValueDef, ValueId};
 use crate::mesh::AxisRef;
 use crate::tensor::CollectiveReduction;
 
@@ -61,6 +61,14 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
                     CollectiveKind::AllToAll { .. } => b_in * (n - 1) / n,
                     CollectiveKind::AllReduce(_) => 2 * b_in * (n - 1) / n,
                     CollectiveKind::ReduceScatter { .. } => b_in * (n - 1) / n,
+                    CollectiveKind::Device { op, .. } => match op {
+                        DeviceCollective::AllReduce => 2 * b_in * (n - 1) / n,
+                        DeviceCollective::AllGather { .. } => b_in * (n - 1),
+                        DeviceCollective::ReduceScatter { .. }
+                        | DeviceCollective::AllToAll { .. } => b_in * (n - 1) / n,
+                        DeviceCollective::CollectivePermute { .. } => 0,
+                    },
+                    CollectiveKind::Relabel => 0,
                     CollectiveKind::CollectivePermute(_)
                     | CollectiveKind::AllSlice(_)
                     | CollectiveKind::Window { .. } => 0,
@@ -68,15 +76,24 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
                 *sent.entry(d).or_default() += bytes;
             }
         }
-        if let CollectiveKind::CollectivePermute(pairs) = &c.kind {
-            for &(s, _) in pairs {
-                *sent.entry(s).or_default() += b_in.max(b_out);
-            }
+        let pairs = match &c.kind {
+            CollectiveKind::CollectivePermute(pairs)
+            | CollectiveKind::Device {
+                op: DeviceCollective::CollectivePermute { pairs },
+                ..
+            } => pairs.as_slice(),
+            _ => &[],
+        };
+        for &(s, _) in pairs {
+            *sent.entry(s).or_default() += b_in.max(b_out);
         }
         if let CollectiveKind::Window { transfers, .. } = &c.kind {
             for &(s, _, n) in transfers {
                 *sent.entry(s).or_default() += n * c.dtype.size_bytes();
             }
+        }
+        if matches!(c.kind, CollectiveKind::Relabel) {
+            continue;
         }
         collectives.push(CollectiveSummary {
             op: c.kind.name().to_string(),
@@ -119,7 +136,24 @@ pub fn to_module(p: &SpmdProgram) -> Module {
         value_of[slot] = Some(a);
     }
     let mut body = Vec::new();
-    for step in &p.steps {
+    for (i, step) in p.steps.iter().enumerate() {
+        if let Some(m) = p.manual.iter().find(|m| m.steps.contains(&i)) {
+            // A manual computation prints as itself, once, with its body.
+            if i == m.steps.start {
+                let mut op = func.op(m.op).clone();
+                op.operands = m
+                    .operands
+                    .iter()
+                    .map(|&s| value_of[s].expect("defined before use"))
+                    .collect();
+                for (&r, &s) in op.results.iter().zip(&m.results) {
+                    value_of[s] = Some(r);
+                }
+                *func.op_mut(m.op) = op;
+                body.push(m.op);
+            }
+            continue;
+        }
         match step {
             Step::Local {
                 op,
@@ -167,6 +201,9 @@ pub fn to_module(p: &SpmdProgram) -> Module {
                     },
                     CollectiveKind::CollectivePermute(_) | CollectiveKind::Window { .. } => {
                         OpKind::CollectivePermute { out_sharding }
+                    }
+                    CollectiveKind::Device { .. } | CollectiveKind::Relabel => {
+                        unreachable!("steps of a manual computation print as it")
                     }
                     CollectiveKind::AllReduce(_) => OpKind::AllReduce {
                         reduction_axes: c.axes.clone(),

@@ -9,7 +9,7 @@
 //! their own factor.
 
 use crate::base::TensorType;
-use crate::ir::{Func, Op, OpKind, OpShardingRule};
+use crate::ir::{DeviceCollective, Func, Op, OpKind, OpShardingRule};
 
 use super::builder::{FactorKind, RuleBuilder};
 
@@ -43,6 +43,38 @@ pub fn rule_for_types(
     match kind {
         k if k.is_elementwise() || matches!(k, OpKind::Iota { .. }) => {
             b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        }
+        OpKind::DeviceCollective { op: c, .. } => {
+            // Dims a collective resizes get one factor in the operand and
+            // another in the result, both needing replication, after the
+            // dims it keeps (as Shardy gives them).
+            let input = &operands.first()?.shape;
+            let output = out?;
+            let special: Vec<usize> = match c {
+                DeviceCollective::AllGather { dim } | DeviceCollective::ReduceScatter { dim } => {
+                    vec![*dim as usize]
+                }
+                DeviceCollective::AllToAll {
+                    split_dim,
+                    concat_dim,
+                    ..
+                } => {
+                    let mut d = vec![*split_dim as usize, *concat_dim as usize];
+                    d.sort_unstable();
+                    d.dedup();
+                    d
+                }
+                DeviceCollective::AllReduce | DeviceCollective::CollectivePermute { .. } => {
+                    Vec::new()
+                }
+            };
+            for d in (0..input.len()).filter(|d| !special.contains(d)) {
+                b.factor(&[Some(d)], &[Some(d)], input[d], FactorKind::Default);
+            }
+            for &d in &special {
+                b.factor(&[Some(d)], &[None], input[d], FactorKind::NeedReplication);
+                b.factor(&[None], &[Some(d)], output[d], FactorKind::NeedReplication);
+            }
         }
         OpKind::Reverse { dims } => {
             let dims = dims.clone();

@@ -172,6 +172,27 @@ pub fn accumulate_into(
 
 /// Combine `bufs` elementwise with `kind`, folding left to right; `Avg` divides
 /// the sum by `bufs.len()` at the end.
+/// [`reduce_buffers`] with floats accumulated in f64 and rounded once (as
+/// the interpreter's dot and reduce do), so a split reduction rounds twice at
+/// most: once per partial, once at the end.
+pub fn reduce_buffers_wide(
+    bufs: &[Tensor],
+    kind: CollectiveReduction,
+) -> Result<Tensor, TensorError> {
+    let dtype = bufs
+        .first()
+        .ok_or_else(|| TensorError::invalid("reduce_buffers", "expected at least one buffer"))?
+        .dtype();
+    if !dtype.is_float() || dtype == DType::F64 {
+        return reduce_buffers(bufs, kind);
+    }
+    let wide: Vec<Tensor> = bufs
+        .iter()
+        .map(|b| crate::tensor::convert(b, DType::F64))
+        .collect::<Result<_, _>>()?;
+    crate::tensor::convert(&reduce_buffers(&wide, kind)?, dtype)
+}
+
 pub fn reduce_buffers(bufs: &[Tensor], kind: CollectiveReduction) -> Result<Tensor, TensorError> {
     let (first, rest) = bufs
         .split_first()

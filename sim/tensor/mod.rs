@@ -29,7 +29,7 @@ mod shape_ops;
 
 pub use buffers::{
     accumulate_into, concat_pieces, extract_block, insert_block, pad_to_shape, reduce_buffers,
-    split, CollectiveReduction,
+    reduce_buffers_wide, split, CollectiveReduction,
 };
 pub use convert::convert;
 pub use data::Data;

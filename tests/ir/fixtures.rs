@@ -94,7 +94,12 @@ fn printing_reproduces_every_fixture_byte_for_byte() {
                 .position(|(a, b)| a != b)
                 .map(|i| i + 1)
                 .unwrap_or(0);
-            diffs.push(format!("{}: first difference on line {line}", p.display()));
+            diffs.push(format!(
+                "{}: first difference on line {line}:\n{}\n{}",
+                p.display(),
+                text.lines().nth(line.saturating_sub(1)).unwrap_or(""),
+                printed.lines().nth(line.saturating_sub(1)).unwrap_or("")
+            ));
         }
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));

@@ -69,3 +69,50 @@ fn two_meshes_are_refused() {
         "{err}"
     );
 }
+
+/// A shard_map over "x" only ("y" stays automatic): refused with the reason,
+/// by the partitioner and by the interpreter.
+#[test]
+fn partially_manual_computations_are_refused_with_the_reason() {
+    let text = r#"sdy.mesh @mesh = <["x"=2, "y"=4]>
+func.func @main(%arg0: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> tensor<8x16xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%arg1: tensor<4x16xf32>) {
+    %1 = stablehlo.tanh %arg1 : tensor<4x16xf32>
+    sdy.return %1 : tensor<4x16xf32>
+  } : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+"#;
+    let module = parse_and_verify(text).unwrap();
+    let err = partition(&module).unwrap_err().to_string();
+    assert!(
+        err.contains("sdy.manual_computation") && err.contains("free axes y"),
+        "{err}"
+    );
+    let x = shardsim::tensor::Tensor::from_vec(vec![8, 16], vec![0.5f32; 128]).unwrap();
+    let err = shardsim::ir::interp::interpret(&module, &[x])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("partially manual"), "{err}");
+}
+
+/// A device collective whose groups repeat a device is a verifier error at
+/// its location.
+#[test]
+fn replica_groups_naming_a_device_twice_are_a_located_error() {
+    let text = r#"sdy.mesh @mesh = <["d"=4]>
+func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"d"}]>] out_shardings=[<@mesh, [{"d"}]>] manual_axes={"d"} (%arg1: tensor<2xf32>) {
+    %1 = "stablehlo.all_gather"(%arg1) <{all_gather_dim = 0 : i64, replica_groups = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>}> : (tensor<2xf32>) -> tensor<4xf32>
+    %2 = stablehlo.slice %1 [0:2] : (tensor<4xf32>) -> tensor<2xf32>
+    sdy.return %2 : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"#;
+    let err = parse_and_verify(text).unwrap_err().to_string();
+    assert!(
+        err.starts_with("4:") && err.contains("device 1 is in two replica groups"),
+        "{err}"
+    );
+}

@@ -51,6 +51,28 @@ fn value_keys(func: &Func) -> Vec<u64> {
                 format!("reshard {}", sharding.to_bare())
             }
             OpKind::Constant { value, .. } => format!("constant {value:?}"),
+            // Shardy's export drops the explicitly replicated axes of a
+            // manual computation's shardings.
+            OpKind::ManualComputation {
+                in_shardings,
+                out_shardings,
+                manual_axes,
+            } => {
+                let bare = |v: &[TensorSharding]| -> Vec<String> {
+                    v.iter()
+                        .map(|s| {
+                            let mut s = s.clone();
+                            s.replicated.clear();
+                            s.to_bare()
+                        })
+                        .collect()
+                };
+                format!(
+                    "manual {:?} {:?} {manual_axes:?}",
+                    bare(in_shardings),
+                    bare(out_shardings)
+                )
+            }
             k => format!("{k:?}"),
         };
         for (r, &res) in op.results.iter().enumerate() {
@@ -67,13 +89,16 @@ fn value_keys(func: &Func) -> Vec<u64> {
     keys
 }
 
-/// The sharding a value has: for a reshard or constraint result, the op's own.
+/// The sharding a value has: for a reshard or constraint result, the op's
+/// own; for a manual computation's result, its out-sharding.
 fn sharding_of(func: &Func, v: usize) -> Option<&TensorSharding> {
-    if let ValueDef::Result { op, .. } = func.values[v].def {
-        if let OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } =
-            &func.op(op).kind
-        {
-            return Some(sharding);
+    if let ValueDef::Result { op, index } = func.values[v].def {
+        match &func.op(op).kind {
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                return Some(sharding)
+            }
+            OpKind::ManualComputation { out_shardings, .. } => return out_shardings.get(index),
+            _ => {}
         }
     }
     func.values[v].sharding.as_ref()

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp};
 use crate::engine::{LinkFault, Time};
+use crate::ir::DeviceCollective;
 use crate::partition::{window, Collective, CollectiveKind, SpmdProgram};
 use crate::topology::Topology;
 
@@ -178,21 +179,29 @@ impl<'t> CommModel<'t> {
                 (vec![CollectiveOp::AllToAll; groups.len()], elems(c.input))
             }
             CollectiveKind::CollectivePermute(pairs) => {
-                let ops = c
-                    .groups
-                    .iter()
-                    .map(|g| {
-                        let rank = |d: u64| g.iter().position(|&x| x == d);
-                        let pairs = pairs
-                            .iter()
-                            .filter_map(|&(s, t)| Some((rank(s)?, rank(t)?)))
-                            .collect();
-                        CollectiveOp::Permute { pairs }
-                    })
-                    .collect();
-                (ops, elems(c.input))
+                (permutes(&c.groups, pairs), elems(c.input))
             }
-            CollectiveKind::AllSlice(_) | CollectiveKind::Window { .. } => (Vec::new(), 0),
+            CollectiveKind::Device { op, .. } => {
+                let one = |o: CollectiveOp| vec![o; groups.len()];
+                match op {
+                    DeviceCollective::AllReduce => (one(CollectiveOp::AllReduce), elems(c.input)),
+                    DeviceCollective::AllGather { .. } => {
+                        (one(CollectiveOp::AllGather), elems(c.output))
+                    }
+                    DeviceCollective::ReduceScatter { .. } => {
+                        (one(CollectiveOp::ReduceScatter), elems(c.input))
+                    }
+                    DeviceCollective::AllToAll { .. } => {
+                        (one(CollectiveOp::AllToAll), elems(c.input))
+                    }
+                    DeviceCollective::CollectivePermute { pairs } => {
+                        (permutes(&c.groups, pairs), elems(c.input))
+                    }
+                }
+            }
+            CollectiveKind::AllSlice(_)
+            | CollectiveKind::Window { .. }
+            | CollectiveKind::Relabel => (Vec::new(), 0),
         };
         (groups, ops, total)
     }
@@ -243,4 +252,19 @@ impl<'t> CommModel<'t> {
         self.cache.insert(key, timing.clone());
         Ok(timing)
     }
+}
+
+/// Per group, the permute of `pairs` between its members (by rank).
+fn permutes(groups: &[Vec<u64>], pairs: &[(u64, u64)]) -> Vec<CollectiveOp> {
+    groups
+        .iter()
+        .map(|g| {
+            let rank = |d: u64| g.iter().position(|&x| x == d);
+            let pairs = pairs
+                .iter()
+                .filter_map(|&(s, t)| Some((rank(s)?, rank(t)?)))
+                .collect();
+            CollectiveOp::Permute { pairs }
+        })
+        .collect()
 }

@@ -9,12 +9,19 @@ use super::super::{
 use super::InterpError;
 
 /// Values computed so far, by value id.
-struct Env {
+pub(super) struct Env {
     values: Vec<Option<Tensor>>,
 }
 
 impl Env {
-    fn get(&self, v: ValueId, op: &Op) -> Result<&Tensor, InterpError> {
+    /// No values yet, room for every value of `func`.
+    pub(super) fn new(func: &Func) -> Env {
+        Env {
+            values: vec![None; func.values.len()],
+        }
+    }
+
+    pub(super) fn get(&self, v: ValueId, op: &Op) -> Result<&Tensor, InterpError> {
         self.values[v.0 as usize].as_ref().ok_or_else(|| {
             InterpError::op(
                 op.loc,
@@ -24,7 +31,15 @@ impl Env {
         })
     }
 
-    fn set(&mut self, v: ValueId, t: Tensor) {
+    /// Copies of `op`'s operand values, in operand order.
+    pub(super) fn operands(&self, op: &Op) -> Result<Vec<Tensor>, InterpError> {
+        op.operands
+            .iter()
+            .map(|&v| self.get(v, op).cloned())
+            .collect()
+    }
+
+    pub(super) fn set(&mut self, v: ValueId, t: Tensor) {
         self.values[v.0 as usize] = Some(t);
     }
 }
@@ -73,11 +88,7 @@ fn run_block(
     for &id in ops {
         let op = func.op(id);
         if op.kind.is_terminator() {
-            return op
-                .operands
-                .iter()
-                .map(|&v| env.get(v, op).cloned())
-                .collect();
+            return env.operands(op);
         }
         let outs = eval_op(module, func, op, env)?;
         if outs.len() != op.results.len() {
@@ -172,7 +183,7 @@ fn constant(
     }
 }
 
-fn eval_op(
+pub(super) fn eval_op(
     module: &Module,
     func: &Func,
     op: &Op,
@@ -260,11 +271,7 @@ fn eval_op(
             one(tensor::dynamic_update_slice(arg(0)?, arg(1)?, &starts))
         }
         OpKind::Concatenate { dim } => {
-            let parts: Vec<Tensor> = op
-                .operands
-                .iter()
-                .map(|&v| env.get(v, op).cloned())
-                .collect::<Result<_, _>>()?;
+            let parts = env.operands(op)?;
             one(tensor::concatenate(&parts, *dim as usize))
         }
         OpKind::Pad {
@@ -311,11 +318,7 @@ fn eval_op(
         | OpKind::CollectivePermute { .. } => Ok(vec![arg(0)?.clone()]),
         OpKind::ShardingGroup { .. } => Ok(Vec::new()),
         OpKind::NamedComputation { .. } => {
-            let args: Vec<Tensor> = op
-                .operands
-                .iter()
-                .map(|&v| env.get(v, op).cloned())
-                .collect::<Result<_, _>>()?;
+            let args = env.operands(op)?;
             let region = op
                 .regions
                 .first()
@@ -323,20 +326,20 @@ fn eval_op(
             run_region(module, func, region, args, env)
         }
         OpKind::Call { callee } => {
-            let args: Vec<Tensor> = op
-                .operands
-                .iter()
-                .map(|&v| env.get(v, op).cloned())
-                .collect::<Result<_, _>>()?;
+            let args = env.operands(op)?;
             let f = module
                 .func(callee)
                 .ok_or_else(|| InterpError::op(op.loc, name, format!("no function @{callee}")))?;
             eval_func(module, f, args)
         }
-        OpKind::ManualComputation { .. } => Err(InterpError::op(
+        OpKind::ManualComputation { .. } => {
+            let args = env.operands(op)?;
+            super::manual::eval_manual(module, func, op, args)
+        }
+        OpKind::DeviceCollective { .. } => Err(InterpError::op(
             op.loc,
             name,
-            "a manual computation is per-device code; run it with the multi-device executor",
+            "a device collective outside a manual computation has no single-device meaning",
         )),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Vec::new()),
     }

@@ -6,9 +6,11 @@
 //! Sharding ops (`sharding_constraint`, `reshard`, barriers, data-flow edges)
 //! and the sdy collectives are identities on the global value; named
 //! computations and calls evaluate their bodies; a `manual_computation` body is
-//! per-device code and is refused here (it needs the multi-device executor).
+//! per-device code, run for every device of the mesh in lockstep with its
+//! device collectives (see [`manual`]).
 
 mod eval;
+pub mod manual;
 
 use crate::base::TensorType;
 use crate::tensor::{Tensor, TensorError};

@@ -10,8 +10,8 @@ use crate::ir::model::{
     Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,
 };
 use crate::ir::ops::{
-    AllToAllParam, BinaryOp, CompareDir, CompareType, DotDims, OpKind, PropagationDirection,
-    UnaryOp,
+    AllToAllParam, BinaryOp, CompareDir, CompareType, DeviceCollective, DotDims, OpKind,
+    PropagationDirection, UnaryOp,
 };
 use crate::ir::rule::OpShardingRule;
 use crate::mesh::{AxisRef, Mesh, SubAxis};
@@ -1811,6 +1811,58 @@ impl<'a> Parser<'a> {
             "stablehlo.dot" => OpKind::Dot {
                 precision: take_precision(raw),
             },
+            "stablehlo.all_reduce"
+            | "stablehlo.all_gather"
+            | "stablehlo.reduce_scatter"
+            | "stablehlo.all_to_all"
+            | "stablehlo.collective_permute" => {
+                let matrix = |raw: &mut Vec<RawAttr>,
+                              key: &str|
+                 -> Result<Vec<Vec<u64>>, TextError> {
+                    let v = take_attr(raw, key).ok_or_else(|| {
+                        self.c.error_with(pos, format!("attribute '{key}'"), "none")
+                    })?;
+                    parse_int_matrix(&v).ok_or_else(|| {
+                        self.c.error_with(
+                            pos,
+                            format!("a dense<[[...]]> : tensor<NxMxi64> of non-negative integers for '{key}'"),
+                            v,
+                        )
+                    })
+                };
+                let op = match name {
+                    "stablehlo.all_reduce" => DeviceCollective::AllReduce,
+                    "stablehlo.all_gather" => DeviceCollective::AllGather {
+                        dim: one(raw, "all_gather_dim")?,
+                    },
+                    "stablehlo.reduce_scatter" => DeviceCollective::ReduceScatter {
+                        dim: one(raw, "scatter_dimension")?,
+                    },
+                    "stablehlo.all_to_all" => DeviceCollective::AllToAll {
+                        split_dim: one(raw, "split_dimension")?,
+                        concat_dim: one(raw, "concat_dimension")?,
+                        split_count: one(raw, "split_count")?,
+                    },
+                    _ => {
+                        let pairs = matrix(raw, "source_target_pairs")?;
+                        if pairs.iter().any(|p| p.len() != 2) {
+                            return Err(self.c.error_with(
+                                pos,
+                                "pairs [source, target] in 'source_target_pairs'",
+                                format!("{pairs:?}"),
+                            ));
+                        }
+                        DeviceCollective::CollectivePermute {
+                            pairs: pairs.iter().map(|p| (p[0], p[1])).collect(),
+                        }
+                    }
+                };
+                let groups = match op {
+                    DeviceCollective::CollectivePermute { .. } => Vec::new(),
+                    _ => matrix(raw, "replica_groups")?,
+                };
+                OpKind::DeviceCollective { op, groups }
+            }
             "call" => {
                 let callee = take_attr(raw, "callee")
                     .ok_or_else(|| self.c.error_with(pos, "attribute 'callee'", "none"))?;
@@ -1866,6 +1918,39 @@ fn take_precision(raw: &mut Vec<RawAttr>) -> Vec<String> {
             .map(str::to_string)
             .collect(),
     }
+}
+
+/// The rows of `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` (a splat
+/// `dense<0>` fills the type's shape).
+fn parse_int_matrix(text: &str) -> Option<Vec<Vec<u64>>> {
+    let body = text.trim().strip_prefix("dense<")?;
+    let (values, ty) = body.split_once('>')?;
+    let shape = ty
+        .trim()
+        .strip_prefix(':')?
+        .trim()
+        .strip_prefix("tensor<")?;
+    let dims: Vec<usize> = shape
+        .strip_suffix('>')?
+        .split('x')
+        .take_while(|t| t.chars().all(|c| c.is_ascii_digit()))
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    let [rows, cols] = dims[..] else {
+        return None;
+    };
+    let flat: Vec<u64> = values
+        .split(['[', ']', ','])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    let flat = match flat.len() {
+        1 if rows * cols != 1 => vec![flat[0]; rows * cols],
+        n if n == rows * cols => flat,
+        _ => return None,
+    };
+    Some(flat.chunks(cols.max(1)).map(<[u64]>::to_vec).collect())
 }
 
 /// Integers of `array<i64: 1, 2>`, `dense<[1, 2]> : tensor<2xi64>` or `3 : i64`.

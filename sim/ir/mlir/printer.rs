@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::base::TensorType;
 use crate::ir::model::{Func, Module, Op, RawAttr, Region, ValueId, Visibility};
-use crate::ir::ops::{OpKind, UnaryOp};
+use crate::ir::ops::{DeviceCollective, OpKind, UnaryOp};
 use crate::mesh::AxisRef;
 use crate::sharding::{ShardingPerValue, TensorSharding};
 
@@ -56,6 +56,17 @@ fn raw_pairs(raw: &[RawAttr]) -> Vec<(String, String)> {
     raw.iter()
         .map(|a| (a.name.clone(), a.value.clone()))
         .collect()
+}
+
+/// `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`.
+fn int_matrix(rows: &[Vec<u64>]) -> String {
+    let cols = rows.first().map_or(0, Vec::len);
+    let body: Vec<String> = rows.iter().map(|r| list(r)).collect();
+    format!(
+        "dense<[{}]> : tensor<{}x{cols}xi64>",
+        body.join(", "),
+        rows.len()
+    )
 }
 
 fn types_list(tys: &[&TensorType]) -> String {
@@ -230,7 +241,13 @@ impl Printer {
 
     /// ` {attrs}` of an op (raw ones, its result shardings and its rule), or nothing.
     fn op_attrs(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
+        self.op_attrs_except(cx, op, &[])
+    }
+
+    /// [`Self::op_attrs`] without the raw attributes named in `skip`.
+    fn op_attrs_except(&self, cx: &FuncCtx<'_>, op: &Op, skip: &[&str]) -> String {
         let mut attrs = raw_pairs(&op.attrs);
+        attrs.retain(|(k, _)| !skip.contains(&k.as_str()));
         let shardings: Vec<Option<&TensorSharding>> = op
             .results
             .iter()
@@ -518,6 +535,9 @@ impl Printer {
             OpKind::NamedComputation { .. } | OpKind::ManualComputation { .. } => {
                 return self.computation(out, cx, op, ind);
             }
+            OpKind::DeviceCollective { op: c, groups } => {
+                return self.device_collective(out, cx, op, c, groups, ind);
+            }
             OpKind::Call { callee } => format!("{res}call @{callee}({ops}){attrs}{}", full(self)),
             OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => {
                 let kw = if matches!(op.kind, OpKind::Return) {
@@ -537,6 +557,76 @@ impl Printer {
         };
         let _ = f;
         let _ = writeln!(out, "{ind}{line}");
+    }
+
+    /// A device collective in the generic form JAX prints it in:
+    /// `"stablehlo.all_reduce"(%x) <{props}> ({reducer}) {attrs} : (T) -> T`.
+    fn device_collective(
+        &self,
+        out: &mut String,
+        cx: &FuncCtx<'_>,
+        op: &Op,
+        c: &DeviceCollective,
+        groups: &[Vec<u64>],
+        ind: &str,
+    ) {
+        const PROPS: [&str; 2] = ["channel_handle", "use_global_device_ids"];
+        let mut props: Vec<(String, String)> = raw_pairs(&op.attrs)
+            .into_iter()
+            .filter(|(k, _)| PROPS.contains(&k.as_str()))
+            .collect();
+        let int = |v: u64| format!("{v} : i64");
+        match c {
+            DeviceCollective::AllReduce => {}
+            DeviceCollective::AllGather { dim } => props.push(("all_gather_dim".into(), int(*dim))),
+            DeviceCollective::ReduceScatter { dim } => {
+                props.push(("scatter_dimension".into(), int(*dim)))
+            }
+            DeviceCollective::AllToAll {
+                split_dim,
+                concat_dim,
+                split_count,
+            } => {
+                props.push(("split_dimension".into(), int(*split_dim)));
+                props.push(("concat_dimension".into(), int(*concat_dim)));
+                props.push(("split_count".into(), int(*split_count)));
+            }
+            DeviceCollective::CollectivePermute { pairs } => {
+                let rows: Vec<Vec<u64>> = pairs.iter().map(|&(s, t)| vec![s, t]).collect();
+                props.push(("source_target_pairs".into(), int_matrix(&rows)));
+            }
+        }
+        if !matches!(c, DeviceCollective::CollectivePermute { .. }) {
+            props.push(("replica_groups".into(), int_matrix(groups)));
+        }
+        let head = format!(
+            "{}\"{}\"({}) <{}>",
+            self.results_prefix(cx, op),
+            c.name(),
+            self.operands(cx, op),
+            attr_dict(&mut props)
+        );
+        let tail = format!(
+            "{}{}",
+            self.op_attrs_except(cx, op, &PROPS),
+            self.functional(cx, op, false)
+        );
+        let Some(r) = op.regions.first() else {
+            let _ = writeln!(out, "{ind}{head}{tail}");
+            return;
+        };
+        let args: Vec<String> = r
+            .args
+            .iter()
+            .map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty))
+            .collect();
+        let _ = writeln!(out, "{ind}{head} ({{");
+        let _ = writeln!(out, "{ind}^bb0({}):", args.join(", "));
+        let inner = format!("{ind}  ");
+        for &id in &r.ops {
+            self.op(out, cx, cx.f.op(id), &inner);
+        }
+        let _ = writeln!(out, "{ind}}}){tail}");
     }
 
     fn bare_result(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
