@@ -1,7 +1,7 @@
 //! Invariants on random inputs: a reshard between any two shardings keeps
 //! every element on every device (exactly), and small dot / elementwise /
-//! reduce programs with random input shardings give the interpreter's result
-//! (integers, so exactly).
+//! reduce programs with random input shardings, halo exchanges and shard_map
+//! regions give the interpreter's result (integers, so exactly).
 
 use proptest::prelude::*;
 
