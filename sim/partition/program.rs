@@ -95,7 +95,42 @@ pub enum CollectiveKind {
     },
 }
 
+/// What a collective moves between devices, whatever wrote it (the
+/// partitioner's sdy collectives or a shard_map body's device collectives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic<'a> {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    /// `(source, target)` device pairs.
+    Permute(&'a [(u64, u64)]),
+    /// Nothing, or (a halo exchange) transfers listed by the collective itself.
+    Other,
+}
+
 impl CollectiveKind {
+    /// The traffic pattern, for timing and byte counts.
+    pub fn traffic(&self) -> Traffic<'_> {
+        match self {
+            CollectiveKind::AllReduce(_) => Traffic::AllReduce,
+            CollectiveKind::AllGather(_) => Traffic::AllGather,
+            CollectiveKind::ReduceScatter { .. } => Traffic::ReduceScatter,
+            CollectiveKind::AllToAll { .. } => Traffic::AllToAll,
+            CollectiveKind::CollectivePermute(pairs) => Traffic::Permute(pairs),
+            CollectiveKind::Device { op, .. } => match op {
+                DeviceCollective::AllReduce => Traffic::AllReduce,
+                DeviceCollective::AllGather { .. } => Traffic::AllGather,
+                DeviceCollective::ReduceScatter { .. } => Traffic::ReduceScatter,
+                DeviceCollective::AllToAll { .. } => Traffic::AllToAll,
+                DeviceCollective::CollectivePermute { pairs } => Traffic::Permute(pairs),
+            },
+            CollectiveKind::AllSlice(_)
+            | CollectiveKind::Window { .. }
+            | CollectiveKind::Relabel => Traffic::Other,
+        }
+    }
+
     /// The sdy op name.
     pub fn name(&self) -> &'static str {
         match self {

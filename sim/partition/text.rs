@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::ir::mlir::print_module;
-use crate::ir::{AllToAllParam, DeviceCollective, Module, Op, OpKind, Value, ValueDef, ValueId};
+use crate::ir::{AllToAllParam, Module, Op, OpKind, Value, ValueDef, ValueId};
 use crate::mesh::AxisRef;
 use crate::tensor::CollectiveReduction;
 
-use super::program::{CollectiveKind, SpmdProgram, Step};
+use super::program::{CollectiveKind, SpmdProgram, Step, Traffic};
 
 /// One collective in the JSON form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,36 +56,19 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
         for g in &c.groups {
             let n = g.len() as u64;
             for &d in g {
-                let bytes = match &c.kind {
-                    CollectiveKind::AllGather(_) => b_in * (n - 1),
-                    CollectiveKind::AllToAll { .. } => b_in * (n - 1) / n,
-                    CollectiveKind::AllReduce(_) => 2 * b_in * (n - 1) / n,
-                    CollectiveKind::ReduceScatter { .. } => b_in * (n - 1) / n,
-                    CollectiveKind::Device { op, .. } => match op {
-                        DeviceCollective::AllReduce => 2 * b_in * (n - 1) / n,
-                        DeviceCollective::AllGather { .. } => b_in * (n - 1),
-                        DeviceCollective::ReduceScatter { .. }
-                        | DeviceCollective::AllToAll { .. } => b_in * (n - 1) / n,
-                        DeviceCollective::CollectivePermute { .. } => 0,
-                    },
-                    CollectiveKind::Relabel => 0,
-                    CollectiveKind::CollectivePermute(_)
-                    | CollectiveKind::AllSlice(_)
-                    | CollectiveKind::Window { .. } => 0,
+                let bytes = match c.kind.traffic() {
+                    Traffic::AllGather => b_in * (n - 1),
+                    Traffic::AllToAll | Traffic::ReduceScatter => b_in * (n - 1) / n,
+                    Traffic::AllReduce => 2 * b_in * (n - 1) / n,
+                    Traffic::Permute(_) | Traffic::Other => 0,
                 };
                 *sent.entry(d).or_default() += bytes;
             }
         }
-        let pairs = match &c.kind {
-            CollectiveKind::CollectivePermute(pairs)
-            | CollectiveKind::Device {
-                op: DeviceCollective::CollectivePermute { pairs },
-                ..
-            } => pairs.as_slice(),
-            _ => &[],
-        };
-        for &(s, _) in pairs {
-            *sent.entry(s).or_default() += b_in.max(b_out);
+        if let Traffic::Permute(pairs) = c.kind.traffic() {
+            for &(s, _) in pairs {
+                *sent.entry(s).or_default() += b_in.max(b_out);
+            }
         }
         if let CollectiveKind::Window { transfers, .. } = &c.kind {
             for &(s, _, n) in transfers {

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp};
 use crate::engine::{LinkFault, Time};
-use crate::ir::DeviceCollective;
-use crate::partition::{window, Collective, CollectiveKind, SpmdProgram};
+use crate::partition::{window, Collective, CollectiveKind, SpmdProgram, Traffic};
 use crate::topology::Topology;
 
 use super::TimedError;
@@ -164,44 +163,14 @@ impl<'t> CommModel<'t> {
             .iter()
             .map(|g| g.iter().map(|&d| d as u32).collect())
             .collect();
-        let (ops, total): (Vec<CollectiveOp>, u64) = match &c.kind {
-            CollectiveKind::AllReduce(_) => {
-                (vec![CollectiveOp::AllReduce; groups.len()], elems(c.input))
-            }
-            CollectiveKind::ReduceScatter { .. } => (
-                vec![CollectiveOp::ReduceScatter; groups.len()],
-                elems(c.input),
-            ),
-            CollectiveKind::AllGather(_) => {
-                (vec![CollectiveOp::AllGather; groups.len()], elems(c.output))
-            }
-            CollectiveKind::AllToAll { .. } => {
-                (vec![CollectiveOp::AllToAll; groups.len()], elems(c.input))
-            }
-            CollectiveKind::CollectivePermute(pairs) => {
-                (permutes(&c.groups, pairs), elems(c.input))
-            }
-            CollectiveKind::Device { op, .. } => {
-                let one = |o: CollectiveOp| vec![o; groups.len()];
-                match op {
-                    DeviceCollective::AllReduce => (one(CollectiveOp::AllReduce), elems(c.input)),
-                    DeviceCollective::AllGather { .. } => {
-                        (one(CollectiveOp::AllGather), elems(c.output))
-                    }
-                    DeviceCollective::ReduceScatter { .. } => {
-                        (one(CollectiveOp::ReduceScatter), elems(c.input))
-                    }
-                    DeviceCollective::AllToAll { .. } => {
-                        (one(CollectiveOp::AllToAll), elems(c.input))
-                    }
-                    DeviceCollective::CollectivePermute { pairs } => {
-                        (permutes(&c.groups, pairs), elems(c.input))
-                    }
-                }
-            }
-            CollectiveKind::AllSlice(_)
-            | CollectiveKind::Window { .. }
-            | CollectiveKind::Relabel => (Vec::new(), 0),
+        let one = |o: CollectiveOp| vec![o; groups.len()];
+        let (ops, total): (Vec<CollectiveOp>, u64) = match c.kind.traffic() {
+            Traffic::AllReduce => (one(CollectiveOp::AllReduce), elems(c.input)),
+            Traffic::AllGather => (one(CollectiveOp::AllGather), elems(c.output)),
+            Traffic::ReduceScatter => (one(CollectiveOp::ReduceScatter), elems(c.input)),
+            Traffic::AllToAll => (one(CollectiveOp::AllToAll), elems(c.input)),
+            Traffic::Permute(pairs) => (permutes(&c.groups, pairs), elems(c.input)),
+            Traffic::Other => (Vec::new(), 0),
         };
         (groups, ops, total)
     }
