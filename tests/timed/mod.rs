@@ -7,6 +7,7 @@ mod closed_forms;
 mod faults;
 mod fixtures;
 mod memory;
+mod models;
 
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::{partition, SpmdProgram};
