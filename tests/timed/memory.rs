@@ -77,3 +77,19 @@ fn continuing_past_out_of_memory_reports_every_allocation_and_keeps_the_times() 
     assert_eq!(t.makespan_ps, unbounded.makespan_ps);
     assert_eq!(t.spans, unbounded.spans);
 }
+
+/// A manual computation's result takes over its body's buffer: per device
+/// the argument block and the tanh block (2 x 8 f32 each), never a copy.
+#[test]
+fn a_manual_result_renames_the_body_buffer() {
+    let p = program("timed/manual_relabel.mlir");
+    let t = run_timed(&p, &dgx_h100(), &TimedOptions::default()).unwrap();
+    for d in 0..8 {
+        let g = t
+            .peaks
+            .iter()
+            .find(|p| p.device == d && p.scope == "global")
+            .unwrap();
+        assert_eq!(g.peak, 2 * 64, "device {d}");
+    }
+}

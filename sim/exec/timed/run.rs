@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::{component_rng, ComponentRng, Engine, Time};
 use crate::ir::RawAttr;
-use crate::partition::{Slot, SpmdProgram, Step};
+use crate::partition::{CollectiveKind, Slot, SpmdProgram, Step};
 use crate::topology::Topology;
 
 use super::comm::CommModel;
@@ -362,6 +362,15 @@ impl<'a> Run<'a> {
             dur = self.opts.stragglers.apply(self.devices[d], dur)?;
             if let Some(j) = &self.opts.jitter {
                 dur = j.apply(dur, &mut self.state[d].rng)?;
+            }
+        }
+        if let Step::Collective(c) = step {
+            let last_read = self.uses_left[d * self.slots() + c.input] == 1;
+            if matches!(c.kind, CollectiveKind::Relabel) && last_read && !self.kept[c.input] {
+                // A relabel renames the buffer: at the input's last read it
+                // hands its memory over instead of holding a second copy (the
+                // release when the step ends then finds it already freed).
+                self.memory.free(d, &self.scopes[c.input], c.input);
             }
         }
         for &s in step_outputs(step) {
