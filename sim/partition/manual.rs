@@ -8,6 +8,7 @@
 
 use crate::ir::interp::manual::{reducer_of, unsupported_manual};
 use crate::ir::{Func, OpId, OpKind, ValueId};
+use crate::mesh::AxisRef;
 use crate::sharding::{MeshRef, TensorSharding};
 
 use super::lower::{op_error, Builder};
@@ -83,11 +84,11 @@ impl Builder {
                     let bytes = self.values[input]
                         .local_bytes()
                         .max(self.values[output].local_bytes());
-                    let groups = match c {
+                    let (axes, groups) = match c {
                         crate::ir::DeviceCollective::CollectivePermute { .. } => {
-                            vec![self.mesh.device_ids()]
+                            (Vec::new(), vec![self.mesh.device_ids()])
                         }
-                        _ => groups.clone(),
+                        _ => (self.axes_of_groups(groups), groups.clone()),
                     };
                     self.steps.push(Step::Collective(Collective {
                         kind: CollectiveKind::Device {
@@ -98,7 +99,7 @@ impl Builder {
                         input,
                         extra_inputs: Vec::new(),
                         output,
-                        axes: Vec::new(),
+                        axes,
                         groups,
                         dtype: self.values[input].global.dtype,
                         bytes,
@@ -167,6 +168,44 @@ impl Builder {
                 .collect::<Result<_, _>>()?,
         });
         Ok(())
+    }
+
+    /// The mesh axes whose device groups are `groups` (in any order), if
+    /// some set of axes has exactly these groups; empty otherwise.
+    fn axes_of_groups(&self, groups: &[Vec<u64>]) -> Vec<AxisRef> {
+        let normal = |g: &[Vec<u64>]| {
+            let mut g: Vec<Vec<u64>> = g
+                .iter()
+                .map(|x| {
+                    let mut x = x.clone();
+                    x.sort_unstable();
+                    x
+                })
+                .collect();
+            g.sort();
+            g
+        };
+        let want = normal(groups);
+        let names: Vec<AxisRef> = self
+            .mesh
+            .axes()
+            .iter()
+            .filter(|a| a.size > 1)
+            .map(|a| AxisRef::full(a.name.clone()))
+            .collect();
+        (1u32..1 << names.len())
+            .map(|mask| {
+                (0..names.len())
+                    .filter(|i| mask & (1 << i) != 0)
+                    .map(|i| names[i].clone())
+                    .collect::<Vec<_>>()
+            })
+            .find(|axes| {
+                self.mesh
+                    .device_groups(axes)
+                    .is_ok_and(|g| normal(&g) == want)
+            })
+            .unwrap_or_default()
     }
 
     /// A body value: one buffer of its (local) type per device.

@@ -4,9 +4,9 @@
 //! reshards and small programs keep their data; bad shardings are named.
 
 mod bytes;
+mod chosen;
 mod cli;
 mod errors;
-mod finishing;
 mod fixtures;
 mod means;
 mod props;

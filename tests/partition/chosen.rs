@@ -1,8 +1,9 @@
-//! Partial results finished by the right collectives: for each case of
-//! `tests/fixtures/partition/finishing_collectives.txt`, the partitioned
-//! program's collectives (op, axes, bytes) are exactly the expected ones
+//! The right collectives: for each case of
+//! `tests/fixtures/partition/collectives.txt`, the partitioned program's
+//! data-moving collectives (op, axes, bytes) are exactly the expected ones
 //! (reduce-scatter where the result is wanted sharded on a contracted or
-//! reduced axis); and the bytes each device sends match the ring volumes.
+//! reduced axis; a shard_map body's own collectives, named by the axes of
+//! their groups); and the bytes each device sends match the ring volumes.
 
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::text::summary;
@@ -22,7 +23,7 @@ type Expected = (String, String, u64);
 
 /// `(case, collectives)` from the expectations file.
 fn expectations() -> Vec<(String, Vec<Expected>)> {
-    let path = crate::common::fixture("partition/finishing_collectives.txt");
+    let path = crate::common::fixture("partition/collectives.txt");
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -33,7 +34,8 @@ fn expectations() -> Vec<(String, Vec<Expected>)> {
                 .map(|c| {
                     let f: Vec<&str> = c.split_whitespace().collect();
                     assert_eq!(f.len(), 3, "{l}");
-                    (f[0].to_string(), f[1].to_string(), f[2].parse().unwrap())
+                    let axes = if f[1] == "-" { "" } else { f[1] };
+                    (f[0].to_string(), axes.to_string(), f[2].parse().unwrap())
                 })
                 .collect();
             (case.trim().to_string(), collectives)
@@ -42,13 +44,14 @@ fn expectations() -> Vec<(String, Vec<Expected>)> {
 }
 
 #[test]
-fn partial_results_are_reduce_scattered_where_the_result_is_sharded() {
+fn each_case_gets_the_expected_collectives() {
     let cases = expectations();
-    assert!(cases.len() >= 8);
+    assert!(cases.len() >= 15);
     for (case, want) in cases {
         let p = program(&case);
         let got: Vec<Expected> = p
             .collectives()
+            .filter(|c| c.kind.moves_data())
             .map(|c| {
                 let axes: Vec<String> = c.axes.iter().map(|a| a.name.clone()).collect();
                 (c.kind.name().to_string(), axes.join(","), c.bytes)
