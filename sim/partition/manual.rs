@@ -80,6 +80,19 @@ impl Builder {
                 .collect::<Result<_, _>>()?;
             match &bop.kind {
                 OpKind::DeviceCollective { op: c, groups } => {
+                    let ids = self.mesh.device_ids();
+                    let named = match c {
+                        crate::ir::DeviceCollective::CollectivePermute { pairs } => {
+                            pairs.iter().flat_map(|&(s, t)| [s, t]).collect()
+                        }
+                        _ => groups.iter().flatten().copied().collect::<Vec<u64>>(),
+                    };
+                    if let Some(d) = named.iter().find(|d| !ids.contains(d)) {
+                        return Err(op_error(
+                            bop,
+                            format!("device {d} is not in mesh @{}", self.mesh_name),
+                        ));
+                    }
                     let (input, output) = (operands[0], results[0]);
                     let bytes = self.values[input]
                         .local_bytes()

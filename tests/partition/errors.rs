@@ -116,3 +116,24 @@ func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
         "{err}"
     );
 }
+
+/// A replica group naming a device the mesh does not have is refused at
+/// partitioning, naming the op and the device.
+#[test]
+fn a_device_outside_the_mesh_is_named() {
+    let text = r#"sdy.mesh @mesh = <["d"=4]>
+func.func @main(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"d"}]>}) -> tensor<8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@mesh, [{"d"}]>] out_shardings=[<@mesh, [{"d"}]>] manual_axes={"d"} (%arg1: tensor<2xf32>) {
+    %1 = "stablehlo.collective_permute"(%arg1) <{source_target_pairs = dense<[[0, 1], [1, 9]]> : tensor<2x2xi64>}> : (tensor<2xf32>) -> tensor<2xf32>
+    sdy.return %1 : tensor<2xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"#;
+    let module = parse_and_verify(text).unwrap();
+    let err = partition(&module).unwrap_err().to_string();
+    assert!(
+        err.starts_with("4:") && err.contains("device 9 is not in mesh @mesh"),
+        "{err}"
+    );
+}
