@@ -87,11 +87,7 @@ impl Builder {
         let op = func.op(id);
         let r = op.results[0];
         let target = self.declared(func, r);
-        let slots = op
-            .operands
-            .iter()
-            .map(|&v| self.slot(func, v))
-            .collect::<Result<Vec<_>, _>>()?;
+        let slots = self.slots(func, &op.operands)?;
         let (data, rest) = slots.split_at(n_data.min(slots.len()));
         let sharded = changed.iter().any(|&d| {
             shards(&target, d) || data.iter().any(|&s| shards(&self.values[s].sharding, d))

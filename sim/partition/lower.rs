@@ -251,6 +251,15 @@ impl Builder {
         })
     }
 
+    /// The slots holding `values`, in order.
+    pub(super) fn slots(
+        &self,
+        func: &Func,
+        values: &[ValueId],
+    ) -> Result<Vec<Slot>, PartitionError> {
+        values.iter().map(|&v| self.slot(func, v)).collect()
+    }
+
     pub(super) fn add_value(
         &mut self,
         name: &str,
@@ -386,11 +395,7 @@ impl Builder {
             .clone()
             .or_else(|| rule_for(func, op))
             .ok_or_else(|| op_error(op, "no sharding rule for this op"))?;
-        let operand_slots: Vec<Slot> = op
-            .operands
-            .iter()
-            .map(|&v| self.slot(func, v))
-            .collect::<Result<_, _>>()?;
+        let operand_slots = self.slots(func, &op.operands)?;
         let targets: Vec<TensorSharding> =
             op.results.iter().map(|&r| self.declared(func, r)).collect();
         for (&r, t) in op.results.iter().zip(&targets) {

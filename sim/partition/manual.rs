@@ -43,36 +43,24 @@ impl Builder {
             return Err(op_error(op, why));
         }
         let region = op.regions.first().ok_or_else(|| op_error(op, "no body"))?;
-        for (i, (&v, s)) in op.operands.iter().zip(in_shardings).enumerate() {
-            let arg = region.args[i];
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for ((&v, &arg), s) in op.operands.iter().zip(&region.args).zip(in_shardings) {
             let slot = self.slot(func, v)?;
             let target = self.concrete(s.clone());
             let block = self.reshard(slot, &target, &func.value(arg).name)?;
             self.check_block(func, arg, block)?;
             self.slot_of[arg.0 as usize] = Some(block);
+            operands.push(block);
         }
-        let operands: Vec<Slot> = region
-            .args
-            .iter()
-            .map(|&a| self.slot(func, a))
-            .collect::<Result<_, _>>()?;
         let first_step = self.steps.len();
         let mut returned = Vec::new();
         for &bid in &region.ops {
             let bop = func.op(bid);
             if bop.kind.is_terminator() {
-                returned = bop
-                    .operands
-                    .iter()
-                    .map(|&v| self.slot(func, v))
-                    .collect::<Result<_, _>>()?;
+                returned = self.slots(func, &bop.operands)?;
                 break;
             }
-            let operands: Vec<Slot> = bop
-                .operands
-                .iter()
-                .map(|&v| self.slot(func, v))
-                .collect::<Result<_, _>>()?;
+            let operands = self.slots(func, &bop.operands)?;
             let results: Vec<Slot> = bop
                 .results
                 .iter()
@@ -174,11 +162,7 @@ impl Builder {
             op: id,
             steps: first_step..self.steps.len(),
             operands,
-            results: op
-                .results
-                .iter()
-                .map(|&r| self.slot(func, r))
-                .collect::<Result<_, _>>()?,
+            results: self.slots(func, &op.results)?,
         });
         Ok(())
     }

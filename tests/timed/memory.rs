@@ -2,12 +2,20 @@
 //! start of their producer to the end of their last reader; an allocation past
 //! the capacity is reported with device, scope, time and live buffers.
 
-use shardsim::exec::timed::{run_timed, OomPolicy, StreamKind, TimedOptions};
+use shardsim::exec::timed::{run_timed, OomPolicy, ScopePeak, StreamKind, TimedOptions, Timeline};
 use shardsim::topology::{self, preset_text, Topology};
 
 use super::{dgx_h100, program};
 
 const KIB512: u64 = 512 * 1024;
+
+/// Device `d`'s peak in its `global` (HBM) scope.
+fn global_peak(t: &Timeline, d: u64) -> &ScopePeak {
+    t.peaks
+        .iter()
+        .find(|p| p.device == d && p.scope == "global")
+        .unwrap()
+}
 
 fn small_hbm(capacity: &str) -> Topology {
     let text = preset_text("dgx-h100").unwrap().replace(
@@ -29,11 +37,7 @@ fn peak_is_the_argument_and_two_intermediates() {
         .unwrap()
         .end_ps;
     for d in 0..8 {
-        let g = t
-            .peaks
-            .iter()
-            .find(|p| p.device == d && p.scope == "global")
-            .unwrap();
+        let g = global_peak(&t, d);
         assert_eq!(g.peak, 3 * KIB512, "device {d}");
         // Reached when the second op allocates, right after the first ends.
         assert_eq!(g.peak_at_ps, first_end);
@@ -85,11 +89,7 @@ fn a_manual_result_renames_the_body_buffer() {
     let p = program("timed/manual_relabel.mlir");
     let t = run_timed(&p, &dgx_h100(), &TimedOptions::default()).unwrap();
     for d in 0..8 {
-        let g = t
-            .peaks
-            .iter()
-            .find(|p| p.device == d && p.scope == "global")
-            .unwrap();
+        let g = global_peak(&t, d);
         assert_eq!(g.peak, 2 * 64, "device {d}");
     }
 }
