@@ -147,7 +147,10 @@ mod tests {
         assert!((1.0f64.error_function() - 0.842_700_792_949_714_9).abs() < 1e-15);
         assert!((3.5f64.error_function() - 0.999_999_256_901_627_7).abs() < 1e-15);
         for x in [-0.9, -0.3, 0.0, 0.1, 0.5, 0.99] {
-            assert!((f64::inverse_error_function(x).error_function() - x).abs() < 1e-14, "{x}");
+            assert!(
+                (f64::inverse_error_function(x).error_function() - x).abs() < 1e-14,
+                "{x}"
+            );
         }
     }
 }

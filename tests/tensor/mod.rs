@@ -6,5 +6,6 @@
 mod cases;
 mod errors;
 mod jax_programs;
+mod lax_cases;
 mod npy_files;
 mod props;
