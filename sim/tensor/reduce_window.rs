@@ -60,6 +60,12 @@ fn result_size(p: &WindowParams, d: usize, size: u64) -> Result<u64, TensorError
         ));
     }
     let (lo, hi) = p.padding[d];
+    if lo.unsigned_abs() > 1 << 40 || hi.unsigned_abs() > 1 << 40 {
+        return Err(TensorError::invalid(
+            OP,
+            format!("dim {d}: padding ({lo}, {hi}) is out of range"),
+        ));
+    }
     let dilated = if size == 0 {
         0
     } else {
