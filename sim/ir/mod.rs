@@ -2,6 +2,7 @@
 //! functions → ops with regions), shape/type inference and a verifier, Shardy's
 //! op sharding rules, and the MLIR text import/export in [`mlir`].
 
+pub mod attrs;
 pub mod inline;
 pub mod interp;
 pub mod mlir;
@@ -9,6 +10,7 @@ pub mod model;
 pub mod ops;
 pub mod rule;
 pub mod verify;
+pub mod verify_structured;
 
 pub use model::{
     Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,

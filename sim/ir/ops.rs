@@ -3,6 +3,8 @@
 
 use crate::base::TensorType;
 use crate::mesh::AxisRef;
+
+use super::attrs::{ConvDims, ConvWindow, GatherDims, RngAlgorithm, ScatterDims, WindowAttrs};
 use crate::sharding::{DimSharding, TensorSharding};
 
 /// Elementwise ops with one operand.
@@ -24,12 +26,26 @@ pub enum UnaryOp {
     Ceil,
     Sign,
     Not,
+    Cbrt,
+    Tan,
+    RoundNearestEven,
+    RoundNearestAfz,
+    Popcnt,
+    CountLeadingZeros,
+    /// `stablehlo.is_finite`: float in, `i1` out.
+    IsFinite,
     /// `chlo.square` (JAX emits it for `jnp.var`).
     Square,
+    /// `chlo.erf`.
+    Erf,
+    /// `chlo.erfc`.
+    Erfc,
+    /// `chlo.erf_inv`.
+    ErfInv,
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 17] = [
+    pub const ALL: [UnaryOp; 27] = [
         UnaryOp::Negate,
         UnaryOp::Abs,
         UnaryOp::Exponential,
@@ -46,7 +62,17 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Sign,
         UnaryOp::Not,
+        UnaryOp::Cbrt,
+        UnaryOp::Tan,
+        UnaryOp::RoundNearestEven,
+        UnaryOp::RoundNearestAfz,
+        UnaryOp::Popcnt,
+        UnaryOp::CountLeadingZeros,
+        UnaryOp::IsFinite,
         UnaryOp::Square,
+        UnaryOp::Erf,
+        UnaryOp::Erfc,
+        UnaryOp::ErfInv,
     ];
 
     /// Full op name as printed.
@@ -68,8 +94,26 @@ impl UnaryOp {
             UnaryOp::Ceil => "stablehlo.ceil",
             UnaryOp::Sign => "stablehlo.sign",
             UnaryOp::Not => "stablehlo.not",
+            UnaryOp::Cbrt => "stablehlo.cbrt",
+            UnaryOp::Tan => "stablehlo.tan",
+            UnaryOp::RoundNearestEven => "stablehlo.round_nearest_even",
+            UnaryOp::RoundNearestAfz => "stablehlo.round_nearest_afz",
+            UnaryOp::Popcnt => "stablehlo.popcnt",
+            UnaryOp::CountLeadingZeros => "stablehlo.count_leading_zeros",
+            UnaryOp::IsFinite => "stablehlo.is_finite",
             UnaryOp::Square => "chlo.square",
+            UnaryOp::Erf => "chlo.erf",
+            UnaryOp::Erfc => "chlo.erfc",
+            UnaryOp::ErfInv => "chlo.erf_inv",
         }
+    }
+
+    /// True for the `chlo` ops, printed `chlo.x %a : T -> T`.
+    pub fn is_chlo(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Square | UnaryOp::Erf | UnaryOp::Erfc | UnaryOp::ErfInv
+        )
     }
 }
 
@@ -86,10 +130,15 @@ pub enum BinaryOp {
     Remainder,
     And,
     Or,
+    Xor,
+    ShiftLeft,
+    ShiftRightLogical,
+    ShiftRightArithmetic,
+    Atan2,
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 10] = [
+    pub const ALL: [BinaryOp; 15] = [
         BinaryOp::Add,
         BinaryOp::Subtract,
         BinaryOp::Multiply,
@@ -100,6 +149,11 @@ impl BinaryOp {
         BinaryOp::Remainder,
         BinaryOp::And,
         BinaryOp::Or,
+        BinaryOp::Xor,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRightLogical,
+        BinaryOp::ShiftRightArithmetic,
+        BinaryOp::Atan2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -114,6 +168,11 @@ impl BinaryOp {
             BinaryOp::Remainder => "stablehlo.remainder",
             BinaryOp::And => "stablehlo.and",
             BinaryOp::Or => "stablehlo.or",
+            BinaryOp::Xor => "stablehlo.xor",
+            BinaryOp::ShiftLeft => "stablehlo.shift_left",
+            BinaryOp::ShiftRightLogical => "stablehlo.shift_right_logical",
+            BinaryOp::ShiftRightArithmetic => "stablehlo.shift_right_arithmetic",
+            BinaryOp::Atan2 => "stablehlo.atan2",
         }
     }
 }
@@ -426,6 +485,67 @@ pub enum OpKind {
         /// empty for a permute.
         groups: Vec<Vec<u64>>,
     },
+    /// `stablehlo.while`: operands are the initial carried values, results the
+    /// final ones; `regions[0]` is the condition and `regions[1]` the body, each
+    /// with one block argument per carried value.
+    While,
+    /// `stablehlo.case`: operand 0 is the branch index (i32); one region per
+    /// branch, no block arguments; an out-of-range index runs the last branch.
+    Case,
+    /// `stablehlo.if`: operand 0 is the predicate; regions: then, else.
+    If,
+    /// `stablehlo.optimization_barrier`: identity on every operand.
+    OptimizationBarrier,
+    /// `stablehlo.gather`: operands (operand, start_indices).
+    Gather {
+        dims: GatherDims,
+        slice_sizes: Vec<u64>,
+        indices_are_sorted: bool,
+    },
+    /// `stablehlo.scatter`: operands are N inputs, the indices, N updates;
+    /// `regions[0]` combines (current, update) scalars.
+    Scatter {
+        dims: ScatterDims,
+        indices_are_sorted: bool,
+        unique_indices: bool,
+    },
+    /// `stablehlo.sort` along `dimension`; `regions[0]` is the comparator with
+    /// two scalar arguments per operand.
+    Sort {
+        dimension: u64,
+        is_stable: bool,
+    },
+    /// `chlo.top_k` (or `mhlo.topk`, as XLA's Shardy dumps print it) along the
+    /// last dim: results (values, i32 indices).
+    TopK {
+        k: u64,
+        mhlo: bool,
+    },
+    /// `stablehlo.reduce_window`: operands N inputs then N inits; `regions[0]`
+    /// as a reduce body.
+    ReduceWindow {
+        window: WindowAttrs,
+    },
+    /// `stablehlo.rng_bit_generator`: state in, (new state, bits) out.
+    RngBitGenerator {
+        algorithm: RngAlgorithm,
+    },
+    /// `stablehlo.bitcast_convert`.
+    BitcastConvert,
+    /// `stablehlo.convolution`.
+    Convolution {
+        dims: ConvDims,
+        window: ConvWindow,
+        feature_group_count: u64,
+        batch_group_count: u64,
+        /// `precision_config` entries as written (`DEFAULT`...); empty if absent.
+        precision: Vec<String>,
+    },
+    /// `stablehlo.custom_call @target`; only [`super::attrs::KNOWN_CUSTOM_CALLS`]
+    /// pass the verifier. Other attributes stay in `Op::attrs`.
+    CustomCall {
+        target: String,
+    },
     /// `"shardsim.device_copy"`: move a value between virtual devices / memory
     /// scopes (inserted by device planning; `src`/`dst` are VirtualDevice texts).
     DeviceCopy {
@@ -484,6 +604,20 @@ impl OpKind {
             OpKind::CollectivePermute { .. } => "sdy.collective_permute",
             OpKind::DeviceCollective { op, .. } => op.name(),
             OpKind::DeviceCopy { .. } => "shardsim.device_copy",
+            OpKind::While => "stablehlo.while",
+            OpKind::Case => "stablehlo.case",
+            OpKind::If => "stablehlo.if",
+            OpKind::OptimizationBarrier => "stablehlo.optimization_barrier",
+            OpKind::Gather { .. } => "stablehlo.gather",
+            OpKind::Scatter { .. } => "stablehlo.scatter",
+            OpKind::Sort { .. } => "stablehlo.sort",
+            OpKind::TopK { mhlo: false, .. } => "chlo.top_k",
+            OpKind::TopK { mhlo: true, .. } => "mhlo.topk",
+            OpKind::ReduceWindow { .. } => "stablehlo.reduce_window",
+            OpKind::RngBitGenerator { .. } => "stablehlo.rng_bit_generator",
+            OpKind::BitcastConvert => "stablehlo.bitcast_convert",
+            OpKind::Convolution { .. } => "stablehlo.convolution",
+            OpKind::CustomCall { .. } => "stablehlo.custom_call",
             OpKind::Call { .. } => "func.call",
             OpKind::Return => "func.return",
             OpKind::StablehloReturn => "stablehlo.return",
@@ -507,6 +641,12 @@ impl OpKind {
                 | OpKind::Reshard { .. }
                 | OpKind::DeviceCopy { .. }
         )
+    }
+
+    /// True for the control-flow ops whose regions run as nested code
+    /// (`while`, `case`, `if`), as opposed to per-element bodies (reduce, sort...).
+    pub fn is_control_flow(&self) -> bool {
+        matches!(self, OpKind::While | OpKind::Case | OpKind::If)
     }
 
     /// True for the ops that end a block.

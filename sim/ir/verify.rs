@@ -184,15 +184,26 @@ pub fn infer_result_types(
                     | U::Cosine
                     | U::Floor
                     | U::Ceil
+                    | U::Cbrt
+                    | U::Tan
+                    | U::RoundNearestEven
+                    | U::RoundNearestAfz
+                    | U::IsFinite
+                    | U::Erf
+                    | U::Erfc
+                    | U::ErfInv
             );
             if float_only && !t[0].dtype.is_float() {
                 return Err(format!("needs a floating-point operand, found {}", t[0]));
             }
-            if matches!(u, U::Not) && t[0].dtype.is_float() {
+            if matches!(u, U::Not | U::Popcnt | U::CountLeadingZeros) && t[0].dtype.is_float() {
                 return Err(format!(
                     "needs an integer or boolean operand, found {}",
                     t[0]
                 ));
+            }
+            if matches!(u, U::IsFinite) {
+                return Ok(Some(vec![TensorType::new(t[0].shape.clone(), DType::I1)]));
             }
             same_as(t[0])
         }
@@ -205,8 +216,20 @@ pub fn infer_result_types(
                 ));
             }
             use super::ops::BinaryOp as B;
-            if matches!(b, B::And | B::Or) && t[0].dtype.is_float() {
+            if matches!(
+                b,
+                B::And
+                    | B::Or
+                    | B::Xor
+                    | B::ShiftLeft
+                    | B::ShiftRightLogical
+                    | B::ShiftRightArithmetic
+            ) && t[0].dtype.is_float()
+            {
                 return Err(format!("needs integer or boolean operands, found {}", t[0]));
+            }
+            if matches!(b, B::Atan2) && !t[0].dtype.is_float() {
+                return Err(format!("needs floating-point operands, found {}", t[0]));
             }
             same_as(t[0])
         }
@@ -663,6 +686,22 @@ pub fn infer_result_types(
         OpKind::NamedComputation { .. }
         | OpKind::ManualComputation { .. }
         | OpKind::Call { .. } => Ok(None),
+        OpKind::While
+        | OpKind::Case
+        | OpKind::If
+        | OpKind::OptimizationBarrier
+        | OpKind::Gather { .. }
+        | OpKind::Scatter { .. }
+        | OpKind::Sort { .. }
+        | OpKind::TopK { .. }
+        | OpKind::ReduceWindow { .. }
+        | OpKind::RngBitGenerator { .. }
+        | OpKind::BitcastConvert
+        | OpKind::Convolution { .. }
+        | OpKind::CustomCall { .. } => {
+            super::verify_structured::infer_structured(&op.kind, t, result_types)
+                .unwrap_or(Ok(None))
+        }
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
 }
@@ -772,7 +811,66 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
         check_rule(rule, &ins, &outs).map_err(|e| err(op, format!("sdy.sharding_rule: {e}")))?;
     }
     match &op.kind {
-        OpKind::Reduce { .. } => verify_reduce_body(m, f, op)?,
+        OpKind::Reduce { .. } | OpKind::ReduceWindow { .. } => verify_reduce_body(m, f, op)?,
+        OpKind::While => {
+            let [cond, body] = &op.regions[..] else {
+                return Err(err(op, "needs two regions (cond and body)"));
+            };
+            for (name, r) in [("condition", cond), ("body", body)] {
+                let args: Vec<&TensorType> = r.args.iter().map(|&a| &f.value(a).ty).collect();
+                if args != ins {
+                    return Err(err(
+                        op,
+                        format!(
+                            "{name} arguments ({}) differ from the carried values ({})",
+                            join(&args),
+                            join(&ins)
+                        ),
+                    ));
+                }
+                verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+            }
+            check_region_return(f, op, cond, &[&TensorType::new(Vec::new(), DType::I1)])?;
+            check_region_return(f, op, body, &ins)?;
+        }
+        OpKind::Case | OpKind::If => {
+            if op.regions.is_empty() || (matches!(op.kind, OpKind::If) && op.regions.len() != 2) {
+                return Err(err(op, format!("has {} branches", op.regions.len())));
+            }
+            for r in &op.regions {
+                if !r.args.is_empty() {
+                    return Err(err(op, "branches take no arguments"));
+                }
+                verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+                check_region_return(f, op, r, &outs)?;
+            }
+        }
+        OpKind::Sort { .. } => {
+            let r = region(op)?;
+            let want: Vec<TensorType> = ins
+                .iter()
+                .flat_map(|t| {
+                    let s = TensorType::new(Vec::new(), t.dtype);
+                    [s.clone(), s]
+                })
+                .collect();
+            scalar_args(f, op, r, &want, "comparator")?;
+            verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+            check_region_return(f, op, r, &[&TensorType::new(Vec::new(), DType::I1)])?;
+        }
+        OpKind::Scatter { .. } => {
+            let r = region(op)?;
+            let n = ins.len() / 2;
+            let want: Vec<TensorType> = ins[..n]
+                .iter()
+                .chain(&ins[n + 1..])
+                .map(|t| TensorType::new(Vec::new(), t.dtype))
+                .collect();
+            scalar_args(f, op, r, &want, "update computation")?;
+            verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+            let rets: Vec<&TensorType> = want[..n].iter().collect();
+            check_region_return(f, op, r, &rets)?;
+        }
         OpKind::DeviceCollective { op: c, .. } if c.reduces() => {
             // The reducer: (scalar, scalar) -> scalar of the element type.
             let r = region(op)?;
@@ -892,6 +990,29 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
         )
     {
         check_collective_axes(m, op)?;
+    }
+    Ok(())
+}
+
+/// The region's arguments must be exactly `want`.
+fn scalar_args(
+    f: &Func,
+    op: &Op,
+    r: &Region,
+    want: &[TensorType],
+    what: &str,
+) -> Result<(), IrError> {
+    let got: Vec<&TensorType> = r.args.iter().map(|&a| &f.value(a).ty).collect();
+    let want_refs: Vec<&TensorType> = want.iter().collect();
+    if got != want_refs {
+        return Err(err(
+            op,
+            format!(
+                "the {what} takes ({}), expected ({})",
+                join(&got),
+                join(&want_refs)
+            ),
+        ));
     }
     Ok(())
 }

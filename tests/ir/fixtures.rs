@@ -4,11 +4,19 @@ use std::path::PathBuf;
 
 use shardsim::ir::mlir::{parse_and_verify, parse_module, print_module};
 
-/// Every `*.mlir` file under `tests/fixtures/jax/<case>/`, sorted.
+/// Every `*.mlir` file under `tests/fixtures/jax/<case>/` and the whole-model
+/// cases under `tests/fixtures/models/<case>/`, sorted.
 pub fn fixture_files() -> Vec<PathBuf> {
-    let root = crate::common::fixture("jax");
+    let mut out = files_under("jax");
+    out.extend(files_under("models"));
+    out.sort();
+    out
+}
+
+fn files_under(dir: &str) -> Vec<PathBuf> {
+    let root = crate::common::fixture(dir);
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(&root).expect("fixtures/jax") {
+    for entry in std::fs::read_dir(&root).expect("fixture folder") {
         let dir = entry.unwrap().path();
         if !dir.is_dir() {
             continue;

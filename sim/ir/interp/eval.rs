@@ -342,7 +342,83 @@ pub(super) fn eval_op(
             "a device collective outside a manual computation has no single-device meaning",
         )),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Vec::new()),
+        OpKind::While => {
+            let [cond, body] = &op.regions[..] else {
+                return Err(InterpError::op(op.loc, name, "needs cond and body regions"));
+            };
+            let mut carried = env.operands(op)?;
+            let mut trips = 0u64;
+            while truth(&run_region(module, func, cond, carried.clone(), env)?, op)? {
+                trips += 1;
+                if trips > MAX_LOOP_TRIPS {
+                    return Err(InterpError::op(
+                        op.loc,
+                        name,
+                        format!(
+                            "ran more than {MAX_LOOP_TRIPS} iterations (a loop that does not end?)"
+                        ),
+                    ));
+                }
+                carried = run_region(module, func, body, carried, env)?;
+            }
+            Ok(carried)
+        }
+        OpKind::Case | OpKind::If => {
+            let sel = arg(0)?.to_scalar().map_err(err)?;
+            let n = op.regions.len();
+            let branch = if matches!(op.kind, OpKind::If) {
+                // Regions are (then, else).
+                usize::from(sel.to_i128() == Some(0))
+            } else {
+                // An out-of-range index runs the last branch (StableHLO's rule).
+                sel.to_i128()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .filter(|&i| i < n)
+                    .unwrap_or(n.saturating_sub(1))
+            };
+            let region = op
+                .regions
+                .get(branch)
+                .ok_or_else(|| InterpError::op(op.loc, name, "has no branches"))?;
+            run_region(module, func, region, Vec::new(), env)
+        }
+        OpKind::OptimizationBarrier => env.operands(op),
+        OpKind::CustomCall { target } => match target.as_str() {
+            // Sharding annotations: identities on the global value.
+            "Sharding" | "SPMDFullToShardShape" | "SPMDShardToFullShape" => env.operands(op),
+            _ => Err(InterpError::op(
+                op.loc,
+                name,
+                format!("custom_call @{target} is not supported"),
+            )),
+        },
+        OpKind::Gather { .. }
+        | OpKind::Scatter { .. }
+        | OpKind::Sort { .. }
+        | OpKind::TopK { .. }
+        | OpKind::ReduceWindow { .. }
+        | OpKind::RngBitGenerator { .. }
+        | OpKind::BitcastConvert
+        | OpKind::Convolution { .. } => Err(InterpError::op(
+            op.loc,
+            name,
+            "the interpreter has no kernel for this op yet",
+        )),
     }
+}
+
+/// Iterations after which a `while` is reported instead of run further.
+const MAX_LOOP_TRIPS: u64 = 100_000_000;
+
+/// The value of a condition region's `tensor<i1>` result.
+fn truth(results: &[Tensor], op: &Op) -> Result<bool, InterpError> {
+    let t = results
+        .first()
+        .ok_or_else(|| InterpError::op(op.loc, op.kind.name(), "condition returned nothing"))?;
+    let s = t
+        .to_scalar()
+        .map_err(|e| InterpError::op(op.loc, op.kind.name(), e))?;
+    Ok(s.to_i128() != Some(0))
 }
 
 /// Scalar index operands from position `from` on (dynamic slice starts).

@@ -242,7 +242,12 @@ pub fn format_float(v: f64, d: DType) -> String {
     // When rounding to six digits carries into a new leading digit (9.9999997e-7),
     // MLIR's short form does not give the value back; it prints the long form.
     let exp_of = |t: &str| t.split_once('e').map(|(_, e)| e.to_string());
-    let carried = exp_of(&rounded) != exp_of(&format!("{v:e}"));
+    // The same holds when the carry reaches the leading digit (0.899999976 rounds
+    // to 9.00000e-01): MLIR prints those in the long form too (seen in JAX's
+    // exports of 0.9f32 and 0.01f32).
+    let full = format!("{v:.15e}");
+    let lead = |t: &str| t.trim_start_matches('-').chars().next();
+    let carried = exp_of(&rounded) != exp_of(&full) || lead(&rounded) != lead(&full);
     if !carried && same_in_type(six.parse::<f64>().ok(), v, d) {
         return six;
     }

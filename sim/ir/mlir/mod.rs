@@ -5,6 +5,7 @@ mod dense;
 mod lex;
 mod parser;
 mod printer;
+mod structured;
 
 pub use dense::format_float;
 pub use parser::parse_module;

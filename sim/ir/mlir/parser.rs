@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::base::{Cursor, TensorType, TextError};
+use crate::ir::attrs::{ConvWindow, RngAlgorithm, WindowAttrs};
 use crate::ir::model::{
     Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,
 };
@@ -22,6 +23,7 @@ use super::lex::{
     attr_name, dim_list, int_list, keyword, paren_types, raw_dict, raw_value, skip_loc,
     tensor_type, value_name, value_use,
 };
+use super::structured;
 
 /// Parse a module from MLIR text.
 pub fn parse_module(text: &str) -> Result<Module, TextError> {
@@ -834,6 +836,10 @@ impl<'a> Parser<'a> {
                     Ok(Vec::new())
                 }
                 OpKind::Select if list.len() == 2 => Ok(vec![list[1].clone()]),
+                OpKind::OptimizationBarrier => {
+                    check(self, &list)?;
+                    Ok(list)
+                }
                 _ if list.len() == 1 => Ok(list),
                 _ => Err(self.c.error_with(
                     sig_pos,
@@ -1081,6 +1087,82 @@ impl<'a> Parser<'a> {
                     return Ok((kind, ops, regions, attrs, tys));
                 }
                 "stablehlo.reduce" => return self.reduce(fb, id),
+                "stablehlo.while" => return self.while_op(fb, id),
+                "stablehlo.optimization_barrier" => {
+                    (OpKind::OptimizationBarrier, self.operand_list(fb)?)
+                }
+                "stablehlo.bitcast_convert" => (OpKind::BitcastConvert, self.operand_list(fb)?),
+                "chlo.top_k" | "mhlo.topk" => {
+                    self.c.expect("(")?;
+                    let ops = vec![self.lookup(fb)?];
+                    self.c.expect(",")?;
+                    keyword(&mut self.c, "k")?;
+                    self.c.expect("=")?;
+                    let k = self.c.uint()?;
+                    self.c.expect(")")?;
+                    let mhlo = name == "mhlo.topk";
+                    (OpKind::TopK { k, mhlo }, ops)
+                }
+                "stablehlo.rng_bit_generator" => {
+                    let ops = self.operand_list(fb)?;
+                    self.c.expect(",")?;
+                    keyword(&mut self.c, "algorithm")?;
+                    self.c.expect("=")?;
+                    let apos = self.here();
+                    let a = self.c.ident()?;
+                    let algorithm = RngAlgorithm::ALL
+                        .into_iter()
+                        .find(|x| x.name() == a)
+                        .ok_or_else(|| {
+                            self.c.error_with(
+                                apos,
+                                "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)",
+                                format!("'{a}'"),
+                            )
+                        })?;
+                    (OpKind::RngBitGenerator { algorithm }, ops)
+                }
+                "stablehlo.convolution" => {
+                    let ops = self.paren_operands(fb)?;
+                    keyword(&mut self.c, "dim_numbers")?;
+                    self.c.expect("=")?;
+                    let dims = structured::parse_conv_dims(&mut self.c)?;
+                    let mut window = ConvWindow::default();
+                    if self.c.eat(",") {
+                        keyword(&mut self.c, "window")?;
+                        self.c.expect("=")?;
+                        window = structured::parse_conv_window(&mut self.c)?;
+                    }
+                    let apos = self.here();
+                    let mut attrs = self.op_attrs()?;
+                    let mut count = |key: &str| -> Result<u64, TextError> {
+                        match take_attr(&mut attrs.raw, key) {
+                            None => Ok(1),
+                            Some(v) => structured::parse_i64_attr(&v)
+                                .map_err(|e| self.c.error_with(apos, format!("{key}: {e}"), v)),
+                        }
+                    };
+                    let feature_group_count = count("feature_group_count")?;
+                    let batch_group_count = count("batch_group_count")?;
+                    let precision = take_precision(&mut attrs.raw);
+                    let kind = OpKind::Convolution {
+                        dims,
+                        window,
+                        feature_group_count,
+                        batch_group_count,
+                        precision,
+                    };
+                    let sig_pos = self.here();
+                    let sig = self.sig()?;
+                    let tys = self.results_of(fb, sig, &ops, sig_pos, &kind)?;
+                    return Ok((kind, ops, regions, attrs, tys));
+                }
+                "stablehlo.custom_call" => {
+                    self.c.expect("@")?;
+                    let target = self.symbol_name()?;
+                    let ops = self.paren_operands(fb)?;
+                    (OpKind::CustomCall { target }, ops)
+                }
                 "sdy.sharding_constraint" | "sdy.reshard" => {
                     let ops = self.operand_list(fb)?;
                     let sharding = TensorSharding::parse_at(&mut self.c, Some(&self.meshes))?;
@@ -1572,6 +1654,88 @@ impl<'a> Parser<'a> {
         Ok((kind, operands, vec![region], attrs, tys))
     }
 
+    /// `stablehlo.while(%iterArg = %init, ...) : T, ... [attributes {..}] cond { .. } do { .. }`:
+    /// the iteration arguments are block arguments of both regions.
+    #[allow(clippy::type_complexity)]
+    fn while_op(
+        &mut self,
+        fb: &mut FuncBuilder<'a>,
+        id: OpId,
+    ) -> Result<(OpKind, Vec<ValueId>, Vec<Region>, OpAttrs, Vec<TensorType>), TextError> {
+        self.c.expect("(")?;
+        let mut names = Vec::new();
+        let mut operands = Vec::new();
+        if !self.c.eat(")") {
+            loop {
+                let pos = self.here();
+                names.push((value_name(&mut self.c)?, pos));
+                self.c.expect("=")?;
+                operands.push(self.lookup(fb)?);
+                if self.c.eat(")") {
+                    break;
+                }
+                if !self.c.eat(",") {
+                    return Err(self.c.error("',' or ')' after a loop-carried value"));
+                }
+            }
+        }
+        let mut tys = Vec::new();
+        if !operands.is_empty() {
+            self.c.expect(":")?;
+            let sig_pos = self.here();
+            tys.push(tensor_type(&mut self.c)?);
+            while self.c.eat(",") {
+                tys.push(tensor_type(&mut self.c)?);
+            }
+            if tys.len() != operands.len() {
+                return Err(self.c.error_with(
+                    sig_pos,
+                    format!("{} loop-carried type(s)", operands.len()),
+                    format!("{}", tys.len()),
+                ));
+            }
+            for (i, (t, &v)) in tys.iter().zip(&operands).enumerate() {
+                let actual = &fb.func.value(v).ty;
+                if t != actual {
+                    return Err(self.c.error_with(
+                        sig_pos,
+                        format!("loop-carried value #{i} of type {actual}"),
+                        format!("{t}"),
+                    ));
+                }
+            }
+        }
+        let attrs = if self.c.eat_keyword("attributes") {
+            self.op_attrs()?
+        } else {
+            OpAttrs::default()
+        };
+        let mut regions = Vec::with_capacity(2);
+        for (index, kw) in ["cond", "do"].into_iter().enumerate() {
+            keyword(&mut self.c, kw)?;
+            self.c.expect("{")?;
+            let mut args = Vec::with_capacity(names.len());
+            for (k, &(name, pos)) in names.iter().enumerate() {
+                let vid = fb.func.add_value(Value {
+                    name: name.to_string(),
+                    ty: tys[k].clone(),
+                    sharding: None,
+                    def: ValueDef::BlockArg {
+                        op: id,
+                        region: index,
+                        index: k,
+                    },
+                });
+                self.define(fb, name, vid, 1, pos)?;
+                args.push(vid);
+            }
+            let ops = self.block_ops(fb)?;
+            self.end_scope(fb, &args, &ops);
+            regions.push(Region { args, ops });
+        }
+        Ok((OpKind::While, operands, regions, attrs, tys))
+    }
+
     /// The generic form `"dialect.op"(%a, %b) <{props}> ({regions}) {attrs} : (T, T) -> T`.
     #[allow(clippy::type_complexity)]
     fn generic_op(
@@ -1695,6 +1859,14 @@ impl<'a> Parser<'a> {
                     .error_with(pos, format!("one integer for '{key}'"), format!("{v:?}"))
             })
         };
+        let flag = |raw: &mut Vec<RawAttr>, key: &str| -> Result<bool, TextError> {
+            match take_attr(raw, key) {
+                None => Ok(false),
+                Some(v) => {
+                    structured::parse_bool(&v).map_err(|e| self.c.error_with(pos, e, v.clone()))
+                }
+            }
+        };
         let text = |raw: &mut Vec<RawAttr>, key: &str| -> Result<String, TextError> {
             let v = take_attr(raw, key)
                 .ok_or_else(|| self.c.error_with(pos, format!("attribute '{key}'"), "none"))?;
@@ -1704,6 +1876,66 @@ impl<'a> Parser<'a> {
             "shardsim.device_copy" => OpKind::DeviceCopy {
                 src: text(raw, "src")?,
                 dst: text(raw, "dst")?,
+            },
+            "stablehlo.gather" => {
+                let dn = text(raw, "dimension_numbers")?;
+                OpKind::Gather {
+                    dims: structured::parse_gather_dims(&dn)
+                        .map_err(|e| self.c.error_with(pos, e, dn.clone()))?,
+                    slice_sizes: dims(raw, "slice_sizes")?,
+                    indices_are_sorted: flag(raw, "indices_are_sorted")?,
+                }
+            }
+            "stablehlo.scatter" => {
+                let dn = text(raw, "scatter_dimension_numbers")?;
+                OpKind::Scatter {
+                    dims: structured::parse_scatter_dims(&dn)
+                        .map_err(|e| self.c.error_with(pos, e, dn.clone()))?,
+                    indices_are_sorted: flag(raw, "indices_are_sorted")?,
+                    unique_indices: flag(raw, "unique_indices")?,
+                }
+            }
+            "stablehlo.sort" => OpKind::Sort {
+                dimension: match take_attr(raw, "dimension") {
+                    None => u64::MAX,
+                    Some(v) => structured::parse_i64_attr(&v)
+                        .map_err(|e| self.c.error_with(pos, e, v.clone()))?,
+                },
+                is_stable: flag(raw, "is_stable")?,
+            },
+            "stablehlo.reduce_window" => {
+                let opt =
+                    |raw: &mut Vec<RawAttr>, key: &str| -> Result<Option<Vec<u64>>, TextError> {
+                        if raw.iter().any(|a| a.name == key) {
+                            dims(raw, key).map(Some)
+                        } else {
+                            Ok(None)
+                        }
+                    };
+                let padding = match take_attr(raw, "padding") {
+                    None => None,
+                    Some(v) => Some(
+                        structured::parse_padding(&v)
+                            .map_err(|e| self.c.error_with(pos, e, v.clone()))?,
+                    ),
+                };
+                OpKind::ReduceWindow {
+                    window: WindowAttrs {
+                        dimensions: dims(raw, "window_dimensions")?,
+                        strides: opt(raw, "window_strides")?,
+                        base_dilations: opt(raw, "base_dilations")?,
+                        window_dilations: opt(raw, "window_dilations")?,
+                        padding,
+                    },
+                }
+            }
+            "stablehlo.case" => OpKind::Case,
+            "stablehlo.if" => OpKind::If,
+            "stablehlo.while" => OpKind::While,
+            "stablehlo.optimization_barrier" => OpKind::OptimizationBarrier,
+            "stablehlo.bitcast_convert" => OpKind::BitcastConvert,
+            "stablehlo.custom_call" => OpKind::CustomCall {
+                target: text(raw, "call_target_name")?,
             },
             "stablehlo.select" => OpKind::Select,
             "stablehlo.clamp" => OpKind::Clamp,

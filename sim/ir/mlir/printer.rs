@@ -6,24 +6,47 @@ use std::fmt::Write;
 
 use crate::base::TensorType;
 use crate::ir::model::{Func, Module, Op, RawAttr, Region, ValueId, Visibility};
-use crate::ir::ops::{DeviceCollective, OpKind, UnaryOp};
+use crate::ir::ops::{DeviceCollective, OpKind};
 use crate::mesh::AxisRef;
 use crate::sharding::{ShardingPerValue, TensorSharding};
 
 use super::dense::format_dense;
+use super::structured;
 
 /// Print a module as MLIR text.
 pub fn print_module(m: &Module) -> String {
-    Printer { canonical: false }.module(m)
+    Printer::new(false).module(m)
 }
 
 /// Print a module with renumbered value names (for structural comparison).
 pub fn print_canonical(m: &Module) -> String {
-    Printer { canonical: true }.module(m)
+    Printer::new(true).module(m)
 }
 
 struct Printer {
     canonical: bool,
+    /// How many StableHLO region ops (while, case, sort...) enclose the op
+    /// being printed: inside them MLIR spells calls `func.call`.
+    in_stablehlo_region: std::cell::Cell<u32>,
+}
+
+impl Printer {
+    fn new(canonical: bool) -> Self {
+        Printer {
+            canonical,
+            in_stablehlo_region: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Run `f` with the ops it prints inside a StableHLO region.
+    fn in_region<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.in_stablehlo_region
+            .set(self.in_stablehlo_region.get() + 1);
+        let out = f();
+        self.in_stablehlo_region
+            .set(self.in_stablehlo_region.get() - 1);
+        out
+    }
 }
 
 struct FuncCtx<'f> {
@@ -168,6 +191,12 @@ impl Printer {
                         assign(&[a], &mut names);
                     }
                 }
+                if let (OpKind::While, [cond, body]) = (&op.kind, &op.regions[..]) {
+                    // The body's iteration arguments print with the condition's names.
+                    for (c, b) in cond.args.iter().zip(&body.args) {
+                        names[b.0 as usize] = names[c.0 as usize].clone();
+                    }
+                }
                 if !op.results.is_empty() {
                     assign(&op.results, &mut names);
                 }
@@ -246,8 +275,20 @@ impl Printer {
 
     /// [`Self::op_attrs`] without the raw attributes named in `skip`.
     fn op_attrs_except(&self, cx: &FuncCtx<'_>, op: &Op, skip: &[&str]) -> String {
+        self.op_attrs_with(cx, op, skip, Vec::new())
+    }
+
+    /// [`Self::op_attrs_except`] plus `extra` attributes printed from typed fields.
+    fn op_attrs_with(
+        &self,
+        cx: &FuncCtx<'_>,
+        op: &Op,
+        skip: &[&str],
+        extra: Vec<(String, String)>,
+    ) -> String {
         let mut attrs = raw_pairs(&op.attrs);
         attrs.retain(|(k, _)| !skip.contains(&k.as_str()));
+        attrs.extend(extra);
         let shardings: Vec<Option<&TensorSharding>> = op
             .results
             .iter()
@@ -276,16 +317,35 @@ impl Printer {
         }
     }
 
+    /// `%0 = `, `%0:2 = ` or `%values, %indices = `: results named `%g#k`
+    /// print as one group `%g:n`, others by name.
     fn results_prefix(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
-        match op.results.len() {
-            0 => String::new(),
-            1 => format!("{} = ", cx.name(op.results[0])),
-            n => {
-                let first = cx.name(op.results[0]);
-                let group = first.split_once('#').map(|(g, _)| g).unwrap_or(first);
-                format!("{group}:{n} = ")
+        if op.results.is_empty() {
+            return String::new();
+        }
+        let mut groups: Vec<(&str, usize)> = Vec::new();
+        for &r in &op.results {
+            let name = cx.name(r);
+            let (group, numbered) = match name.split_once('#') {
+                Some((g, _)) => (g, true),
+                None => (name, false),
+            };
+            match groups.last_mut() {
+                Some((g, n)) if numbered && *g == group => *n += 1,
+                _ => groups.push((group, usize::from(numbered))),
             }
         }
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|&(g, n)| {
+                if n == 0 {
+                    g.to_string()
+                } else {
+                    format!("{g}:{n}")
+                }
+            })
+            .collect();
+        format!("{} = ", parts.join(", "))
     }
 
     fn operand_types<'f>(&self, cx: &FuncCtx<'f>, op: &Op) -> Vec<&'f TensorType> {
@@ -320,7 +380,7 @@ impl Printer {
         let same = |p: &Printer| p.functional(cx, op, true);
         let full = |p: &Printer| p.functional(cx, op, false);
         let line = match &op.kind {
-            OpKind::Unary(UnaryOp::Square) => {
+            OpKind::Unary(u) if u.is_chlo() => {
                 let t = self.result_types(cx, op);
                 let ins = self.operand_types(cx, op);
                 format!(
@@ -538,7 +598,140 @@ impl Printer {
             OpKind::DeviceCollective { op: c, groups } => {
                 return self.device_collective(out, cx, op, c, groups, ind);
             }
-            OpKind::Call { callee } => format!("{res}call @{callee}({ops}){attrs}{}", full(self)),
+            OpKind::Call { callee } => {
+                let kw = if self.in_stablehlo_region.get() > 0 {
+                    "func.call"
+                } else {
+                    "call"
+                };
+                format!("{res}{kw} @{callee}({ops}){attrs}{}", full(self))
+            }
+            OpKind::While => return self.while_op(out, cx, op, ind),
+            OpKind::OptimizationBarrier => format!(
+                "{res}{name} {ops}{attrs} : {}",
+                types_list(&self.operand_types(cx, op))
+            ),
+            OpKind::BitcastConvert => format!("{res}{name} {ops}{attrs}{}", same(self)),
+            OpKind::TopK { k, .. } => {
+                let ins = self.operand_types(cx, op);
+                let outs = self.result_types(cx, op);
+                format!(
+                    "{res}{name}({ops}, k = {k}){attrs} : {} -> ({})",
+                    types_list(&ins),
+                    types_list(&outs)
+                )
+            }
+            OpKind::RngBitGenerator { algorithm } => format!(
+                "{res}{name} {ops}, algorithm = {}{attrs}{}",
+                algorithm.name(),
+                full(self)
+            ),
+            OpKind::Convolution {
+                dims,
+                window,
+                feature_group_count,
+                batch_group_count,
+                precision,
+            } => {
+                let mut extra = vec![
+                    (
+                        "batch_group_count".to_string(),
+                        format!("{batch_group_count} : i64"),
+                    ),
+                    (
+                        "feature_group_count".to_string(),
+                        format!("{feature_group_count} : i64"),
+                    ),
+                ];
+                if !precision.is_empty() {
+                    let p: Vec<String> = precision
+                        .iter()
+                        .map(|p| format!("#stablehlo<precision {p}>"))
+                        .collect();
+                    extra.push(("precision_config".into(), format!("[{}]", p.join(", "))));
+                }
+                let attrs = self.op_attrs_with(cx, op, &[], extra);
+                let w = structured::format_conv_window(window)
+                    .map(|w| format!(", window = {w}"))
+                    .unwrap_or_default();
+                format!(
+                    "{res}{name}({ops}) dim_numbers = {}{w}{attrs}{}",
+                    structured::format_conv_dims(dims),
+                    full(self)
+                )
+            }
+            OpKind::CustomCall { target } => {
+                format!("{res}{name} @{target}({ops}){attrs}{}", full(self))
+            }
+            OpKind::Gather {
+                dims,
+                slice_sizes,
+                indices_are_sorted,
+            } => {
+                let props = vec![
+                    (
+                        "dimension_numbers".to_string(),
+                        structured::format_gather_dims(dims),
+                    ),
+                    (
+                        "indices_are_sorted".to_string(),
+                        indices_are_sorted.to_string(),
+                    ),
+                    (
+                        "slice_sizes".to_string(),
+                        structured::format_i64_array(slice_sizes),
+                    ),
+                ];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::Scatter {
+                dims,
+                indices_are_sorted,
+                unique_indices,
+            } => {
+                let props = vec![
+                    (
+                        "indices_are_sorted".to_string(),
+                        indices_are_sorted.to_string(),
+                    ),
+                    (
+                        "scatter_dimension_numbers".to_string(),
+                        structured::format_scatter_dims(dims),
+                    ),
+                    ("unique_indices".to_string(), unique_indices.to_string()),
+                ];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::Sort {
+                dimension,
+                is_stable,
+            } => {
+                let props = vec![
+                    ("dimension".to_string(), format!("{dimension} : i64")),
+                    ("is_stable".to_string(), is_stable.to_string()),
+                ];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::ReduceWindow { window } => {
+                let mut props = vec![(
+                    "window_dimensions".to_string(),
+                    structured::format_i64_array(&window.dimensions),
+                )];
+                for (key, v) in [
+                    ("window_strides", &window.strides),
+                    ("base_dilations", &window.base_dilations),
+                    ("window_dilations", &window.window_dilations),
+                ] {
+                    if let Some(v) = v {
+                        props.push((key.to_string(), structured::format_i64_array(v)));
+                    }
+                }
+                if let Some(p) = &window.padding {
+                    props.push(("padding".to_string(), structured::format_padding(p)));
+                }
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::Case | OpKind::If => return self.generic(out, cx, op, Vec::new(), &[], ind),
             OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => {
                 let kw = if matches!(op.kind, OpKind::Return) {
                     "return"
@@ -599,34 +792,103 @@ impl Printer {
         if !matches!(c, DeviceCollective::CollectivePermute { .. }) {
             props.push(("replica_groups".into(), int_matrix(groups)));
         }
+        self.generic(out, cx, op, props, &PROPS, ind);
+    }
+
+    /// The generic form `"name"(%a) <{props}> ({regions}) {attrs} : (T) -> T`,
+    /// as JAX prints gather, scatter, sort, reduce_window, case and device
+    /// collectives; `skip` names raw attributes already printed as properties.
+    fn generic(
+        &self,
+        out: &mut String,
+        cx: &FuncCtx<'_>,
+        op: &Op,
+        mut props: Vec<(String, String)>,
+        skip: &[&str],
+        ind: &str,
+    ) {
+        let props_text = if props.is_empty() {
+            String::new()
+        } else {
+            format!(" <{}>", attr_dict(&mut props))
+        };
         let head = format!(
-            "{}\"{}\"({}) <{}>",
+            "{}\"{}\"({}){props_text}",
             self.results_prefix(cx, op),
-            c.name(),
+            op.kind.name(),
             self.operands(cx, op),
-            attr_dict(&mut props)
         );
         let tail = format!(
             "{}{}",
-            self.op_attrs_except(cx, op, &PROPS),
+            self.op_attrs_except(cx, op, skip),
             self.functional(cx, op, false)
         );
-        let Some(r) = op.regions.first() else {
+        if op.regions.is_empty() {
             let _ = writeln!(out, "{ind}{head}{tail}");
             return;
-        };
-        let args: Vec<String> = r
-            .args
-            .iter()
-            .map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty))
-            .collect();
-        let _ = writeln!(out, "{ind}{head} ({{");
-        let _ = writeln!(out, "{ind}^bb0({}):", args.join(", "));
-        let inner = format!("{ind}  ");
-        for &id in &r.ops {
-            self.op(out, cx, cx.f.op(id), &inner);
         }
-        let _ = writeln!(out, "{ind}}}){tail}");
+        let _ = write!(out, "{ind}{head} (");
+        let inner = format!("{ind}  ");
+        for (i, r) in op.regions.iter().enumerate() {
+            out.push_str(if i == 0 { "{\n" } else { ", {\n" });
+            if !r.args.is_empty() {
+                let args: Vec<String> = r
+                    .args
+                    .iter()
+                    .map(|&a| format!("{}: {}", cx.name(a), cx.f.value(a).ty))
+                    .collect();
+                let _ = writeln!(out, "{ind}^bb0({}):", args.join(", "));
+            }
+            self.in_region(|| {
+                for &id in &r.ops {
+                    self.op(out, cx, cx.f.op(id), &inner);
+                }
+            });
+            let _ = write!(out, "{ind}}}");
+        }
+        let _ = writeln!(out, "){tail}");
+    }
+
+    /// `stablehlo.while(%iterArg = %x, ...) : T, ... [attributes {..}]` with its
+    /// `cond { .. } do { .. }` regions (the iteration arguments named as in `cond`).
+    fn while_op(&self, out: &mut String, cx: &FuncCtx<'_>, op: &Op, ind: &str) {
+        let empty = Region::default();
+        let cond = op.regions.first().unwrap_or(&empty);
+        let body = op.regions.get(1).unwrap_or(&empty);
+        let carried: Vec<String> = op
+            .operands
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let arg = cond.args.get(i).map_or("%?", |&a| cx.name(a));
+                format!("{arg} = {}", cx.name(v))
+            })
+            .collect();
+        let mut head = format!(
+            "{}stablehlo.while({})",
+            self.results_prefix(cx, op),
+            carried.join(", ")
+        );
+        if !op.operands.is_empty() {
+            let _ = write!(head, " : {}", types_list(&self.operand_types(cx, op)));
+        }
+        let attrs = self.op_attrs(cx, op);
+        if !attrs.is_empty() {
+            let _ = write!(head, " attributes{attrs}");
+        }
+        let _ = writeln!(out, "{ind}{head}");
+        let _ = writeln!(out, "{ind}cond {{");
+        let inner = format!("{ind}  ");
+        self.in_region(|| {
+            for &id in &cond.ops {
+                self.op(out, cx, cx.f.op(id), &inner);
+            }
+            let _ = writeln!(out, "{ind}}} do {{");
+            for &id in &body.ops {
+                self.op(out, cx, cx.f.op(id), &inner);
+            }
+        });
+        let _ = writeln!(out, "{ind}}}");
     }
 
     fn bare_result(&self, cx: &FuncCtx<'_>, op: &Op) -> String {
