@@ -1,5 +1,5 @@
 //! Elementwise unary and binary kernels (StableHLO `negate` ... `atan2`, and
-//! `chlo.erf`/`chlo.erf_inv`).
+//! `chlo.erf`/`chlo.erfc`/`chlo.erf_inv`).
 //!
 //! f32 computes in f32, f64 in f64, bf16/f16 in f32 rounded once to the result.
 //! Integer ops wrap and follow XLA for division by zero (see `int_elem`); on i1,
@@ -41,6 +41,8 @@ pub enum UnaryOp {
     Erf,
     /// `chlo.erf_inv`.
     ErfInv,
+    /// `chlo.erfc`.
+    Erfc,
 }
 
 /// A two-operand elementwise op.
@@ -87,11 +89,12 @@ impl UnaryOp {
             UnaryOp::RoundNearestAfz => "round_nearest_afz",
             UnaryOp::Erf => "erf",
             UnaryOp::ErfInv => "erf_inv",
+            UnaryOp::Erfc => "erfc",
         }
     }
 
     /// Every unary op.
-    pub const ALL: [UnaryOp; 23] = [
+    pub const ALL: [UnaryOp; 24] = [
         UnaryOp::Negate,
         UnaryOp::Abs,
         UnaryOp::Exponential,
@@ -115,6 +118,7 @@ impl UnaryOp {
         UnaryOp::RoundNearestAfz,
         UnaryOp::Erf,
         UnaryOp::ErfInv,
+        UnaryOp::Erfc,
     ];
 
     /// The op named `name` (StableHLO spelling).
@@ -201,6 +205,7 @@ macro_rules! float_unary {
             UnaryOp::Tan => x.tan(),
             UnaryOp::Erf => Special::error_function(x),
             UnaryOp::ErfInv => Special::inverse_error_function(x),
+            UnaryOp::Erfc => Special::complementary_error_function(x),
             // Rejected before dispatch (not a float op / not float-valued).
             UnaryOp::Not | UnaryOp::IsFinite => x,
         }
@@ -445,7 +450,7 @@ named_unary!(
     logistic => Logistic, sqrt => Sqrt, rsqrt => Rsqrt, sine => Sine, cosine => Cosine,
     floor => Floor, ceil => Ceil, sign => Sign, not => Not,
     round_nearest_even => RoundNearestEven, is_finite => IsFinite, cbrt => Cbrt, tan => Tan,
-    round_nearest_afz => RoundNearestAfz, erf => Erf, erf_inv => ErfInv,
+    round_nearest_afz => RoundNearestAfz, erf => Erf, erf_inv => ErfInv, erfc => Erfc,
 );
 
 named_binary!(

@@ -51,7 +51,7 @@ pub use data::Data;
 pub use dense::{allclose, max_abs_rel_error, Tensor};
 pub use dot::{dot_general, DotDims};
 pub use elementwise::{
-    abs, add, and, atan2, binary, cbrt, ceil, cosine, divide, erf, erf_inv, exponential,
+    abs, add, and, atan2, binary, cbrt, ceil, cosine, divide, erf, erf_inv, erfc, exponential,
     exponential_minus_one, floor, is_finite, log, log_plus_one, logistic, maximum, minimum,
     multiply, negate, not, or, power, remainder, round_nearest_afz, round_nearest_even, rsqrt,
     sign, sine, sqrt, subtract, tan, tanh, unary, xor, BinaryOp, UnaryOp,
