@@ -1,4 +1,5 @@
-//! Elementwise unary and binary kernels (StableHLO `negate` ... `atan2`).
+//! Elementwise unary and binary kernels (StableHLO `negate` ... `atan2`, and
+//! `chlo.erf`/`chlo.erfc`/`chlo.erf_inv`).
 //!
 //! f32 computes in f32, f64 in f64, bf16/f16 in f32 rounded once to the result.
 //! Integer ops wrap and follow XLA for division by zero (see `int_elem`); on i1,
@@ -9,6 +10,7 @@ use crate::base::DType;
 use super::data::Data;
 use super::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use super::int_elem::IntElem;
+use super::special::Special;
 use super::{Tensor, TensorError};
 
 /// A one-operand elementwise op.
@@ -32,6 +34,15 @@ pub enum UnaryOp {
     Not,
     RoundNearestEven,
     IsFinite,
+    Cbrt,
+    Tan,
+    RoundNearestAfz,
+    /// `chlo.erf`.
+    Erf,
+    /// `chlo.erf_inv`.
+    ErfInv,
+    /// `chlo.erfc`.
+    Erfc,
 }
 
 /// A two-operand elementwise op.
@@ -73,11 +84,17 @@ impl UnaryOp {
             UnaryOp::Not => "not",
             UnaryOp::RoundNearestEven => "round_nearest_even",
             UnaryOp::IsFinite => "is_finite",
+            UnaryOp::Cbrt => "cbrt",
+            UnaryOp::Tan => "tan",
+            UnaryOp::RoundNearestAfz => "round_nearest_afz",
+            UnaryOp::Erf => "erf",
+            UnaryOp::ErfInv => "erf_inv",
+            UnaryOp::Erfc => "erfc",
         }
     }
 
     /// Every unary op.
-    pub const ALL: [UnaryOp; 18] = [
+    pub const ALL: [UnaryOp; 24] = [
         UnaryOp::Negate,
         UnaryOp::Abs,
         UnaryOp::Exponential,
@@ -96,6 +113,12 @@ impl UnaryOp {
         UnaryOp::Not,
         UnaryOp::RoundNearestEven,
         UnaryOp::IsFinite,
+        UnaryOp::Cbrt,
+        UnaryOp::Tan,
+        UnaryOp::RoundNearestAfz,
+        UnaryOp::Erf,
+        UnaryOp::ErfInv,
+        UnaryOp::Erfc,
     ];
 
     /// The op named `name` (StableHLO spelling).
@@ -177,6 +200,12 @@ macro_rules! float_unary {
                 }
             }
             UnaryOp::RoundNearestEven => x.round_ties_even(),
+            UnaryOp::RoundNearestAfz => x.round(),
+            UnaryOp::Cbrt => x.cbrt(),
+            UnaryOp::Tan => x.tan(),
+            UnaryOp::Erf => Special::error_function(x),
+            UnaryOp::ErfInv => Special::inverse_error_function(x),
+            UnaryOp::Erfc => Special::complementary_error_function(x),
             // Rejected before dispatch (not a float op / not float-valued).
             UnaryOp::Not | UnaryOp::IsFinite => x,
         }
@@ -420,7 +449,8 @@ named_unary!(
     log_plus_one => LogPlusOne, exponential_minus_one => ExponentialMinusOne, tanh => Tanh,
     logistic => Logistic, sqrt => Sqrt, rsqrt => Rsqrt, sine => Sine, cosine => Cosine,
     floor => Floor, ceil => Ceil, sign => Sign, not => Not,
-    round_nearest_even => RoundNearestEven, is_finite => IsFinite,
+    round_nearest_even => RoundNearestEven, is_finite => IsFinite, cbrt => Cbrt, tan => Tan,
+    round_nearest_afz => RoundNearestAfz, erf => Erf, erf_inv => ErfInv, erfc => Erfc,
 );
 
 named_binary!(

@@ -12,22 +12,25 @@ fn cases() -> Vec<PathBuf> {
     crate::common::jax_cases_with_data()
 }
 
-#[test]
-fn interpreter_reproduces_jax_outputs() {
-    let cases = cases();
-    assert!(
-        cases.len() >= 23,
-        "expected the 8 shared and 15+ own fixtures"
-    );
+/// Interpret `files` of each case folder on its `in*.npy` and compare with its
+/// `out*.npy` (rtol 1e-4, atol 1e-5; integers and booleans exactly). Returns the
+/// failures and the number of outputs checked.
+fn check_cases(cases: &[PathBuf], files: &[&str]) -> (Vec<String>, usize) {
     let mut failures = Vec::new();
     let mut checked = 0;
-    for dir in &cases {
+    for dir in cases {
         let inputs = crate::common::numbered(dir, "in");
         let expected = crate::common::numbered(dir, "out");
-        for file in ["lowered.mlir", "before.mlir", "after.mlir"] {
+        for file in files {
             let path = dir.join(file);
             let text = std::fs::read_to_string(&path).unwrap();
-            let module = parse_and_verify(&text).unwrap();
+            let module = match parse_and_verify(&text) {
+                Ok(m) => m,
+                Err(e) => {
+                    failures.push(e.in_file(&path.display().to_string()));
+                    continue;
+                }
+            };
             let outs = match interpret(&module, &inputs) {
                 Ok(o) => o,
                 Err(e) => {
@@ -63,6 +66,41 @@ fn interpreter_reproduces_jax_outputs() {
             }
         }
     }
+    (failures, checked)
+}
+
+#[test]
+fn interpreter_reproduces_jax_outputs() {
+    let cases = cases();
+    assert!(
+        cases.len() >= 23,
+        "expected the 8 shared and 15+ own fixtures"
+    );
+    let (failures, checked) = check_cases(&cases, &["lowered.mlir", "before.mlir", "after.mlir"]);
+    assert!(checked >= 3 * cases.len(), "only {checked} outputs checked");
+    assert!(
+        failures.is_empty(),
+        "{} failures ({checked} outputs checked):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The whole-model JAX programs (`tests/fixtures/models/<case>/`: training steps
+/// with while loops, gather/scatter, sort and top_k with RNG bits, reduce_window,
+/// a convolution, shard_map): the interpreter reproduces every output of every
+/// program form (as lowered, before and after Shardy propagation).
+#[test]
+fn interpreter_reproduces_whole_model_outputs() {
+    let root = crate::common::fixture("models");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("in0.npy").exists())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 9, "expected the 9 whole-model cases");
+    let (failures, checked) = check_cases(&cases, &["lowered.mlir", "before.mlir", "after.mlir"]);
     assert!(checked >= 3 * cases.len(), "only {checked} outputs checked");
     assert!(
         failures.is_empty(),

@@ -8,10 +8,10 @@ use shardsim::tensor::{self as t, Scalar, Tensor, TensorError};
 
 use crate::common::fixture;
 
-fn load(spec: &Value) -> Tensor {
+/// The tensor a manifest entry names, from the fixture folder `dir`.
+pub(super) fn load_from(dir: &str, spec: &Value) -> Tensor {
     let file = spec["file"].as_str().expect("file");
-    let tensor =
-        read_npy(&fixture(&format!("tensor/cases/{file}"))).unwrap_or_else(|e| panic!("{e}"));
+    let tensor = read_npy(&fixture(&format!("{dir}/{file}"))).unwrap_or_else(|e| panic!("{e}"));
     match spec.get("as").and_then(Value::as_str) {
         // Stored as f32; every value is a bf16 value, so this conversion is exact.
         Some("bf16") => t::convert(&tensor, DType::BF16).expect("to bf16"),
@@ -20,7 +20,11 @@ fn load(spec: &Value) -> Tensor {
     }
 }
 
-fn usizes(p: &Value, key: &str) -> Vec<usize> {
+fn load(spec: &Value) -> Tensor {
+    load_from("tensor/cases", spec)
+}
+
+pub(super) fn usizes(p: &Value, key: &str) -> Vec<usize> {
     p[key]
         .as_array()
         .unwrap_or_else(|| panic!("param {key}"))
@@ -29,7 +33,7 @@ fn usizes(p: &Value, key: &str) -> Vec<usize> {
         .collect()
 }
 
-fn u64s(p: &Value, key: &str) -> Vec<u64> {
+pub(super) fn u64s(p: &Value, key: &str) -> Vec<u64> {
     p[key]
         .as_array()
         .unwrap_or_else(|| panic!("param {key}"))
@@ -38,7 +42,7 @@ fn u64s(p: &Value, key: &str) -> Vec<u64> {
         .collect()
 }
 
-fn i64s(p: &Value, key: &str) -> Vec<i64> {
+pub(super) fn i64s(p: &Value, key: &str) -> Vec<i64> {
     p[key]
         .as_array()
         .unwrap_or_else(|| panic!("param {key}"))
@@ -47,7 +51,7 @@ fn i64s(p: &Value, key: &str) -> Vec<i64> {
         .collect()
 }
 
-fn dtype(p: &Value, key: &str) -> DType {
+pub(super) fn dtype(p: &Value, key: &str) -> DType {
     p[key]
         .as_str()
         .unwrap_or_else(|| panic!("param {key}"))
@@ -56,7 +60,7 @@ fn dtype(p: &Value, key: &str) -> DType {
 }
 
 /// A scalar parameter of element type `dtype`: a JSON integer, float, bool or "inf"/"-inf".
-fn scalar(v: &Value, dtype: DType) -> Scalar {
+pub(super) fn scalar(v: &Value, dtype: DType) -> Scalar {
     if let Some(i) = v.as_i64() {
         Scalar::from_i128(dtype, i as i128)
     } else if let Some(x) = v.as_f64() {
@@ -71,7 +75,7 @@ fn scalar(v: &Value, dtype: DType) -> Scalar {
 /// JAX's argmax reducer (from `jax.numpy.argmax`'s lowering), with the first operand
 /// group as the accumulator: bigger value, or NaN, wins; equal values keep the
 /// smaller index.
-fn argmax_body(acc: &[Scalar], elem: &[Scalar]) -> Result<Vec<Scalar>, TensorError> {
+pub(super) fn argmax_body(acc: &[Scalar], elem: &[Scalar]) -> Result<Vec<Scalar>, TensorError> {
     let (a, b) = (acc[0].to_f64(), elem[0].to_f64());
     let (ai, bi) = (acc[1].to_i128().unwrap(), elem[1].to_i128().unwrap());
     let pick_a = a > b || a.is_nan();
@@ -82,7 +86,7 @@ fn argmax_body(acc: &[Scalar], elem: &[Scalar]) -> Result<Vec<Scalar>, TensorErr
     ])
 }
 
-fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError> {
+pub(super) fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError> {
     let one = |r: Result<Tensor, TensorError>| r.map(|t| vec![t]);
     match kernel {
         "unary" => one(t::unary(
@@ -207,7 +211,7 @@ fn run(kernel: &str, p: &Value, x: &[Tensor]) -> Result<Vec<Tensor>, TensorError
 }
 
 /// Why `got` does not match `want`, or `None` when it does.
-fn mismatch(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Option<String> {
+pub(super) fn mismatch(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Option<String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Some(format!(
             "got {}, expected {}",

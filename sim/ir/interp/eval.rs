@@ -110,7 +110,7 @@ fn run_block(
 }
 
 /// Run a region with its block arguments bound to `args`.
-fn run_region(
+pub(super) fn run_region(
     module: &Module,
     func: &Func,
     region: &Region,
@@ -123,9 +123,11 @@ fn run_region(
     run_block(module, func, &region.ops, env)
 }
 
-/// The reduction of a body that applies one binary op to (accumulator, element).
+/// The reduction of a body that applies one binary op to (accumulator, element),
+/// possibly followed by sharding constraints or reshards of its result
+/// (identities; JAX and Shardy write them inside shard_map reducers).
 pub fn reduce_kind_of(func: &Func, region: &Region) -> Option<ReduceKind> {
-    let [body, ret] = region.ops.as_slice() else {
+    let [body, wrappers @ .., ret] = region.ops.as_slice() else {
         return None;
     };
     let (body, ret) = (func.op(*body), func.op(*ret));
@@ -135,8 +137,20 @@ pub fn reduce_kind_of(func: &Func, region: &Region) -> Option<ReduceKind> {
     let [a0, a1] = region.args.as_slice() else {
         return None;
     };
+    let mut value = body.results.clone();
+    for &w in wrappers {
+        let w = func.op(w);
+        let identity = matches!(
+            w.kind,
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
+        );
+        if !identity || w.operands != value {
+            return None;
+        }
+        value = w.results.clone();
+    }
     let uses_args = body.operands == [*a0, *a1] || body.operands == [*a1, *a0];
-    if !uses_args || ret.operands != body.results {
+    if !uses_args || ret.operands != value {
         return None;
     }
     Some(match b {
@@ -204,8 +218,11 @@ pub(super) fn eval_op(
     match &op.kind {
         OpKind::Unary(u) => {
             let x = arg(0)?;
-            if short == "square" {
-                return one(tensor::multiply(x, x));
+            match short {
+                "square" => return one(tensor::multiply(x, x)),
+                "popcnt" => return one(tensor::popcnt(x)),
+                "count_leading_zeros" => return one(tensor::count_leading_zeros(x)),
+                _ => {}
             }
             let k = tensor::UnaryOp::from_name(short)
                 .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
@@ -213,6 +230,15 @@ pub(super) fn eval_op(
             one(tensor::unary(k, x))
         }
         OpKind::Binary(_) => {
+            let shift = match short {
+                "shift_left" => Some(tensor::ShiftKind::Left),
+                "shift_right_logical" => Some(tensor::ShiftKind::RightLogical),
+                "shift_right_arithmetic" => Some(tensor::ShiftKind::RightArithmetic),
+                _ => None,
+            };
+            if let Some(kind) = shift {
+                return one(tensor::shift(kind, arg(0)?, arg(1)?));
+            }
             let k = tensor::BinaryOp::from_name(short)
                 .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
             one(tensor::binary(k, arg(0)?, arg(1)?))
@@ -399,11 +425,7 @@ pub(super) fn eval_op(
         | OpKind::ReduceWindow { .. }
         | OpKind::RngBitGenerator { .. }
         | OpKind::BitcastConvert
-        | OpKind::Convolution { .. } => Err(InterpError::op(
-            op.loc,
-            name,
-            "the interpreter has no kernel for this op yet",
-        )),
+        | OpKind::Convolution { .. } => super::structured::eval_structured(module, func, op, env),
     }
 }
 

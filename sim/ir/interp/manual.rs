@@ -3,8 +3,9 @@
 //! operand (the in-sharding's layout), runs the body op by op in lockstep
 //! with the others, and device collectives (`stablehlo.all_reduce` & co.)
 //! combine the devices' values over their replica groups. The results are
-//! assembled from the devices' blocks by the out-shardings. Only fully
-//! manual computations are evaluated (every mesh axis larger than 1 manual).
+//! assembled from the devices' blocks by the out-shardings. In a partially
+//! manual computation the shardings count only on the manual axes: along a
+//! free axis every device holds the whole dim (see `manual_part`).
 
 use std::collections::BTreeMap;
 
@@ -156,6 +157,21 @@ pub fn unsupported_manual(mesh: &Mesh, manual_axes: &[String]) -> Option<String>
     })
 }
 
+/// The part of `s` on the manual axes. A body sees its operands split along the
+/// manual axes only: along a free axis (a partially manual computation) every
+/// device holds the whole dim, so each device of the full mesh runs the body on
+/// the same data as its free-axis peers, and the peers' results agree.
+fn manual_part(s: &TensorSharding, manual_axes: &[String]) -> TensorSharding {
+    let mut s = s.clone();
+    let keep = |a: &crate::mesh::AxisRef| manual_axes.contains(&a.name);
+    for d in &mut s.dims {
+        d.axes.retain(keep);
+    }
+    s.replicated.retain(keep);
+    s.unreduced.retain(keep);
+    s
+}
+
 fn layout(
     mesh: &Mesh,
     s: &TensorSharding,
@@ -190,13 +206,18 @@ pub(super) fn eval_manual(
         return Err(fail("not a manual computation".into()));
     };
     let mesh = manual_mesh(module, op).ok_or_else(|| fail("no mesh".into()))?;
-    if let Some(why) = unsupported_manual(mesh, manual_axes) {
-        return Err(fail(why));
-    }
+    let in_shardings: Vec<TensorSharding> = in_shardings
+        .iter()
+        .map(|s| manual_part(s, manual_axes))
+        .collect();
+    let out_shardings: Vec<TensorSharding> = out_shardings
+        .iter()
+        .map(|s| manual_part(s, manual_axes))
+        .collect();
     let region = op.regions.first().ok_or_else(|| fail("no body".into()))?;
     let ids = mesh.device_ids();
     let mut envs: Vec<Env> = ids.iter().map(|_| Env::new(func)).collect();
-    for (i, (x, s)) in args.iter().zip(in_shardings).enumerate() {
+    for (i, (x, s)) in args.iter().zip(&in_shardings).enumerate() {
         let l = layout(mesh, s, x.shape(), &format!("operand {i}")).map_err(fail)?;
         for (k, &d) in ids.iter().enumerate() {
             let shard = l.shard_of(d).ok_or_else(|| fail(format!("device {d}")))?;
@@ -233,7 +254,7 @@ pub(super) fn eval_manual(
         }
     }
     let mut results = Vec::with_capacity(op.results.len());
-    for (j, (&r, s)) in op.results.iter().zip(out_shardings).enumerate() {
+    for (j, (&r, s)) in op.results.iter().zip(&out_shardings).enumerate() {
         let ty = &func.value(r).ty;
         let l = layout(mesh, s, &ty.shape, &format!("result {j}")).map_err(fail)?;
         let zero = tensor::Scalar::from_f64(ty.dtype, 0.0);

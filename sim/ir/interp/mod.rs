@@ -11,6 +11,7 @@
 
 mod eval;
 pub mod manual;
+mod structured;
 
 use crate::base::TensorType;
 use crate::tensor::{Tensor, TensorError};
