@@ -9,10 +9,12 @@
 //! does both in lockstep.
 
 mod collectives;
+mod indexing;
 pub mod timed;
 mod window;
 
 use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
+use crate::ir::OpKind;
 use crate::partition::{Mask, SpmdProgram, Step};
 use crate::tensor::{extract_block, insert_block, pad_to_shape, Scalar, Tensor, TensorError};
 
@@ -130,9 +132,11 @@ impl<'p> Executor<'p> {
         }
     }
 
-    /// Copy slot `from` into slot `to` on every device.
+    /// Copy slot `from` into slot `to` on every device, all at once (a body
+    /// may yield its carried values in another order).
     fn copy_slots(&mut self, pairs: &[(usize, usize)], pc: usize) -> Result<(), ExecError> {
         for d in &mut self.devices {
+            let mut taken = Vec::with_capacity(pairs.len());
             for &(from, to) in pairs {
                 let t = d.buffers[from].clone().ok_or_else(|| {
                     step_error(
@@ -142,6 +146,9 @@ impl<'p> Executor<'p> {
                         format!("value {} has no buffer", self.program.values[from].name),
                     )
                 })?;
+                taken.push((to, t));
+            }
+            for (to, t) in taken {
                 d.buffers[to] = Some(t);
             }
         }
@@ -247,6 +254,24 @@ impl<'p> Executor<'p> {
                     .expect("layout covers the mesh");
                 let valid: Vec<u64> = shard.ranges.iter().map(|r| r.1 - r.0).collect();
                 args[i] = mask_padding(&args[i], &valid, fill).map_err(|e| err(&e))?;
+            }
+            if let OpKind::Scatter { dims, .. } = &program.local_func.op(*op).kind {
+                // Global indices into this device's block of the operand.
+                let n = operands.len().saturating_sub(1) / 2;
+                let shard = program.values[operands[0]]
+                    .layout
+                    .shard_of(dev.device)
+                    .expect("layout covers the mesh");
+                let starts: Vec<i128> = dims
+                    .scatter_dims_to_operand_dims
+                    .iter()
+                    .map(|&od| shard.ranges.get(od as usize).map_or(0, |r| i128::from(r.0)))
+                    .collect();
+                if starts.iter().any(|&s| s != 0) {
+                    args[n] =
+                        indexing::offset_indices(&args[n], dims.index_vector_dim as usize, &starts)
+                            .map_err(|e| err(&e))?;
+                }
             }
             eval_single_op(&program.module, &program.local_func, *op, args).map_err(|e| err(&e))?
         };

@@ -20,33 +20,10 @@ use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::allclose;
 
 /// Cases that do not run end to end yet, with what they need.
-const PENDING: &[(&str, &str)] = &[
-    ("conv_patch_embed", "the interpreter's convolution kernel"),
-    (
-        "embedding_vocab_parallel",
-        "the interpreter's gather kernel",
-    ),
-    (
-        "gpt_train_loop_sgd",
-        "the interpreter's gather and scatter kernels",
-    ),
-    (
-        "gpt_train_scan_adam",
-        "the interpreter's gather and scatter kernels",
-    ),
-    (
-        "moe_switch_top1",
-        "the interpreter's reduce_window, gather and scatter kernels",
-    ),
-    (
-        "sample_top_k",
-        "the interpreter's top_k, sort and bit-op kernels",
-    ),
-    (
-        "shard_map_partial_manual",
-        "partially manual computations (free axes) in propagation and partitioning",
-    ),
-];
+const PENDING: &[(&str, &str)] = &[(
+    "shard_map_partial_manual",
+    "partially manual computations (free axes) in propagation and partitioning",
+)];
 
 fn cases() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(crate::common::fixture("models"))

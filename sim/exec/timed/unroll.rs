@@ -59,8 +59,9 @@ impl Expander<'_> {
                             op.loc
                         ))
                     })?;
-                    for (&c, &init) in l.carried.iter().zip(&l.inits) {
-                        self.remap[c] = self.remap[init];
+                    let first: Vec<usize> = l.inits.iter().map(|&i| self.remap[i]).collect();
+                    for (&c, n) in l.carried.iter().zip(first) {
+                        self.remap[c] = n;
                     }
                     for k in 0..=trips {
                         self.range(i + 1, l.cond_end, depth + 1)?;
@@ -68,8 +69,10 @@ impl Expander<'_> {
                             break;
                         }
                         self.range(l.cond_end, l.body_end, depth + 1)?;
-                        for (&c, &y) in l.carried.iter().zip(&l.yields) {
-                            self.remap[c] = self.remap[y];
+                        // All at once: a body may yield its carried values in another order.
+                        let next: Vec<usize> = l.yields.iter().map(|&y| self.remap[y]).collect();
+                        for (&c, n) in l.carried.iter().zip(next) {
+                            self.remap[c] = n;
                         }
                     }
                     i = l.body_end;
