@@ -231,7 +231,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
     if mesh != devices {
         // A smaller mesh would leave devices idle without saying so.
         bail!(
-            "the program's mesh has {mesh} devices but {name}{} has {devices}: \
+            "the mesh has {mesh} devices but {name}{} has {devices}: \
              change the mesh or --nodes so that they match",
             args.nodes
                 .map_or(String::new(), |n| format!(" x {n} nodes"))
