@@ -21,7 +21,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let msg = format!("{e:#}").replace('\n', " ");
             eprintln!("error: {msg}");
-            ExitCode::from(2)
+            ExitCode::from(if e.downcast_ref::<cli::Failed>().is_some() {
+                1
+            } else {
+                2
+            })
         }
     }
 }

@@ -10,6 +10,7 @@ mod ir;
 mod mesh;
 mod partition;
 mod propagate;
+mod scenario;
 mod sharding;
 mod strategies;
 mod tensor;

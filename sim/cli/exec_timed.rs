@@ -232,6 +232,16 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
         return Ok(None);
     };
     let topo = super::output::load_topology(name, args.nodes, &args.set)?;
+    let (mesh, devices) = (program.num_devices(), u64::from(topo.num_devices()));
+    if mesh != devices {
+        // A smaller mesh would leave devices idle without saying so.
+        bail!(
+            "the mesh has {mesh} devices but {name}{} has {devices}: \
+             change the mesh or --nodes so that they match",
+            args.nodes
+                .map_or(String::new(), |n| format!(" x {n} nodes"))
+        );
+    }
     let opts = args.options(&topo, program.num_devices())?;
     let t = run_timed(program, &topo, &opts)?;
     if let Some(dir) = &args.trace {

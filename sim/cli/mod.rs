@@ -11,11 +11,14 @@ mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
 mod interp_cmd;
+mod merge_cmd;
 mod mesh_cmd;
 mod output;
 mod partition_cmd;
 mod plan_cmd;
 mod propagate_cmd;
+mod run_cmd;
+mod sweep_cmd;
 mod topology_cmd;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +33,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run scenarios (default: a GPT-style training step on 2 x dgx-h100): summary
+    /// table, reports/<scenario>/ (CSV/JSON, Chrome trace, plots, report.html);
+    /// exit 1 when an expectation fails.
+    Run(run_cmd::RunArgs),
+    /// Run a grid or list of scenario variants in parallel, one CSV row per point.
+    Sweep(sweep_cmd::SweepArgs),
+    /// Join the CSVs of `sweep --shard i/N` runs into one.
+    Merge(merge_cmd::MergeArgs),
     /// Show a device mesh in Shardy, TF DTensor and TVM form, every device's
     /// coordinates and, with --sharding and --tensor, each device's shard.
     Mesh(mesh_cmd::MeshArgs),
@@ -56,6 +67,9 @@ pub enum Command {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Run(args) => run_cmd::run(args),
+        Command::Sweep(args) => sweep_cmd::run(args),
+        Command::Merge(args) => merge_cmd::run(args),
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Interp(args) => interp_cmd::run(args),
         Command::Propagate(args) => propagate_cmd::run(args),
@@ -68,3 +82,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Exec(args) => partition_cmd::run_exec(args),
     }
 }
+
+/// Expectations that did not hold (exit code 1, unlike user errors' 2).
+#[derive(Debug)]
+pub struct Failed(pub String);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "expectations failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for Failed {}

@@ -44,6 +44,16 @@ pub struct ScopePeak {
     pub peak_at_ps: u64,
 }
 
+/// Bytes in use in one scope of one device from `time_ps` on (recorded on
+/// every change when asked, for memory-over-time plots).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemorySample {
+    pub device: u64,
+    pub scope: String,
+    pub time_ps: u64,
+    pub in_use: u64,
+}
+
 #[derive(Debug, Clone)]
 struct ScopeState {
     capacity: u64,
@@ -59,6 +69,8 @@ pub struct MemoryTracker {
     devices: Vec<u64>,
     /// Per device index: scope -> state.
     scopes: Vec<BTreeMap<String, ScopeState>>,
+    /// Every change of bytes in use, when recording.
+    history: Option<Vec<MemorySample>>,
 }
 
 impl MemoryTracker {
@@ -68,6 +80,30 @@ impl MemoryTracker {
         MemoryTracker {
             devices,
             scopes: vec![BTreeMap::new(); n],
+            history: None,
+        }
+    }
+
+    /// Record every change of bytes in use from now on (off by default: a
+    /// long program on many devices makes many samples).
+    pub fn record_history(&mut self) {
+        self.history.get_or_insert_with(Vec::new);
+    }
+
+    /// The recorded changes in the order they happened (empty unless recording).
+    pub fn history(&self) -> &[MemorySample] {
+        self.history.as_deref().unwrap_or(&[])
+    }
+
+    fn sample(&mut self, d: usize, scope: &str, now: Time) {
+        if let Some(h) = &mut self.history {
+            let in_use = self.scopes[d].get(scope).map_or(0, |s| s.in_use);
+            h.push(MemorySample {
+                device: self.devices[d],
+                scope: scope.to_string(),
+                time_ps: now.0,
+                in_use,
+            });
         }
     }
 
@@ -135,14 +171,16 @@ impl MemoryTracker {
             s.peak = s.in_use;
             s.peak_at = now;
         }
+        self.sample(d, scope, now);
         report
     }
 
-    /// Free `slot` in `scope` of device index `d` (no-op if not live).
-    pub fn free(&mut self, d: usize, scope: &str, slot: Slot) {
+    /// Free `slot` in `scope` of device index `d` at `now` (no-op if not live).
+    pub fn free(&mut self, d: usize, scope: &str, slot: Slot, now: Time) {
         if let Some(s) = self.scopes[d].get_mut(scope) {
             if let Some(b) = s.live.remove(&slot) {
                 s.in_use -= b;
+                self.sample(d, scope, now);
             }
         }
     }

@@ -35,7 +35,7 @@ use crate::collective::CollectiveError;
 use crate::engine::{EngineError, Time};
 
 pub use cost::{parse_roofline, step_cost, DeviceRoofline, OpCost, RooflineParams, ROOFLINE_TOML};
-pub use memory::{LiveBuffer, MemoryTracker, OomReport, ScopePeak};
+pub use memory::{LiveBuffer, MemorySample, MemoryTracker, OomReport, ScopePeak};
 pub use options::{OomPolicy, TimedOptions};
 pub use run::{run_timed, value_scopes};
 pub use timeline::{LinkBusy, Span, StreamKind, Timeline};

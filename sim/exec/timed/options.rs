@@ -36,6 +36,8 @@ pub struct TimedOptions {
     pub faults: Vec<LinkFault>,
     /// Trip count assumed for while loops without static bounds (`--trip-count`).
     pub trip_count: Option<u64>,
+    /// Record bytes in use per device and scope over time (`Timeline::memory`).
+    pub record_memory: bool,
 }
 
 impl Default for TimedOptions {
@@ -49,6 +51,7 @@ impl Default for TimedOptions {
             calibration: None,
             faults: Vec::new(),
             trip_count: None,
+            record_memory: false,
         }
     }
 }

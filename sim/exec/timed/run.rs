@@ -160,6 +160,7 @@ pub fn run_timed(
         spans: run.spans,
         links: run.links,
         peaks: run.memory.peaks(),
+        memory: run.memory.history().to_vec(),
         ooms: run.ooms,
         stopped: run.stopped,
         events: run.engine.processed(),
@@ -230,6 +231,9 @@ impl<'a> Run<'a> {
             .collect();
         let mut rooflines = Vec::with_capacity(n);
         let mut memory = MemoryTracker::new(devices.clone());
+        if opts.record_memory {
+            memory.record_history();
+        }
         for (d, &dev) in devices.iter().enumerate() {
             let idx = u32::try_from(dev)
                 .map_err(|_| TimedError::NoSuchDevice(u32::MAX, topo.num_devices()))?;
@@ -323,7 +327,8 @@ impl<'a> Run<'a> {
         let i = d * self.slots() + slot;
         self.uses_left[i] = self.uses_left[i].saturating_sub(1);
         if self.uses_left[i] == 0 && !self.kept[slot] {
-            self.memory.free(d, &self.scopes[slot], slot);
+            let now = self.engine.now();
+            self.memory.free(d, &self.scopes[slot], slot, now);
         }
     }
 
@@ -375,7 +380,7 @@ impl<'a> Run<'a> {
                 // A relabel renames the buffer: at the input's last read it
                 // hands its memory over instead of holding a second copy (the
                 // release when the step ends then finds it already freed).
-                self.memory.free(d, &self.scopes[c.input], c.input);
+                self.memory.free(d, &self.scopes[c.input], c.input, now);
             }
         }
         for &s in step_outputs(step) {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::memory::{OomReport, ScopePeak};
+use super::memory::{MemorySample, OomReport, ScopePeak};
 
 /// Which stream of a device a span ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -51,6 +51,9 @@ pub struct Timeline {
     pub spans: Vec<Span>,
     pub links: Vec<LinkBusy>,
     pub peaks: Vec<ScopePeak>,
+    /// Bytes in use per device and scope over time (empty unless
+    /// `TimedOptions::record_memory`).
+    pub memory: Vec<MemorySample>,
     pub ooms: Vec<OomReport>,
     /// True when an out-of-memory report stopped the run.
     pub stopped: bool,

@@ -1,0 +1,126 @@
+//! `shardsim run [SCENARIO...]`: run scenarios (the embedded default without
+//! arguments), print a summary table each, write `reports/<scenario>/`, and
+//! fail (exit 1) when an expectation does not hold, saying which and by how much.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+
+use shardsim::report::run_report::{check_rows, summary_rows, write_run_report};
+use shardsim::scenario::sweep::assign;
+use shardsim::scenario::{run_scenario, ProgramCache, RunConfig, Scenario, DEFAULT_SCENARIO};
+
+use super::output::{write_output, Format};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files (scenarios/*.toml); none: the embedded default.
+    scenarios: Vec<PathBuf>,
+    /// Override a scenario field, e.g. --set topology.nodes=4,
+    /// --set set.nvlink.bandwidth=900GB/s (a topology override), --set mesh.shape=[4,4].
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Where the report directories go (one per scenario).
+    #[arg(short, long = "out", default_value = "reports")]
+    out: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Write the data files only (no plots, no report.html).
+    #[arg(long)]
+    no_plots: bool,
+}
+
+/// A `--set KEY=VALUE` value as TOML (numbers, arrays, booleans) or a string.
+pub fn set_value(text: &str) -> anyhow::Result<(String, toml::Value)> {
+    let (k, v) = text
+        .split_once('=')
+        .with_context(|| format!("--set {text}: expected KEY=VALUE, e.g. topology.nodes=4"))?;
+    let v = v.trim();
+    let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(v.to_string()));
+    Ok((k.trim().to_string(), value))
+}
+
+/// Read a scenario (or the default) with `--set` overrides applied.
+pub fn load_scenario(path: Option<&Path>, sets: &[String]) -> anyhow::Result<Scenario> {
+    let (text, file, base) = match path {
+        Some(p) => (
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+            p.display().to_string(),
+            Some(p.parent().map(Path::to_path_buf).unwrap_or_default()),
+        ),
+        None => (
+            DEFAULT_SCENARIO.to_string(),
+            "default.toml".to_string(),
+            None,
+        ),
+    };
+    let sc = Scenario::parse(&text, &file, base.clone())?;
+    if sets.is_empty() {
+        return Ok(sc);
+    }
+    let mut table: toml::Table = toml::from_str(&text)?;
+    for s in sets {
+        let (k, v) = set_value(s)?;
+        assign(&mut table, &k, v)?;
+    }
+    let mut edited = Scenario::from_table(&table, &file, base)?;
+    edited.name = sc.name;
+    Ok(edited)
+}
+
+fn text_table(rows: &[Vec<String>]) -> String {
+    let w = rows.iter().map(|r| r[0].len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|r| format!("{:<w$}  {}\n", r[0], r[1..].join("  ")))
+        .collect()
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let paths: Vec<Option<&Path>> = if args.scenarios.is_empty() {
+        vec![None]
+    } else {
+        args.scenarios.iter().map(|p| Some(p.as_path())).collect()
+    };
+    let cache = ProgramCache::new();
+    let mut failed = Vec::new();
+    let mut json = Vec::new();
+    for p in paths {
+        let sc = load_scenario(p, &args.set)?;
+        let start = Instant::now();
+        let r = run_scenario(&sc, &cache, RunConfig::default())
+            .with_context(|| format!("scenario {}", sc.name))?;
+        let dir = args.out.join(&sc.name);
+        let files = write_run_report(&r, &dir, !args.no_plots)?;
+        let secs = start.elapsed().as_secs_f64();
+        match args.format {
+            Format::Text => {
+                let mut text = text_table(&summary_rows(&r));
+                for c in check_rows(&r) {
+                    text += &format!("expect {}: {} (expected {}) {}\n", c[0], c[1], c[2], c[3]);
+                }
+                text += &format!(
+                    "wrote {} ({} files) in {secs:.2} s\n\n",
+                    dir.display(),
+                    files.len()
+                );
+                write_output(None, &text)?;
+            }
+            Format::Json => json.push(serde_json::to_value(&r.summary)?),
+        }
+        for c in r.summary.checks.iter().filter(|c| !c.ok) {
+            failed.push(format!("{}: {}: {}", sc.name, c.what, c.message));
+        }
+    }
+    if args.format == Format::Json {
+        write_output(None, &(serde_json::to_string_pretty(&json)? + "\n"))?;
+    }
+    if !failed.is_empty() {
+        return Err(super::Failed(failed.join("; ")).into());
+    }
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! `shardsim sweep SWEEP.toml [--jobs N] [--shard i/N] [--resume]`: run a
+//! grid or list of scenario variants in parallel, one CSV row per point
+//! (written atomically as points finish), then the sweep's plots and report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use shardsim::report::sweep_report::write_sweep_report;
+use shardsim::scenario::sweep::{parse_shard, run_sweep, Sweep, SweepOptions};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep file (format 1: scenario, [grid] or [[points]], [plots]).
+    sweep: PathBuf,
+    /// Points run at once (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run only points i, i+N, i+2N, ... (e.g. a Slurm array task); join with `shardsim merge`.
+    #[arg(long, value_name = "i/N")]
+    shard: Option<String>,
+    /// Keep the points already in the output file and run the rest.
+    #[arg(long)]
+    resume: bool,
+    /// The results CSV (default: reports/<sweep>/results.csv, or results.shard<i>of<N>.csv).
+    #[arg(short, long = "out")]
+    out: Option<PathBuf>,
+    /// Write the CSV only (no plots, no report.html).
+    #[arg(long)]
+    no_plots: bool,
+}
+
+pub fn run(args: SweepArgs) -> anyhow::Result<()> {
+    let sweep = Sweep::load(&args.sweep)?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let stem = args
+        .sweep
+        .file_stem()
+        .map_or("sweep".into(), |s| s.to_string_lossy().into_owned());
+    let out = args.out.clone().unwrap_or_else(|| {
+        let name = match shard {
+            Some((i, n)) => format!("results.shard{i}of{n}.csv"),
+            None => "results.csv".into(),
+        };
+        PathBuf::from("reports").join(&stem).join(name)
+    });
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = SweepOptions {
+        jobs,
+        shard,
+        out: out.clone(),
+        resume: args.resume,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} points {elapsed} (eta {eta})")
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
+    let start = Instant::now();
+    let rows = run_sweep(&sweep, &opts, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let errors = rows
+        .values()
+        .filter(|r| r.iter().any(|c| c == "error"))
+        .count();
+    println!(
+        "{} points ({} failed to run) in {:.2} s with {jobs} jobs: {}",
+        rows.len(),
+        errors,
+        start.elapsed().as_secs_f64(),
+        out.display()
+    );
+    if shard.is_none() && !args.no_plots {
+        let dir = out.parent().map(PathBuf::from).unwrap_or_default();
+        let files = write_sweep_report(
+            &dir,
+            &sweep.header(),
+            &rows,
+            &sweep.keys,
+            sweep.file.plots.heatmap.clone(),
+            sweep.file.plots.scaling.clone(),
+        )?;
+        println!(
+            "plots: {} (SVG and PNG), report: {}",
+            files.join(", "),
+            dir.join("report.html").display()
+        );
+    }
+    Ok(())
+}

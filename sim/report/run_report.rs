@@ -1,0 +1,241 @@
+//! Everything `shardsim run` writes for one scenario into its report
+//! directory: `summary.json`, `summary.csv` (one row, the sweep columns),
+//! `trace.json` (Chrome trace), `events.csv`, the plots (SVG and PNG) and
+//! `report.html`.
+
+use std::path::Path;
+
+use crate::engine::log::write_atomically;
+use crate::exec::timed::report::{human_bytes, human_time};
+use crate::exec::timed::trace;
+use crate::scenario::sweep::{metric_cells, to_csv, METRICS};
+use crate::scenario::ScenarioResult;
+
+use super::html::{page, table, Block};
+use super::run_plots::{Breakdown, Gantt, LinkUtilization, MemoryOverTime};
+use super::{render, ReportError};
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ReportError> {
+    let p = dir.join(name);
+    write_atomically(&p, bytes).map_err(|e| ReportError::Io {
+        path: p.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// The summary table rows (what the terminal prints too).
+pub fn summary_rows(r: &ScenarioResult) -> Vec<Vec<String>> {
+    let s = &r.summary;
+    let t = &s.timing;
+    let n = t.per_device.len().max(1) as u64;
+    let mut rows = vec![
+        vec!["scenario".into(), s.scenario.clone()],
+        vec!["program".into(), s.program.clone()],
+        vec![
+            "topology".into(),
+            format!(
+                "{}{} ({} devices)",
+                s.topology,
+                s.nodes.map_or(String::new(), |n| format!(" x {n} nodes")),
+                t.devices
+            ),
+        ],
+        vec!["overrides".into(), s.overrides.join(" ")],
+        vec!["mesh".into(), s.mesh.clone()],
+        vec![
+            "placement".into(),
+            s.placement
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{}={} over {}",
+                        a.axis,
+                        a.size,
+                        if a.links.is_empty() {
+                            "-".into()
+                        } else {
+                            a.links.join("+")
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ],
+        vec!["step time".into(), human_time(t.step_time_ps)],
+        vec![
+            "compute busy (mean)".into(),
+            human_time(t.per_device.iter().map(|d| d.compute_busy_ps).sum::<u64>() / n),
+        ],
+        vec![
+            "communication (mean)".into(),
+            human_time(t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n),
+        ],
+        vec![
+            "exposed communication".into(),
+            format!(
+                "{} mean, {} max",
+                human_time(t.mean_exposed_comm_ps),
+                human_time(t.max_exposed_comm_ps)
+            ),
+        ],
+    ];
+    for k in &t.comm_by_kind {
+        rows.push(vec![
+            format!("  {}", k.kind),
+            format!(
+                "{} x, {} and {} per device",
+                k.count,
+                human_time(k.mean_ps),
+                human_bytes(k.bytes)
+            ),
+        ]);
+    }
+    let mut scopes: Vec<&str> = t.peak_memory.iter().map(|p| p.scope.as_str()).collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    for scope in scopes {
+        let best = t
+            .peak_memory
+            .iter()
+            .filter(|p| p.scope == scope)
+            .max_by(|a, b| a.peak.cmp(&b.peak).then(b.device.cmp(&a.device)));
+        if let Some(p) = best.filter(|p| p.peak > 0) {
+            rows.push(vec![
+                format!("peak memory {scope}"),
+                format!("{} (device {})", human_bytes(p.peak), p.device),
+            ]);
+        }
+    }
+    if let Some(x) = &s.numerics {
+        rows.push(vec![
+            "numerics vs interpreter".into(),
+            format!(
+                "{} outputs, max abs error {:.3e}, max rel error {:.3e}",
+                x.outputs, x.max_abs_error, x.max_rel_error
+            ),
+        ]);
+    }
+    for p in &s.perturbations {
+        rows.push(vec!["perturbation".into(), p.clone()]);
+    }
+    for o in &t.ooms {
+        rows.push(vec![
+            "OUT OF MEMORY".into(),
+            format!(
+                "device {} {} at {}: {} needs {}",
+                o.device,
+                o.scope,
+                human_time(o.time_ps),
+                o.value,
+                human_bytes(o.bytes)
+            ),
+        ]);
+    }
+    rows
+}
+
+/// The expectation rows: what, measured, expected, verdict.
+pub fn check_rows(r: &ScenarioResult) -> Vec<Vec<String>> {
+    r.summary
+        .checks
+        .iter()
+        .map(|c| {
+            vec![
+                c.what.clone(),
+                c.measured.clone(),
+                c.expected.clone(),
+                if c.ok {
+                    "ok".into()
+                } else {
+                    format!("FAILED: {}", c.message)
+                },
+            ]
+        })
+        .collect()
+}
+
+/// Write the report of `r` into `dir` (created); with `plots` false only the
+/// data files. Returns the files written, relative to `dir`.
+pub fn write_run_report(
+    r: &ScenarioResult,
+    dir: &Path,
+    plots: bool,
+) -> Result<Vec<String>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::Io {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut files = Vec::new();
+    let json = serde_json::to_string_pretty(&r.summary)
+        .map_err(|e| ReportError::Plot(e.to_string()))?
+        + "\n";
+    write(dir, "summary.json", json.as_bytes())?;
+    let mut header: Vec<String> = vec!["scenario".into()];
+    header.extend(METRICS.iter().map(|m| m.to_string()));
+    let mut row = vec![r.summary.scenario.clone()];
+    row.extend(metric_cells(r));
+    let csv = to_csv(&header, &[(0usize, row)].into_iter().collect())
+        .map_err(|e| ReportError::Plot(e.to_string()))?;
+    write(dir, "summary.csv", &csv)?;
+    write(
+        dir,
+        "trace.json",
+        trace::chrome_trace(&r.timeline, &r.topology).as_bytes(),
+    )?;
+    write(dir, "events.csv", trace::events_csv(&r.timeline).as_bytes())?;
+    files.extend(["summary.json", "summary.csv", "trace.json", "events.csv"].map(String::from));
+    if !plots {
+        return Ok(files);
+    }
+    let t = &r.timeline;
+    let pictures = [
+        (
+            "gantt",
+            render(&Gantt(t), dir, "gantt")?,
+            "Compute (blue) and communication per device over the step",
+        ),
+        (
+            "links",
+            render(&LinkUtilization(t, &r.topology), dir, "links")?,
+            "Bytes carried per link class over time, as a share of the class's total bandwidth",
+        ),
+        (
+            "memory",
+            render(&MemoryOverTime(t), dir, "memory")?,
+            "Bytes in use per memory scope over time",
+        ),
+        (
+            "breakdown",
+            render(&Breakdown(&r.summary.timing), dir, "breakdown")?,
+            "Per device: compute, communication not hidden by compute, and idle time",
+        ),
+    ];
+    let mut blocks = vec![
+        Block::Paragraph(super::html::esc(&r.summary.description)),
+        Block::Heading("Summary".into()),
+        Block::Table(table(&["", ""], &summary_rows(r))),
+    ];
+    if !r.summary.checks.is_empty() {
+        let verdict = if r.summary.passed {
+            "<span class=\"pass\">all expectations hold</span>"
+        } else {
+            "<span class=\"fail\">expectations failed</span>"
+        };
+        blocks.push(Block::Heading("Expectations".into()));
+        blocks.push(Block::Paragraph(verdict.into()));
+        blocks.push(Block::Table(table(
+            &["what", "measured", "expected", "verdict"],
+            &check_rows(r),
+        )));
+    }
+    blocks.push(Block::Heading("Pictures".into()));
+    for (name, svg, caption) in pictures {
+        files.push(format!("{name}.svg"));
+        files.push(format!("{name}.png"));
+        blocks.push(Block::Svg(svg, caption.into()));
+    }
+    let html = page(&format!("shardsim report: {}", r.summary.scenario), &blocks);
+    write(dir, "report.html", html.as_bytes())?;
+    files.push("report.html".into());
+    Ok(files)
+}

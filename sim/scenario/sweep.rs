@@ -1,0 +1,517 @@
+//! Sweeps: a grid (every combination) or a list of points over any scenario
+//! field, each point a scenario run giving one CSV row. Points are numbered in
+//! a fixed order (grid keys sorted, the last varying fastest), a shard `i/N`
+//! takes the points whose number is `i` modulo `N`, and rows are always
+//! written sorted by point, so the file does not depend on the number of
+//! threads, the sharding or the order in which points finish.
+//!
+//! Keys are dotted paths into the scenario file (`mesh.shape`,
+//! `topology.nodes`, `run.seed`); `set.KEY` (or `topology.set.KEY`) is a
+//! topology override as `--set KEY=...` takes it (`set.nvlink.bandwidth`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use crate::engine::log::write_atomically;
+
+use super::runner::{run_scenario, RunConfig, ScenarioResult};
+use super::workload::ProgramCache;
+use super::{toml_error, Scenario, ScenarioError, DEFAULT_SCENARIO};
+
+/// A sweep file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    pub format: u32,
+    /// The base scenario, relative to the sweep file; `default` is the
+    /// embedded default.
+    pub scenario: String,
+    /// Every combination of these values.
+    #[serde(default)]
+    pub grid: toml::Table,
+    /// Or an explicit list of points.
+    #[serde(default)]
+    pub points: Vec<toml::Table>,
+    #[serde(default)]
+    pub plots: PlotSpec,
+}
+
+/// Which sweep keys the plots use (defaults: the first keys of the grid).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// Heatmap columns and rows.
+    #[serde(default)]
+    pub heatmap: Option<(String, String)>,
+    /// The x axis of the scaling plot (a numeric key, e.g. `topology.nodes`).
+    #[serde(default)]
+    pub scaling: Option<String>,
+}
+
+/// One point: its number and the values it assigns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub index: usize,
+    pub values: Vec<(String, toml::Value)>,
+}
+
+/// A loaded sweep: the file, the base scenario as a table, its points.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    pub file: SweepFile,
+    pub keys: Vec<String>,
+    pub points: Vec<Point>,
+    base: toml::Table,
+    base_file: String,
+    base_dir: Option<PathBuf>,
+}
+
+/// Result rows: the header and the rows by point.
+pub type Table = (Vec<String>, BTreeMap<usize, Vec<String>>);
+
+/// The metric columns of a row, after `point` and the sweep keys.
+pub const METRICS: &[&str] = &[
+    "status",
+    "devices",
+    "mesh",
+    "step_time_us",
+    "compute_busy_us",
+    "comm_us",
+    "exposed_comm_us",
+    "all_reduce_us",
+    "all_gather_us",
+    "reduce_scatter_us",
+    "all_to_all_us",
+    "collective_permute_us",
+    "comm_bytes",
+    "peak_memory_bytes",
+    "numerics_max_abs_error",
+    "failed_checks",
+    "error",
+];
+
+/// A value as a short label (`[-1, 8]` is `-1x8`).
+pub fn label(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(a) if a.iter().all(|x| x.is_integer()) && !a.is_empty() => a
+            .iter()
+            .map(|x| x.as_integer().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
+        other => other.to_string(),
+    }
+}
+
+fn sweep_err(m: impl Into<String>) -> ScenarioError {
+    ScenarioError::Sweep(m.into())
+}
+
+/// Set `key` (see the module doc) in a scenario table.
+pub fn assign(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), ScenarioError> {
+    let set_key = key
+        .strip_prefix("topology.set.")
+        .or_else(|| key.strip_prefix("set."));
+    let parts: Vec<String> = match set_key {
+        Some(k) => vec!["topology".into(), "set".into(), k.into()],
+        None => key.split('.').map(str::to_string).collect(),
+    };
+    if parts.iter().any(String::is_empty) {
+        return Err(sweep_err(format!("bad key '{key}'")));
+    }
+    let mut t = table;
+    for p in &parts[..parts.len() - 1] {
+        t = t
+            .entry(p.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| sweep_err(format!("key '{key}': '{p}' is not a section")))?;
+    }
+    t.insert(parts[parts.len() - 1].clone(), value);
+    Ok(())
+}
+
+impl Sweep {
+    /// Read a sweep file (its scenario relative to it).
+    pub fn load(path: &Path) -> Result<Sweep, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let file_name = path.display().to_string();
+        let file: SweepFile =
+            toml::from_str(&text).map_err(|e| toml_error(&e, &text, &file_name))?;
+        if file.format != super::FORMAT_VERSION {
+            return Err(sweep_err(format!(
+                "{file_name}: format {} is not supported (this build reads format {})",
+                file.format,
+                super::FORMAT_VERSION
+            )));
+        }
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (base_text, base_file, base_dir) = if file.scenario == "default" {
+            (
+                DEFAULT_SCENARIO.to_string(),
+                "default.toml".to_string(),
+                None,
+            )
+        } else {
+            let p = dir.join(&file.scenario);
+            let t = std::fs::read_to_string(&p).map_err(|e| ScenarioError::Io {
+                path: p.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let d = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            (t, p.display().to_string(), Some(d))
+        };
+        // The base must be a valid scenario on its own.
+        Scenario::parse(&base_text, &base_file, base_dir.clone())?;
+        let base: toml::Table =
+            toml::from_str(&base_text).map_err(|e| toml_error(&e, &base_text, &base_file))?;
+        let (keys, points) = expand(&file)?;
+        Ok(Sweep {
+            file,
+            keys,
+            points,
+            base,
+            base_file,
+            base_dir,
+        })
+    }
+
+    /// The scenario of one point.
+    pub fn scenario(&self, p: &Point) -> Result<Scenario, ScenarioError> {
+        let mut t = self.base.clone();
+        for (k, v) in &p.values {
+            assign(&mut t, k, v.clone())?;
+        }
+        let mut sc = Scenario::from_table(&t, &self.base_file, self.base_dir.clone())?;
+        sc.name = format!("{}-point{}", sc.name, p.index);
+        Ok(sc)
+    }
+
+    /// The CSV header.
+    pub fn header(&self) -> Vec<String> {
+        std::iter::once("point".to_string())
+            .chain(self.keys.iter().cloned())
+            .chain(METRICS.iter().map(|m| m.to_string()))
+            .collect()
+    }
+}
+
+/// The keys and points of a sweep file.
+fn expand(file: &SweepFile) -> Result<(Vec<String>, Vec<Point>), ScenarioError> {
+    match (file.grid.is_empty(), file.points.is_empty()) {
+        (false, false) => Err(sweep_err("give either [grid] or [[points]], not both")),
+        (true, true) => Err(sweep_err("the sweep has no [grid] and no [[points]]")),
+        (false, true) => {
+            let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
+            for (k, v) in &file.grid {
+                let values = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
+                    sweep_err(format!("grid key '{k}' needs a non-empty list of values"))
+                })?;
+                axes.push((k.clone(), values.clone()));
+            }
+            let total = axes
+                .iter()
+                .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+            let total = total
+                .filter(|&t| t <= 1_000_000)
+                .ok_or_else(|| sweep_err("the grid has more than a million points"))?;
+            let points = (0..total)
+                .map(|index| {
+                    let mut rest = index;
+                    let mut values = vec![(String::new(), toml::Value::Boolean(false)); axes.len()];
+                    for (i, (k, vs)) in axes.iter().enumerate().rev() {
+                        values[i] = (k.clone(), vs[rest % vs.len()].clone());
+                        rest /= vs.len();
+                    }
+                    Point { index, values }
+                })
+                .collect();
+            Ok((axes.into_iter().map(|a| a.0).collect(), points))
+        }
+        (true, false) => {
+            let mut keys: Vec<String> = Vec::new();
+            for p in &file.points {
+                for k in p.keys() {
+                    if !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+            keys.sort();
+            let points = file
+                .points
+                .iter()
+                .enumerate()
+                .map(|(index, t)| Point {
+                    index,
+                    values: t.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                })
+                .collect();
+            Ok((keys, points))
+        }
+    }
+}
+
+/// Parse `i/N` (0 <= i < N).
+pub fn parse_shard(text: &str) -> Result<(usize, usize), ScenarioError> {
+    let bad = || {
+        sweep_err(format!(
+            "--shard {text}: expected i/N with 0 <= i < N, e.g. 0/4"
+        ))
+    };
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (usize, usize) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn us(ps: u64) -> String {
+    format!("{:.3}", ps as f64 / 1e6)
+}
+
+/// The metric cells of a finished run, in [`METRICS`] order.
+pub fn metric_cells(r: &ScenarioResult) -> Vec<String> {
+    let s = &r.summary;
+    let t = &s.timing;
+    let n = t.per_device.len().max(1) as u64;
+    let kind = |k: &str| {
+        t.comm_by_kind
+            .iter()
+            .find(|c| c.kind == k)
+            .map_or(0, |c| c.mean_ps)
+    };
+    let failed: Vec<&str> = s
+        .checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.what.as_str())
+        .collect();
+    vec![
+        if t.stopped { "oom" } else { "ok" }.to_string(),
+        t.devices.to_string(),
+        s.mesh.clone(),
+        us(t.step_time_ps),
+        us(t.per_device.iter().map(|d| d.compute_busy_ps).sum::<u64>() / n),
+        us(t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n),
+        us(t.mean_exposed_comm_ps),
+        us(kind("all_reduce")),
+        us(kind("all_gather")),
+        us(kind("reduce_scatter")),
+        us(kind("all_to_all")),
+        us(kind("collective_permute")),
+        t.comm_by_kind
+            .iter()
+            .map(|c| c.bytes)
+            .sum::<u64>()
+            .to_string(),
+        t.peak_memory
+            .iter()
+            .filter(|p| p.scope == "global")
+            .map(|p| p.peak)
+            .max()
+            .unwrap_or(0)
+            .to_string(),
+        s.numerics
+            .as_ref()
+            .map_or(String::new(), |x| format!("{:e}", x.max_abs_error)),
+        failed.join(" "),
+        String::new(),
+    ]
+}
+
+/// Run one point into its CSV row (a failed point is a row with its error).
+pub fn run_point(sweep: &Sweep, p: &Point, cache: &ProgramCache) -> Vec<String> {
+    let mut row = vec![p.index.to_string()];
+    for k in &sweep.keys {
+        row.push(
+            p.values
+                .iter()
+                .find(|(key, _)| key == k)
+                .map_or(String::new(), |(_, v)| label(v)),
+        );
+    }
+    let cfg = RunConfig {
+        record_memory: false,
+        ..RunConfig::default()
+    };
+    match sweep
+        .scenario(p)
+        .and_then(|sc| run_scenario(&sc, cache, cfg))
+    {
+        Ok(r) => row.extend(metric_cells(&r)),
+        Err(e) => {
+            let mut cells = vec![String::new(); METRICS.len()];
+            cells[0] = "error".into();
+            *cells.last_mut().expect("METRICS is not empty") = e.to_string();
+            row.extend(cells);
+        }
+    }
+    row
+}
+
+/// Rows as CSV text (header first), sorted by point.
+pub fn to_csv(
+    header: &[String],
+    rows: &BTreeMap<usize, Vec<String>>,
+) -> Result<Vec<u8>, ScenarioError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let e = |e: csv::Error| sweep_err(e.to_string());
+    w.write_record(header).map_err(e)?;
+    for r in rows.values() {
+        w.write_record(r).map_err(e)?;
+    }
+    w.into_inner().map_err(|e| sweep_err(e.to_string()))
+}
+
+/// Read a results CSV: its header and rows by point.
+pub fn read_csv(path: &Path) -> Result<Table, ScenarioError> {
+    let io = |m: String| ScenarioError::Io {
+        path: path.display().to_string(),
+        message: m,
+    };
+    let mut r = csv::Reader::from_path(path).map_err(|e| io(e.to_string()))?;
+    let header: Vec<String> = r
+        .headers()
+        .map_err(|e| io(e.to_string()))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if header.first().map(String::as_str) != Some("point") {
+        return Err(io(
+            "not a sweep result (the first column is not `point`)".into()
+        ));
+    }
+    let mut rows = BTreeMap::new();
+    for (i, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| io(e.to_string()))?;
+        let row: Vec<String> = rec.iter().map(str::to_string).collect();
+        let point: usize = row[0]
+            .parse()
+            .map_err(|_| io(format!("row {}: bad point number '{}'", i + 2, row[0])))?;
+        if rows.insert(point, row).is_some() {
+            return Err(io(format!("point {point} appears twice")));
+        }
+    }
+    Ok((header, rows))
+}
+
+/// How a sweep runs.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    pub jobs: usize,
+    pub shard: Option<(usize, usize)>,
+    pub out: PathBuf,
+    pub resume: bool,
+}
+
+/// Run the sweep's points (this shard's), writing `out` atomically as rows
+/// come in (at most once a second, and at the end); with `resume`, points
+/// already in `out` are kept and not run again. `done` is called per point.
+pub fn run_sweep(
+    sweep: &Sweep,
+    opts: &SweepOptions,
+    done: &(dyn Fn(usize, usize) + Sync),
+) -> Result<BTreeMap<usize, Vec<String>>, ScenarioError> {
+    let header = sweep.header();
+    let mut rows = BTreeMap::new();
+    if opts.resume && opts.out.exists() {
+        let (h, old) = read_csv(&opts.out)?;
+        if h != header {
+            return Err(sweep_err(format!(
+                "--resume: {} has other columns than this sweep",
+                opts.out.display()
+            )));
+        }
+        rows = old;
+    }
+    let todo: Vec<&Point> = sweep
+        .points
+        .iter()
+        .filter(|p| opts.shard.map_or(true, |(i, n)| p.index % n == i))
+        .filter(|p| !rows.contains_key(&p.index))
+        .collect();
+    let total = todo.len();
+    let cache = ProgramCache::new();
+    let state = Mutex::new((rows, Instant::now(), 0usize));
+    let write = |rows: &BTreeMap<usize, Vec<String>>| -> Result<(), ScenarioError> {
+        let bytes = to_csv(&header, rows)?;
+        write_atomically(&opts.out, &bytes).map_err(|e| ScenarioError::Io {
+            path: opts.out.display().to_string(),
+            message: e.to_string(),
+        })
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.jobs.max(1))
+        .build()
+        .map_err(|e| sweep_err(e.to_string()))?;
+    pool.install(|| {
+        todo.par_iter().try_for_each(|p| {
+            let row = run_point(sweep, p, &cache);
+            let mut s = state.lock().expect("no panics while held");
+            s.0.insert(p.index, row);
+            s.2 += 1;
+            done(s.2, total);
+            if s.1.elapsed().as_secs_f64() >= 1.0 {
+                write(&s.0)?;
+                s.1 = Instant::now();
+            }
+            Ok::<(), ScenarioError>(())
+        })
+    })?;
+    let (rows, _, _) = state.into_inner().expect("no panics while held");
+    write(&rows)?;
+    Ok(rows)
+}
+
+/// Join shard results into one file equal to a single run's: same header,
+/// every point once, sorted by point.
+pub fn merge(inputs: &[PathBuf]) -> Result<Table, ScenarioError> {
+    let mut header: Option<Vec<String>> = None;
+    let mut all = BTreeMap::new();
+    for p in inputs {
+        let (h, rows) = read_csv(p)?;
+        match &header {
+            Some(prev) if *prev != h => {
+                return Err(sweep_err(format!(
+                    "{} has other columns than {}",
+                    p.display(),
+                    inputs[0].display()
+                )))
+            }
+            _ => header = Some(h),
+        }
+        for (k, r) in rows {
+            if all.insert(k, r).is_some() {
+                return Err(sweep_err(format!(
+                    "point {k} is in more than one input ({})",
+                    p.display()
+                )));
+            }
+        }
+    }
+    let header = header.ok_or_else(|| sweep_err("nothing to merge"))?;
+    let missing: Vec<String> = (0..all.keys().next_back().map_or(0, |m| m + 1))
+        .filter(|i| !all.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(sweep_err(format!(
+            "points {} are missing (a shard not run or not finished?)",
+            missing.join(", ")
+        )));
+    }
+    Ok((header, all))
+}

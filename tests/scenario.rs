@@ -1,0 +1,359 @@
+//! Scenarios, `shardsim run`, sweeps and reports: every regression scenario
+//! in `scenarios/` holds its expectations; failed expectations and meshes
+//! that do not match the machine are errors that say so; sweep results do
+//! not depend on the job count or sharding; the HTML report renders in a
+//! headless Chromium.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use shardsim::scenario::{run_scenario, ProgramCache, RunConfig, Scenario};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shardsim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("shardsim-scenario-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_regression_scenario_holds_its_expectations() {
+    let cache = ProgramCache::new();
+    let cfg = RunConfig {
+        record_memory: false,
+        ..RunConfig::default()
+    };
+    let files = scenario_files();
+    assert!(files.len() >= 10, "only {} scenarios", files.len());
+    let mut presets = Vec::new();
+    let (mut numerics, mut faults, mut stragglers) = (0, 0, 0);
+    for f in &files {
+        let sc = Scenario::load(f).unwrap();
+        let r = run_scenario(&sc, &cache, cfg).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let failed: Vec<String> = r
+            .summary
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.what, c.message))
+            .collect();
+        assert!(failed.is_empty(), "{}: {}", f.display(), failed.join("; "));
+        assert!(
+            !r.summary.checks.is_empty(),
+            "{} checks nothing",
+            f.display()
+        );
+        let preset = sc.file.topology.preset.clone().unwrap_or_default();
+        presets.push(preset.split(':').next().unwrap().to_string());
+        numerics += usize::from(r.summary.numerics.is_some());
+        faults += usize::from(
+            r.summary
+                .perturbations
+                .iter()
+                .any(|p| p.starts_with("link fault")),
+        );
+        stragglers += usize::from(
+            r.summary
+                .perturbations
+                .iter()
+                .any(|p| p.starts_with("straggler")),
+        );
+    }
+    for family in shardsim::topology::preset_names() {
+        assert!(
+            presets.iter().any(|p| p == family),
+            "no scenario on {family}"
+        );
+    }
+    assert!(numerics >= 3 && faults >= 1 && stragglers >= 1);
+}
+
+#[test]
+fn a_failed_expectation_exits_1_saying_which_and_by_how_much() {
+    let out_dir = temp("fail");
+    let f = root().join("scenarios/mlp_block_dgx_h100_megatron.toml");
+    let out = shardsim(&[
+        "run",
+        f.to_str().unwrap(),
+        "--set",
+        "set.nvlink.bandwidth=100GB/s",
+        "--no-plots",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("step_time: 10.972 ms is 35.21% above the expected 8.114 ms"),
+        "{err}"
+    );
+    let summary =
+        std::fs::read_to_string(out_dir.join("mlp_block_dgx_h100_megatron/summary.json")).unwrap();
+    assert!(
+        summary.contains("\"nvlink.bandwidth=100GB/s\""),
+        "overrides not recorded"
+    );
+    assert!(
+        summary.contains("\"mesh\": \"<[\\\"data\\\"=2, \\\"model\\\"=4]>\""),
+        "{summary}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn a_mesh_that_leaves_devices_idle_is_an_error_naming_both_counts() {
+    let model = root().join("models/gpt3_mlp_block.mlir");
+    let out = shardsim(&[
+        "exec",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-h100",
+        "--nodes",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mesh has 8 devices but dgx-h100 x 4 nodes has 32"),
+        "{err}"
+    );
+    let f = root().join("scenarios/mlp_block_dgx_h100_megatron.toml");
+    let out = shardsim(&[
+        "run",
+        f.to_str().unwrap(),
+        "--set",
+        "topology.nodes=4",
+        "--no-plots",
+        "-o",
+        "/nonexistent",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the mesh has 8 devices but the topology has 32"),
+        "{err}"
+    );
+    let out = shardsim(&[
+        "run",
+        f.to_str().unwrap(),
+        "--set",
+        "workload.model=llama-7b",
+        "--no-plots",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give either `program` or `model`"));
+    let out = shardsim(&[
+        "run",
+        f.to_str().unwrap(),
+        "--set",
+        "mesh.sahpe=[2,4]",
+        "--no-plots",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `sahpe`"));
+}
+
+fn sweep(args: &[&str]) {
+    let out = shardsim(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn sweep_results_do_not_depend_on_jobs_or_shards() {
+    let dir = temp("sweep");
+    let file = root().join("tests/fixtures/scenario/tiny_sweep.toml");
+    let f = file.to_str().unwrap();
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    sweep(&["sweep", f, "--jobs", "1", "--out", &path("one.csv")]);
+    sweep(&[
+        "sweep",
+        f,
+        "--jobs",
+        "3",
+        "--no-plots",
+        "--out",
+        &path("three.csv"),
+    ]);
+    for i in 0..3 {
+        sweep(&[
+            "sweep",
+            f,
+            "--shard",
+            &format!("{i}/3"),
+            "--jobs",
+            "2",
+            "--out",
+            &path(&format!("s{i}.csv")),
+        ]);
+    }
+    sweep(&[
+        "merge",
+        &path("s0.csv"),
+        &path("s2.csv"),
+        &path("s1.csv"),
+        "--out",
+        &path("merged.csv"),
+    ]);
+    let one = std::fs::read(path("one.csv")).unwrap();
+    assert_eq!(one, std::fs::read(path("three.csv")).unwrap());
+    assert_eq!(one, std::fs::read(path("merged.csv")).unwrap());
+    let text = String::from_utf8(one.clone()).unwrap();
+    assert_eq!(text.lines().count(), 7, "{text}");
+    assert!(!text.contains(",error,"), "{text}");
+    // Resume: a file with some points keeps them and runs the rest.
+    let partial: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(path("resumed.csv"), partial).unwrap();
+    sweep(&[
+        "sweep",
+        f,
+        "--resume",
+        "--no-plots",
+        "--out",
+        &path("resumed.csv"),
+    ]);
+    assert_eq!(one, std::fs::read(path("resumed.csv")).unwrap());
+    // Merging with a point missing is refused.
+    let out = shardsim(&[
+        "merge",
+        &path("s0.csv"),
+        &path("s2.csv"),
+        "--out",
+        &path("bad.csv"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    for pic in [
+        "heatmap.svg",
+        "heatmap.png",
+        "pareto.svg",
+        "pareto.png",
+        "report.html",
+    ] {
+        assert!(dir.join(pic).exists(), "{pic} missing");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A headless Chromium from Debian's package, if there is one.
+fn chromium() -> Option<PathBuf> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// Screenshot `html` with Chromium; None (with the reason printed) when
+/// Chromium is not installed.
+fn screenshot(html: &Path, png: &Path, profile: &Path) -> Option<()> {
+    let Some(bin) = chromium() else {
+        println!("skipped: no chromium (install Debian's `chromium` package; .ci/run does)");
+        return None;
+    };
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1200,2000",
+            &format!("file://{}", html.display()),
+        ])
+        .output()
+        .expect("chromium starts");
+    assert!(
+        png.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(())
+}
+
+#[test]
+fn the_run_report_renders_in_chromium_and_is_not_blank() {
+    let dir = temp("report");
+    let out = shardsim(&["run", "--out", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("step time") && text.contains("all_reduce"),
+        "{text}"
+    );
+    let report = dir.join("default");
+    for f in [
+        "summary.json",
+        "summary.csv",
+        "trace.json",
+        "events.csv",
+        "gantt.svg",
+        "links.png",
+        "memory.svg",
+        "breakdown.png",
+        "report.html",
+    ] {
+        assert!(report.join(f).exists(), "{f} missing");
+    }
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 4);
+    assert!(
+        !html.contains("src=\"http") && !html.contains("<script"),
+        "not self-contained"
+    );
+    let png = dir.join("shot.png");
+    if screenshot(&report.join("report.html"), &png, &dir.join("profile")).is_none() {
+        return;
+    }
+    let img = image::open(&png).expect("a PNG").to_rgb8();
+    let distinct: std::collections::BTreeSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
+    let dark = img
+        .pixels()
+        .filter(|p| p.0.iter().all(|&c| c < 100))
+        .count();
+    assert!(
+        distinct.len() > 20 && dark > 1000,
+        "blank screenshot: {} colours, {dark} dark pixels",
+        distinct.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
