@@ -1,8 +1,10 @@
-//! Scatters into a sharded operand: each device holds a block of the operand,
-//! so the scatter indices, which are global, are moved by the block's start
-//! along the scattered dims. An update whose window then falls outside the
-//! local block is skipped (StableHLO's out-of-bounds rule), so every device
-//! applies exactly the updates that land in its block.
+//! Gathers and scatters on a sharded operand: each device holds a block of
+//! the operand, so the indices, which are global, are moved by the block's
+//! start along the indexed dims. A scatter update whose window then falls
+//! outside the local block is skipped (StableHLO's out-of-bounds rule), so
+//! every device applies exactly the updates that land in its block; a gather
+//! row outside the block is zeroed ([`GatherMask`]), so the devices' results
+//! sum (all-reduce) to the gather from the whole table.
 
 use crate::base::DType;
 use crate::tensor::{Data, Tensor, TensorError};
@@ -36,4 +38,79 @@ pub fn offset_indices(
         .collect();
     let dtype: DType = indices.dtype();
     Tensor::new(shape.to_vec(), Data::from_i128s(dtype, &moved))
+}
+
+/// Gathers from a sharded table (Megatron's vocab-parallel embedding): the
+/// global indices along `starts`' dims are moved into the device's block;
+/// index vectors that fall outside it (`lens`: the block's valid sizes,
+/// `slices`: the slice sizes) give rows of zeros, so summing every device's
+/// result gives the gather from the whole table.
+pub struct GatherMask<'a> {
+    pub index_vector_dim: usize,
+    pub lens: &'a [i128],
+    pub slices: &'a [i128],
+    pub offset_dims: &'a [u64],
+}
+
+impl GatherMask<'_> {
+    /// For each index vector (row-major over the indices' batch dims), whether
+    /// it selects a slice inside the block; `indices` already moved.
+    fn valid(&self, indices: &Tensor) -> Result<Vec<bool>, TensorError> {
+        let values = indices
+            .data()
+            .to_i128_vec()
+            .ok_or_else(|| TensorError::invalid("gather", "indices must be integers"))?;
+        let shape = indices.shape();
+        let ivd = self.index_vector_dim;
+        let (len, stride) = if ivd < shape.len() {
+            (shape[ivd] as usize, shape[ivd + 1..].iter().product::<u64>() as usize)
+        } else {
+            (1, 1)
+        };
+        let batch = values.len() / len.max(1);
+        let mut ok = vec![true; batch];
+        for (i, &v) in values.iter().enumerate() {
+            let k = (i / stride.max(1)) % len.max(1);
+            // The batch position: drop coordinate k of the index vector dim.
+            let b = (i / (stride * len)) * stride + i % stride;
+            let inside = v >= 0 && v + self.slices.get(k).copied().unwrap_or(1)
+                <= self.lens.get(k).copied().unwrap_or(i128::MAX);
+            if !inside {
+                ok[b] = false;
+            }
+        }
+        Ok(ok)
+    }
+
+    /// Zero the rows of `result` whose index vector is outside the block.
+    pub fn apply(&self, indices: &Tensor, result: Tensor) -> Result<Tensor, TensorError> {
+        let valid = self.valid(indices)?;
+        if valid.iter().all(|&v| v) {
+            return Ok(result);
+        }
+        let shape = result.shape().to_vec();
+        let rank = shape.len();
+        let batch_dims: Vec<usize> = (0..rank)
+            .filter(|&d| !self.offset_dims.contains(&(d as u64)))
+            .collect();
+        let batch_shape: Vec<u64> = batch_dims.iter().map(|&d| shape[d]).collect();
+        let mut strides = vec![1u64; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+        let dtype = result.dtype();
+        let mut data = result.into_data();
+        let zero = crate::tensor::Scalar::zero(dtype);
+        for i in 0..data.len() {
+            let mut b = 0u64;
+            for (j, &d) in batch_dims.iter().enumerate() {
+                let coord = (i as u64 / strides[d]) % shape[d];
+                b = b * batch_shape[j] + coord;
+            }
+            if !valid.get(b as usize).copied().unwrap_or(true) {
+                data.set(i, zero);
+            }
+        }
+        Tensor::new(shape, data)
+    }
 }

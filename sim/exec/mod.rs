@@ -273,7 +273,52 @@ impl<'p> Executor<'p> {
                             .map_err(|e| err(&e))?;
                 }
             }
-            eval_single_op(&program.module, &program.local_func, *op, args).map_err(|e| err(&e))?
+            let mut gather_mask = None;
+            if let OpKind::Gather {
+                dims, slice_sizes, ..
+            } = &program.local_func.op(*op).kind
+            {
+                let shard = program.values[operands[0]]
+                    .layout
+                    .shard_of(dev.device)
+                    .expect("layout covers the mesh");
+                let global = &program.values[operands[0]].global.shape;
+                let map = &dims.start_index_map;
+                let range = |od: u64| shard.ranges.get(od as usize).copied().unwrap_or((0, 0));
+                let sharded = map
+                    .iter()
+                    .any(|&od| range(od) != (0, global.get(od as usize).copied().unwrap_or(0)));
+                if sharded {
+                    let starts: Vec<i128> = map.iter().map(|&od| i128::from(range(od).0)).collect();
+                    let lens: Vec<i128> = map
+                        .iter()
+                        .map(|&od| i128::from(range(od).1 - range(od).0))
+                        .collect();
+                    let slices: Vec<i128> = map
+                        .iter()
+                        .map(|&od| slice_sizes.get(od as usize).map_or(1, |&x| i128::from(x)))
+                        .collect();
+                    let ivd = dims.index_vector_dim as usize;
+                    args[1] = indexing::offset_indices(&args[1], ivd, &starts)
+                        .map_err(|e| err(&e))?;
+                    gather_mask = Some((args[1].clone(), lens, slices));
+                }
+            }
+            let mut outs = eval_single_op(&program.module, &program.local_func, *op, args)
+                .map_err(|e| err(&e))?;
+            if let (Some((indices, lens, slices)), OpKind::Gather { dims, .. }) =
+                (gather_mask, &program.local_func.op(*op).kind)
+            {
+                let mask = indexing::GatherMask {
+                    index_vector_dim: dims.index_vector_dim as usize,
+                    lens: &lens,
+                    slices: &slices,
+                    offset_dims: &dims.offset_dims,
+                };
+                let r = outs.pop().ok_or_else(|| err(&"gather returned nothing"))?;
+                outs.push(mask.apply(&indices, r).map_err(|e| err(&e))?);
+            }
+            outs
         };
         if outs.len() != results.len() {
             return Err(err(&format!(

@@ -873,6 +873,12 @@ fn masks_for(op: &Op, n: usize) -> Vec<Mask> {
 fn partial_kind(func: &Func, op: &Op) -> Option<CollectiveReduction> {
     match &op.kind {
         OpKind::Dot { .. } | OpKind::DotGeneral { .. } => Some(CollectiveReduction::Sum),
+        // A gather from a table sharded on an indexed dim: each device gathers
+        // the rows it holds and zeros the rest (see exec), so the results sum.
+        OpKind::Gather { .. } => Some(match func.value(op.results[0]).ty.dtype {
+            DType::I1 => CollectiveReduction::Max,
+            _ => CollectiveReduction::Sum,
+        }),
         OpKind::Reduce { .. } if op.operands.len() == 2 => {
             let kind = reduce_kind_of(func, op.regions.first()?)?;
             let init = op.operands[1];
