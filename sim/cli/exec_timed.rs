@@ -66,6 +66,10 @@ pub struct TimedArgs {
     /// --seed (added to --link-fault), e.g. 2@50us.
     #[arg(long, value_name = "COUNT@WINDOW")]
     pub random_link_failures: Option<String>,
+    /// Iterations assumed for while loops whose bound is data-dependent
+    /// (loops with static bounds, as scan and fori_loop give, use theirs).
+    #[arg(long, value_name = "N")]
+    pub trip_count: Option<u64>,
 }
 
 /// Split `text` at `sep` into a count and the rest, for `flag`'s error messages.
@@ -134,6 +138,7 @@ impl TimedArgs {
                 OnOom::Stop => OomPolicy::Stop,
                 OnOom::Continue => OomPolicy::Continue,
             },
+            trip_count: self.trip_count,
             ..TimedOptions::default()
         };
         if let Some(j) = self.jitter {

@@ -46,8 +46,21 @@ pub enum NextStep {
     Local(usize),
     /// Every device must reach it before it runs (communication).
     Collective(usize),
+    /// A loop starts: every device takes its initial carried values.
+    Loop(usize),
     Done,
 }
+
+/// A loop being run: where it starts and whether its body is running.
+#[derive(Debug, Clone, Copy)]
+struct LoopFrame {
+    at: usize,
+    in_body: bool,
+    trips: u64,
+}
+
+/// Iterations after which a loop is reported instead of run further.
+const MAX_LOOP_TRIPS: u64 = 100_000_000;
 
 /// Runs an [`SpmdProgram`] on virtual devices.
 #[derive(Debug, Clone)]
@@ -55,6 +68,7 @@ pub struct Executor<'p> {
     program: &'p SpmdProgram,
     devices: Vec<DeviceState>,
     pc: usize,
+    loops: Vec<LoopFrame>,
 }
 
 fn step_error(step: usize, what: &str, device: u64, e: impl ToString) -> ExecError {
@@ -97,6 +111,7 @@ impl<'p> Executor<'p> {
             program,
             devices,
             pc: 0,
+            loops: Vec::new(),
         })
     }
 
@@ -111,7 +126,77 @@ impl<'p> Executor<'p> {
             None => NextStep::Done,
             Some(Step::Local { .. }) => NextStep::Local(self.pc),
             Some(Step::Collective(_)) => NextStep::Collective(self.pc),
+            Some(Step::Loop(_)) => NextStep::Loop(self.pc),
         }
+    }
+
+    /// Copy slot `from` into slot `to` on every device.
+    fn copy_slots(&mut self, pairs: &[(usize, usize)], pc: usize) -> Result<(), ExecError> {
+        for d in &mut self.devices {
+            for &(from, to) in pairs {
+                let t = d.buffers[from].clone().ok_or_else(|| {
+                    step_error(
+                        pc,
+                        "while",
+                        d.device,
+                        format!("value {} has no buffer", self.program.values[from].name),
+                    )
+                })?;
+                d.buffers[to] = Some(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// Take the loop transitions due at the current position: after the
+    /// condition, go into the body or leave; after the body, carry the
+    /// yielded values and run the condition again.
+    fn settle(&mut self) -> Result<(), ExecError> {
+        while let Some(frame) = self.loops.last().copied() {
+            let Some(Step::Loop(l)) = self.program.steps.get(frame.at) else {
+                return Err(ExecError::Finished);
+            };
+            if frame.in_body && self.pc == l.body_end {
+                let pairs: Vec<(usize, usize)> = l
+                    .yields
+                    .iter()
+                    .copied()
+                    .zip(l.carried.iter().copied())
+                    .collect();
+                self.copy_slots(&pairs, frame.at)?;
+                let top = self.loops.last_mut().expect("a frame");
+                top.in_body = false;
+                top.trips += 1;
+                if top.trips > MAX_LOOP_TRIPS {
+                    return Err(step_error(
+                        frame.at,
+                        "while",
+                        0,
+                        format!("ran more than {MAX_LOOP_TRIPS} iterations"),
+                    ));
+                }
+                self.pc = frame.at + 1;
+            } else if !frame.in_body && self.pc == l.cond_end {
+                // The predicate is replicated: every device holds the same value.
+                let dev = &self.devices[0];
+                let go = dev.buffers[l.pred]
+                    .as_ref()
+                    .ok_or_else(|| step_error(frame.at, "while", dev.device, "no predicate"))?
+                    .to_scalar()
+                    .map_err(|e| step_error(frame.at, "while", dev.device, e))?
+                    .to_i128()
+                    != Some(0);
+                if go {
+                    self.loops.last_mut().expect("a frame").in_body = true;
+                    return Ok(());
+                }
+                self.loops.pop();
+                self.pc = l.body_end;
+            } else {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// Run local step `pc` on device index `d` alone.
@@ -201,6 +286,7 @@ impl<'p> Executor<'p> {
 
     /// Run the next step on every device; false when the program is done.
     pub fn step(&mut self) -> Result<bool, ExecError> {
+        self.settle()?;
         match self.next_step() {
             NextStep::Done => return Ok(false),
             NextStep::Local(pc) => {
@@ -209,8 +295,26 @@ impl<'p> Executor<'p> {
                 }
             }
             NextStep::Collective(pc) => self.run_collective(pc)?,
+            NextStep::Loop(pc) => {
+                let Some(Step::Loop(l)) = self.program.steps.get(pc) else {
+                    return Err(ExecError::Finished);
+                };
+                let pairs: Vec<(usize, usize)> = l
+                    .inits
+                    .iter()
+                    .copied()
+                    .zip(l.carried.iter().copied())
+                    .collect();
+                self.copy_slots(&pairs, pc)?;
+                self.loops.push(LoopFrame {
+                    at: pc,
+                    in_body: false,
+                    trips: 0,
+                });
+            }
         }
         self.pc += 1;
+        self.settle()?;
         Ok(true)
     }
 

@@ -5,6 +5,7 @@
 pub mod attrs;
 pub mod inline;
 pub mod interp;
+pub mod loops;
 pub mod mlir;
 pub mod model;
 pub mod ops;

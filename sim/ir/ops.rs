@@ -649,6 +649,20 @@ impl OpKind {
         matches!(self, OpKind::While | OpKind::Case | OpKind::If)
     }
 
+    /// True for ops whose regions are scalar code run per element (reduce,
+    /// reduce_window, scatter, sort bodies and collective reducers), not
+    /// distributed values.
+    pub fn has_scalar_body(&self) -> bool {
+        matches!(
+            self,
+            OpKind::Reduce { .. }
+                | OpKind::ReduceWindow { .. }
+                | OpKind::Scatter { .. }
+                | OpKind::Sort { .. }
+                | OpKind::DeviceCollective { .. }
+        )
+    }
+
     /// True for the ops that end a block.
     pub fn is_terminator(&self) -> bool {
         matches!(

@@ -59,75 +59,17 @@ pub fn partition_with(
     let mut results = Vec::new();
     for &id in &func.body {
         let op = func.op(id);
-        if let Some(mean) = b.means.remove(&id) {
-            // The divide of a mean finished by an averaging collective.
-            let r = op.results[0];
-            let t = b.declared(func, r);
-            let out = b.reshard(mean, &t, &func.value(r).name)?;
-            b.slot_of[r.0 as usize] = Some(out);
-            continue;
-        }
-        match &op.kind {
-            OpKind::Return => {
-                for (i, &v) in op.operands.iter().enumerate() {
-                    let mut slot = b.slot(func, v)?;
-                    if let Some(Some(t)) = func.result_shardings.get(i) {
-                        let t = b.concrete(t.clone());
-                        slot = b.reshard(slot, &t, &format!("return#{i}"))?;
-                    }
-                    results.push(slot);
+        if let OpKind::Return = op.kind {
+            for (i, &v) in op.operands.iter().enumerate() {
+                let mut slot = b.slot(func, v)?;
+                if let Some(Some(t)) = func.result_shardings.get(i) {
+                    let t = b.concrete(t.clone());
+                    slot = b.reshard(slot, &t, &format!("return#{i}"))?;
                 }
+                results.push(slot);
             }
-            OpKind::Constant { .. } | OpKind::Iota { .. } => {
-                let r = op.results[0];
-                let v = func.value(r);
-                let sharding = b.declared(func, r);
-                let slot = b.add_value(&v.name, v.ty.clone(), sharding)?;
-                b.set_local_type(r, slot);
-                b.slot_of[r.0 as usize] = Some(slot);
-                b.steps.push(Step::Local {
-                    op: id,
-                    operands: Vec::new(),
-                    results: vec![slot],
-                    masks: Vec::new(),
-                    device_block: true,
-                });
-            }
-            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
-                let src = b.slot(func, op.operands[0])?;
-                let t = b.concrete(sharding.clone());
-                let r = op.results[0];
-                let out = b.reshard(src, &t, &func.value(r).name)?;
-                b.slot_of[r.0 as usize] = Some(out);
-            }
-            OpKind::PropagationBarrier { .. } | OpKind::DataFlowEdge { .. } => {
-                let src = b.slot(func, op.operands[0])?;
-                let r = op.results[0];
-                let t = b.declared(func, r);
-                let out = b.reshard(src, &t, &func.value(r).name)?;
-                b.slot_of[r.0 as usize] = Some(out);
-            }
-            OpKind::ShardingGroup { .. } => {}
-            OpKind::Reduce { .. } => b.partition_op(func, id)?,
-            OpKind::Slice { .. }
-            | OpKind::Pad { .. }
-            | OpKind::Reverse { .. }
-            | OpKind::Concatenate { .. } => {
-                if !b.try_window(func, id)? {
-                    b.partition_op(func, id)?;
-                }
-            }
-            OpKind::ManualComputation { .. } => b.partition_manual(func, id)?,
-            _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
-                return Err(op_error(
-                    op,
-                    "calls and named or manual computations must be inlined first",
-                ));
-            }
-            _ if op.kind.is_collective() => {
-                return Err(op_error(op, "the input already has explicit collectives"));
-            }
-            _ => b.partition_op(func, id)?,
+        } else {
+            b.partition_one(func, id)?;
         }
     }
     let mut module = module.clone();
@@ -223,6 +165,141 @@ pub(super) struct Builder {
 }
 
 impl Builder {
+    /// Partition one op (not a terminator) of `func`.
+    pub(super) fn partition_one(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
+        let op = func.op(id);
+        if let Some(mean) = self.means.remove(&id) {
+            // The divide of a mean finished by an averaging collective.
+            let r = op.results[0];
+            let t = self.declared(func, r);
+            let out = self.reshard(mean, &t, &func.value(r).name)?;
+            self.slot_of[r.0 as usize] = Some(out);
+            return Ok(());
+        }
+        match &op.kind {
+            OpKind::Constant { .. } | OpKind::Iota { .. } => {
+                let r = op.results[0];
+                let v = func.value(r);
+                let sharding = self.declared(func, r);
+                let slot = self.add_value(&v.name, v.ty.clone(), sharding)?;
+                self.set_local_type(r, slot);
+                self.slot_of[r.0 as usize] = Some(slot);
+                self.steps.push(Step::Local {
+                    op: id,
+                    operands: Vec::new(),
+                    results: vec![slot],
+                    masks: Vec::new(),
+                    device_block: true,
+                });
+            }
+            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
+                let src = self.slot(func, op.operands[0])?;
+                let t = self.concrete(sharding.clone());
+                let r = op.results[0];
+                let out = self.reshard(src, &t, &func.value(r).name)?;
+                self.slot_of[r.0 as usize] = Some(out);
+            }
+            OpKind::PropagationBarrier { .. } | OpKind::DataFlowEdge { .. } => {
+                let src = self.slot(func, op.operands[0])?;
+                let r = op.results[0];
+                let t = self.declared(func, r);
+                let out = self.reshard(src, &t, &func.value(r).name)?;
+                self.slot_of[r.0 as usize] = Some(out);
+            }
+            OpKind::ShardingGroup { .. } => {}
+            OpKind::Reduce { .. } => self.partition_op(func, id)?,
+            OpKind::Slice { .. }
+            | OpKind::Pad { .. }
+            | OpKind::Reverse { .. }
+            | OpKind::Concatenate { .. } => {
+                if !self.try_window(func, id)? {
+                    self.partition_op(func, id)?;
+                }
+            }
+            OpKind::ManualComputation { .. } => self.partition_manual(func, id)?,
+            OpKind::While => self.partition_while(func, id)?,
+            // Scalar bodies run inside the local op.
+            OpKind::Sort { .. } | OpKind::Scatter { .. } | OpKind::ReduceWindow { .. } => {
+                self.partition_op(func, id)?
+            }
+            OpKind::Case | OpKind::If => {
+                return Err(op_error(
+                    op,
+                    "conditionals (stablehlo.case / stablehlo.if) are not partitioned yet",
+                ))
+            }
+            OpKind::OptimizationBarrier => {
+                for (&src, &r) in op.operands.iter().zip(&op.results) {
+                    let slot = self.slot(func, src)?;
+                    let t = self.declared(func, r);
+                    let out = self.reshard(slot, &t, &func.value(r).name)?;
+                    self.slot_of[r.0 as usize] = Some(out);
+                }
+            }
+            _ if !op.regions.is_empty() || matches!(op.kind, OpKind::Call { .. }) => {
+                return Err(op_error(
+                    op,
+                    "calls and named or manual computations must be inlined first",
+                ));
+            }
+            _ if op.kind.is_collective() => {
+                return Err(op_error(op, "the input already has explicit collectives"));
+            }
+            _ => self.partition_op(func, id)?,
+        }
+        Ok(())
+    }
+
+    /// An op without a sharding rule (rng_bit_generator...) runs on
+    /// replicated operands on every device; its results are resharded to
+    /// what propagation gave them.
+    fn partition_replicated(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
+        let op = func.op(id);
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &v in &op.operands {
+            let slot = self.slot(func, v)?;
+            let rank = func.value(v).ty.rank();
+            let full = TensorSharding::replicated(&self.mesh_name, rank);
+            operands.push(self.reshard(slot, &full, &func.value(v).name)?);
+        }
+        let mut results = Vec::with_capacity(op.results.len());
+        for &r in &op.results {
+            let v = func.value(r);
+            let full = TensorSharding::replicated(&self.mesh_name, v.ty.rank());
+            let slot = self.add_value(&v.name, v.ty.clone(), full)?;
+            self.set_local_type(r, slot);
+            results.push(slot);
+        }
+        let masks = vec![Mask::None; operands.len()];
+        self.steps.push(Step::Local {
+            op: id,
+            operands,
+            results: results.clone(),
+            masks,
+            device_block: false,
+        });
+        for (&r, slot) in op.results.iter().zip(results) {
+            let t = self.declared(func, r);
+            let out = self.reshard(slot, &t, &func.value(r).name)?;
+            self.slot_of[r.0 as usize] = Some(out);
+        }
+        Ok(())
+    }
+
+    /// Partition the ops of a block, its terminator excluded.
+    pub(super) fn partition_block(
+        &mut self,
+        func: &Func,
+        ops: &[OpId],
+    ) -> Result<(), PartitionError> {
+        for &id in ops {
+            if !func.op(id).kind.is_terminator() {
+                self.partition_one(func, id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A sharding with closed dims on this program's mesh symbol.
     pub(super) fn concrete(&self, mut s: TensorSharding) -> TensorSharding {
         for d in &mut s.dims {
@@ -390,11 +467,9 @@ impl Builder {
 
     fn partition_op(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
         let op = func.op(id);
-        let rule = op
-            .rule
-            .clone()
-            .or_else(|| rule_for(func, op))
-            .ok_or_else(|| op_error(op, "no sharding rule for this op"))?;
+        let Some(rule) = op.rule.clone().or_else(|| rule_for(func, op)) else {
+            return self.partition_replicated(func, id);
+        };
         let operand_slots = self.slots(func, &op.operands)?;
         let targets: Vec<TensorSharding> =
             op.results.iter().map(|&r| self.declared(func, r)).collect();
@@ -754,6 +829,14 @@ impl Builder {
                 for d in 0..in_local.len() {
                     if in_global[d] == out_global[d] {
                         sizes[d] = in_local[d];
+                    }
+                }
+            }
+            OpKind::Gather { slice_sizes, .. } => {
+                // A dim sliced whole may be sharded: its slice is the local block.
+                for d in 0..in_local.len().min(slice_sizes.len()) {
+                    if slice_sizes[d] == in_global[d] {
+                        slice_sizes[d] = in_local[d];
                     }
                 }
             }

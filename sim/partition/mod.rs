@@ -18,6 +18,7 @@
 mod combine;
 mod finish;
 mod halo;
+mod loops;
 mod lower;
 mod manual;
 mod mean;
@@ -29,7 +30,8 @@ pub mod xla;
 
 pub use lower::{partition, partition_with};
 pub use program::{
-    Collective, CollectiveKind, LocalValue, ManualRegion, Mask, Slot, SpmdProgram, Step, Traffic,
+    Collective, CollectiveKind, LocalValue, LoopStep, ManualRegion, Mask, Slot, SpmdProgram, Step,
+    Traffic,
 };
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 pub use window::WindowOp;

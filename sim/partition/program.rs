@@ -193,6 +193,33 @@ pub enum Step {
         device_block: bool,
     },
     Collective(Collective),
+    /// A while loop: the steps after it up to `cond_end` compute the
+    /// predicate, those up to `body_end` are the body (see [`LoopStep`]).
+    Loop(LoopStep),
+}
+
+/// A partitioned `stablehlo.while`. Semantics: `carried := inits`; then
+/// repeatedly run the condition's steps, stop unless `pred` holds, run the
+/// body's steps and set `carried := yields`. The loop's results are the
+/// carried slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopStep {
+    /// The while op (in [`SpmdProgram::local_func`]).
+    pub op: OpId,
+    /// The initial values, already in the carried shardings.
+    pub inits: Vec<Slot>,
+    /// One slot per carried value: the block arguments and the results.
+    pub carried: Vec<Slot>,
+    /// The condition's value (a replicated `tensor<i1>`).
+    pub pred: Slot,
+    /// What the body yields, in the carried shardings.
+    pub yields: Vec<Slot>,
+    /// Index of the first body step (one past the condition's steps).
+    pub cond_end: usize,
+    /// Index one past the body's last step.
+    pub body_end: usize,
+    /// The trip count when the bounds are static (scan, fori_loop).
+    pub trip_count: Option<u64>,
 }
 
 /// A partitioned program.
@@ -231,7 +258,7 @@ impl SpmdProgram {
     pub fn collectives(&self) -> impl Iterator<Item = &Collective> {
         self.steps.iter().filter_map(|s| match s {
             Step::Collective(c) => Some(c),
-            Step::Local { .. } => None,
+            Step::Local { .. } | Step::Loop(_) => None,
         })
     }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::ir::mlir::print_module;
-use crate::ir::{AllToAllParam, Module, Op, OpKind, Value, ValueDef, ValueId};
+use crate::ir::{AllToAllParam, Func, Module, Op, OpId, OpKind, Value, ValueDef, ValueId};
 use crate::mesh::AxisRef;
 use crate::tensor::CollectiveReduction;
 
@@ -119,7 +119,9 @@ pub fn to_module(p: &SpmdProgram) -> Module {
         value_of[slot] = Some(a);
     }
     let mut body = Vec::new();
+    let mut loops: Vec<LoopPrint> = Vec::new();
     for (i, step) in p.steps.iter().enumerate() {
+        close_loops(p, func, &mut loops, &mut body, &mut value_of, i);
         if let Some(m) = p.manual.iter().find(|m| m.steps.contains(&i)) {
             // A manual computation prints as itself, once, with its body.
             if i == m.steps.start {
@@ -138,6 +140,19 @@ pub fn to_module(p: &SpmdProgram) -> Module {
             continue;
         }
         match step {
+            Step::Loop(l) => {
+                // The loop prints as the while op, its regions holding the
+                // partitioned condition and body.
+                let cond_args = func.op(l.op).regions[0].args.clone();
+                for (&c, &a) in l.carried.iter().zip(&cond_args) {
+                    value_of[c] = Some(a);
+                }
+                loops.push(LoopPrint {
+                    at: i,
+                    cond: None,
+                    outer: std::mem::take(&mut body),
+                });
+            }
             Step::Local {
                 op,
                 operands,
@@ -239,6 +254,7 @@ pub fn to_module(p: &SpmdProgram) -> Module {
             }
         }
     }
+    close_loops(p, func, &mut loops, &mut body, &mut value_of, p.steps.len());
     if let Some(r) = ret {
         let mut op = func.op(r).clone();
         op.operands = p
@@ -251,6 +267,64 @@ pub fn to_module(p: &SpmdProgram) -> Module {
     }
     func.body = body;
     module
+}
+
+/// A loop being printed: its step, its condition's ops once done, and the
+/// enclosing block's ops so far.
+struct LoopPrint {
+    at: usize,
+    cond: Option<Vec<OpId>>,
+    outer: Vec<OpId>,
+}
+
+/// Finish the regions of the loops whose condition or body ends at step `i`.
+fn close_loops(
+    p: &SpmdProgram,
+    func: &mut Func,
+    loops: &mut Vec<LoopPrint>,
+    body: &mut Vec<OpId>,
+    value_of: &mut [Option<ValueId>],
+    i: usize,
+) {
+    while let Some(top) = loops.last_mut() {
+        let Some(Step::Loop(l)) = p.steps.get(top.at) else {
+            return;
+        };
+        let (cond_end, body_end) = (l.cond_end.min(p.steps.len()), l.body_end.min(p.steps.len()));
+        let regions = func.op(l.op).regions.clone();
+        let ret_of = |r: usize| regions.get(r).and_then(|r| r.ops.last().copied());
+        if top.cond.is_none() && i >= cond_end {
+            if let Some(r) = ret_of(0) {
+                func.op_mut(r).operands = value_of[l.pred].into_iter().collect();
+                body.push(r);
+            }
+            top.cond = Some(std::mem::take(body));
+            if let Some(region) = regions.get(1) {
+                for (&c, &a) in l.carried.iter().zip(&region.args) {
+                    value_of[c] = Some(a);
+                }
+            }
+        } else if top.cond.is_some() && i >= body_end {
+            if let Some(r) = ret_of(1) {
+                func.op_mut(r).operands = l.yields.iter().filter_map(|&y| value_of[y]).collect();
+                body.push(r);
+            }
+            let Some(top) = loops.pop() else { return };
+            let body_ops = std::mem::replace(body, top.outer);
+            let mut op = func.op(l.op).clone();
+            op.operands = l.inits.iter().filter_map(|&s| value_of[s]).collect();
+            op.regions[0].ops = top.cond.unwrap_or_default();
+            op.regions[1].ops = body_ops;
+            for (&c, &r) in l.carried.iter().zip(&op.results) {
+                value_of[c] = Some(r);
+                func.value_mut(r).sharding = Some(p.values[c].sharding.clone());
+            }
+            *func.op_mut(l.op) = op;
+            body.push(l.op);
+        } else {
+            return;
+        }
+    }
 }
 
 /// The MLIR text of [`to_module`].

@@ -127,7 +127,11 @@ fn classify(kind: &OpKind) -> OpClass {
         | OpKind::Transpose { .. }
         | OpKind::DataFlowEdge { .. }
         | OpKind::NamedComputation { .. }
-        | OpKind::Call { .. } => OpClass::PassThrough,
+        | OpKind::Call { .. }
+        | OpKind::While
+        | OpKind::Case
+        | OpKind::If
+        | OpKind::OptimizationBarrier => OpClass::PassThrough,
         OpKind::DynamicSlice { .. } | OpKind::DynamicUpdateSlice => OpClass::ForwardOnly,
         OpKind::BroadcastInDim { .. } => OpClass::Broadcast,
         _ => OpClass::Other,
@@ -514,7 +518,7 @@ fn in_reduce_body(func: &Func) -> Vec<bool> {
     let mut inside = vec![false; func.ops.len()];
     for id in func.walk() {
         let op = func.op(id);
-        if matches!(op.kind, OpKind::Reduce { .. }) || inside[id.0 as usize] {
+        if op.kind.has_scalar_body() || inside[id.0 as usize] {
             for &inner in op.regions.iter().flat_map(|r| &r.ops) {
                 inside[inner.0 as usize] = true;
             }
@@ -602,6 +606,41 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                     Direction::Both,
                     class,
                 ));
+            }
+            OpKind::While => {
+                // As Shardy's data-flow edges: each carried value ties the
+                // operand, the condition's and the body's block arguments,
+                // the value the body returns and the result.
+                let [cond, body] = &op.regions[..] else {
+                    continue;
+                };
+                // The result is the hub (Shardy's edge owner): a closed operand
+                // must not stop the body's sharding from reaching the result.
+                let ret = body.ops.last().map(|&r| &func.op(r).operands);
+                for (i, (&src, &res)) in op.operands.iter().zip(&op.results).enumerate() {
+                    let mut tied = vec![src];
+                    tied.extend(ret.and_then(|r| r.get(i)));
+                    tied.extend(cond.args.get(i));
+                    tied.extend(body.args.get(i));
+                    for t in tied {
+                        units.push(Unit::edge(func, id, t, res, Direction::Both, class));
+                    }
+                }
+            }
+            OpKind::Case | OpKind::If => {
+                // Each branch's returned values are the results.
+                for r in &op.regions {
+                    if let Some(&ret) = r.ops.last() {
+                        for (&src, &res) in func.op(ret).operands.iter().zip(&op.results) {
+                            units.push(Unit::edge(func, id, src, res, Direction::Both, class));
+                        }
+                    }
+                }
+            }
+            OpKind::OptimizationBarrier => {
+                for (&src, &res) in op.operands.iter().zip(&op.results) {
+                    units.push(Unit::edge(func, id, src, res, Direction::Both, class));
+                }
             }
             OpKind::NamedComputation { .. } | OpKind::Call { .. } => {
                 // Propagate through as if inlined (a call carries a copy of its callee's body): operands <-> block arguments,

@@ -6,6 +6,7 @@
 
 mod builder;
 mod registry;
+mod structured;
 
 pub use builder::RuleBuilder;
 pub use registry::{rule_for, rule_for_types};

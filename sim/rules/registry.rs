@@ -12,6 +12,7 @@ use crate::base::TensorType;
 use crate::ir::{DeviceCollective, Func, Op, OpKind, OpShardingRule};
 
 use super::builder::{FactorKind, RuleBuilder};
+use super::structured;
 
 /// The rule of `op` in `func`, or None for ops without one (constants,
 /// terminators, calls, region ops, collectives).
@@ -255,6 +256,53 @@ pub fn rule_for_types(
             }
         }
         OpKind::Reshape => reshape_rule(&mut b, &operands.first()?.shape, out?)?,
+        OpKind::Gather {
+            dims, slice_sizes, ..
+        } => structured::gather_rule(
+            &mut b,
+            operands.first()?,
+            operands.get(1)?,
+            out?,
+            dims,
+            slice_sizes,
+        )?,
+        OpKind::Scatter { dims, .. } => structured::scatter_rule(&mut b, operands, dims)?,
+        OpKind::Sort { dimension, .. } => {
+            let dim = *dimension as usize;
+            b.pointwise(out?, &op_ranks, &res_ranks, &|d| {
+                if d == dim {
+                    FactorKind::NeedReplication
+                } else {
+                    FactorKind::Default
+                }
+            });
+        }
+        OpKind::TopK { .. } => structured::top_k_rule(&mut b, operands.first()?)?,
+        OpKind::ReduceWindow { window } => {
+            structured::reduce_window_rule(&mut b, operands.first()?, results.len(), window)?
+        }
+        OpKind::Convolution {
+            dims,
+            window,
+            feature_group_count,
+            batch_group_count,
+            ..
+        } => structured::convolution_rule(
+            &mut b,
+            operands.first()?,
+            operands.get(1)?,
+            out?,
+            dims,
+            window,
+            *feature_group_count,
+            *batch_group_count,
+        )?,
+        OpKind::BitcastConvert if op_ranks == res_ranks => {
+            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        }
+        OpKind::CustomCall { target } if target == "Sharding" => {
+            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        }
         _ => return None,
     }
     Some(b.build())

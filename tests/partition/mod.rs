@@ -9,4 +9,5 @@ mod cli;
 mod errors;
 mod fixtures;
 mod means;
+mod models;
 mod props;

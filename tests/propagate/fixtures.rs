@@ -18,10 +18,11 @@ use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::rules::rule_for;
 use shardsim::sharding::TensorSharding;
 
+/// The JAX fixtures and the whole-model fixtures.
 fn cases() -> Vec<PathBuf> {
-    let root = crate::common::fixture("jax");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
+    let mut out: Vec<PathBuf> = ["jax", "models"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(crate::common::fixture(dir)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("before.mlir").exists() && p.join("after.mlir").exists())
         .collect();
@@ -224,6 +225,26 @@ fn compare_case(case: &Path) -> Vec<String> {
     out
 }
 
+/// Cases that differ from Shardy today, each with the reason; the tests
+/// check that exactly these differ, so a fix (or a new difference) shows.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "gpt_train_scan_adam",
+        "XLA merges five identical zero broadcasts (scan's stacked-output buffers) into one \
+         value before Shardy sees it, which then takes the model axis from one of its users; \
+         shardsim keeps them apart and gives each its own user's sharding",
+    ),
+    (
+        "shard_map_partial_manual",
+        "propagation across a partially manual computation's free axes is not implemented yet",
+    ),
+];
+
+fn known(case: &Path) -> bool {
+    let name = case.file_name().unwrap().to_string_lossy();
+    KNOWN_DIFFERENCES.iter().any(|(k, _)| *k == name)
+}
+
 #[test]
 fn propagation_matches_shardy_on_every_fixture() {
     let cases = cases();
@@ -236,10 +257,15 @@ fn propagation_matches_shardy_on_every_fixture() {
     let mut failed_cases = 0;
     for case in &cases {
         let f = compare_case(case);
-        if !f.is_empty() {
+        if f.is_empty() == known(case) {
+            let what = if f.is_empty() {
+                "now matches Shardy: drop it from KNOWN_DIFFERENCES".to_string()
+            } else {
+                f.join("\n")
+            };
             failed_cases += 1;
+            failures.push(format!("{}: {what}", case.display()));
         }
-        failures.extend(f);
     }
     assert!(
         failures.is_empty(),
@@ -256,7 +282,7 @@ fn propagation_matches_shardy_on_every_fixture() {
 fn lowered_programs_with_calls_give_shardys_results() {
     let mut failures = Vec::new();
     let mut with_calls = 0;
-    for case in cases() {
+    for case in cases().into_iter().filter(|c| !known(c)) {
         let mut ours = load(&case.join("lowered.mlir"));
         with_calls += usize::from(ours.funcs.len() > 1);
         propagate_module(&mut ours, Strategy::default()).unwrap();

@@ -70,6 +70,12 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
     let elems = |slot: usize| program.values[slot].local_elements();
     let bytes = |slot: usize| program.values[slot].local_bytes();
     match step {
+        Step::Loop(l) => OpCost {
+            flops: 0,
+            bytes: 0,
+            dtype: program.values[l.pred].global.dtype,
+            kernel: false,
+        },
         Step::Collective(c) => OpCost {
             flops: 0,
             bytes: if matches!(c.kind, CollectiveKind::AllSlice(_)) {

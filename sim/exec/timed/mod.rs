@@ -29,6 +29,7 @@ pub mod report;
 mod run;
 mod timeline;
 pub mod trace;
+pub mod unroll;
 
 use crate::collective::CollectiveError;
 use crate::engine::{EngineError, Time};
@@ -58,6 +59,9 @@ pub enum TimedError {
     Engine(#[from] EngineError),
     #[error("the run stalled at {0} with steps left (a dependency that never resolves)")]
     Stalled(Time),
+    /// A loop the run cannot expand (no static trip count, or too large).
+    #[error("{0}")]
+    Loop(String),
 }
 
 impl From<crate::engine::TimeOverflow> for TimedError {

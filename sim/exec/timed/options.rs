@@ -34,6 +34,8 @@ pub struct TimedOptions {
     /// Link faults (topology link index, absolute time): collectives re-route
     /// around failed links or fail with the transfers they could not complete.
     pub faults: Vec<LinkFault>,
+    /// Trip count assumed for while loops without static bounds (`--trip-count`).
+    pub trip_count: Option<u64>,
 }
 
 impl Default for TimedOptions {
@@ -46,6 +48,7 @@ impl Default for TimedOptions {
             roofline: parse_roofline(ROOFLINE_TOML).expect("the compiled-in table is valid"),
             calibration: None,
             faults: Vec::new(),
+            trip_count: None,
         }
     }
 }

@@ -52,6 +52,7 @@ fn step_inputs(step: &Step) -> Vec<Slot> {
         Step::Collective(c) => std::iter::once(c.input)
             .chain(c.extra_inputs.iter().copied())
             .collect(),
+        Step::Loop(_) => Vec::new(),
     }
 }
 
@@ -60,6 +61,7 @@ fn step_outputs(step: &Step) -> &[Slot] {
     match step {
         Step::Local { results, .. } => results,
         Step::Collective(c) => std::slice::from_ref(&c.output),
+        Step::Loop(_) => &[],
     }
 }
 
@@ -67,7 +69,7 @@ fn step_outputs(step: &Step) -> &[Slot] {
 /// communication stream.
 fn on_compute_stream(step: &Step) -> bool {
     match step {
-        Step::Local { .. } => true,
+        Step::Local { .. } | Step::Loop(_) => true,
         Step::Collective(c) => !c.kind.moves_data(),
     }
 }
@@ -127,6 +129,9 @@ pub fn run_timed(
     topo: &Topology,
     opts: &TimedOptions,
 ) -> Result<Timeline, TimedError> {
+    // Loops run iteration by iteration (see `unroll`).
+    let expanded = super::unroll::expand_loops(program, opts.trip_count)?;
+    let program: &SpmdProgram = &expanded;
     let mut run = Run::new(program, topo, opts)?;
     for d in 0..run.devices.len() {
         run.try_start(d)?;
@@ -515,6 +520,7 @@ impl<'a> Run<'a> {
                 (short, value)
             }
             Step::Collective(c) => (c.kind.name().to_string(), p.values[c.output].name.clone()),
+            Step::Loop(_) => ("while".to_string(), String::new()),
         }
     }
 }
