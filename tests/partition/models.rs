@@ -21,26 +21,17 @@ use shardsim::tensor::allclose;
 
 /// Cases that do not run end to end yet, with what they need.
 const PENDING: &[(&str, &str)] = &[
-    ("conv_patch_embed", "the interpreter's convolution kernel"),
     (
         "embedding_vocab_parallel",
-        "the interpreter's gather kernel",
-    ),
-    (
-        "gpt_train_loop_sgd",
-        "the interpreter's gather and scatter kernels",
+        "cheaper collectives: 16896 bytes per device against XLA's 8704",
     ),
     (
         "gpt_train_scan_adam",
-        "the interpreter's gather and scatter kernels",
-    ),
-    (
-        "moe_switch_top1",
-        "the interpreter's reduce_window, gather and scatter kernels",
+        "partitioned numerics: out0 differs from JAX's (the interpreter matches JAX on all three forms)",
     ),
     (
         "sample_top_k",
-        "the interpreter's top_k, sort and bit-op kernels",
+        "partitioned numerics: out0 differs from JAX's (the interpreter matches JAX on all three forms)",
     ),
     (
         "shard_map_partial_manual",
