@@ -240,7 +240,6 @@ pub fn convolution(
         v
     };
     let int_path = !lhs.dtype().is_float() && !rhs.dtype().is_float() && !out.is_float();
-    let (mut floats, mut ints) = (Vec::new(), Vec::new());
     let (lf, rf) = if int_path {
         (Vec::new(), Vec::new())
     } else {
@@ -257,20 +256,28 @@ pub fn convolution(
     } else {
         (Vec::new(), Vec::new())
     };
-    let mut all_taps = Vec::new();
-    for_each_index(&out_spatial, |pos| all_taps.push(taps(pos)));
+    // Output spatial position outermost, so one position's taps are kept at a time;
+    // each value goes to its row-major place in the [batch, feature, spatial] result.
+    let spatial_count: usize = out_spatial.iter().product();
+    let (mut floats, mut ints) = if int_path {
+        (Vec::new(), vec![0i128; total])
+    } else {
+        (vec![0f64; total], Vec::new())
+    };
+    let (per_g, per_b, nb) = (o / g, o / b, n / b);
+    let mut sp_index = 0usize;
     if total > 0 {
-        let (per_g, per_b, nb) = (o / g, o / b, n / b);
-        for bi in 0..nb {
-            for oi in 0..o {
-                let (fg, bg) = (oi / per_g, oi / per_b);
-                let lhs_n = (bg * nb + bi) * ls[0];
-                for sp in &all_taps {
+        for_each_index(&out_spatial, |pos| {
+            let sp = taps(pos);
+            for bi in 0..nb {
+                for oi in 0..o {
+                    let (fg, bg) = (oi / per_g, oi / per_b);
+                    let lhs_n = (bg * nb + bi) * ls[0];
                     let (mut facc, mut iacc) = (0f64, 0i64);
                     for cj in 0..ci {
                         let lbase = lhs_n + (fg * ci + cj) * ls[1];
                         let rbase = oi * rs[0] + cj * rs[1];
-                        for &(lo, ro) in sp {
+                        for &(lo, ro) in &sp {
                             if int_path {
                                 iacc =
                                     iacc.wrapping_add(li[lbase + lo].wrapping_mul(ri[rbase + ro]));
@@ -279,14 +286,16 @@ pub fn convolution(
                             }
                         }
                     }
+                    let at = (bi * o + oi) * spatial_count + sp_index;
                     if int_path {
-                        ints.push(iacc as i128);
+                        ints[at] = iacc as i128;
                     } else {
-                        floats.push(facc);
+                        floats[at] = facc;
                     }
                 }
             }
-        }
+            sp_index += 1;
+        });
     }
     let data = if int_path {
         Data::from_i128s(out, &ints)
