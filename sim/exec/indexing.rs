@@ -63,7 +63,10 @@ impl GatherMask<'_> {
         let shape = indices.shape();
         let ivd = self.index_vector_dim;
         let (len, stride) = if ivd < shape.len() {
-            (shape[ivd] as usize, shape[ivd + 1..].iter().product::<u64>() as usize)
+            (
+                shape[ivd] as usize,
+                shape[ivd + 1..].iter().product::<u64>() as usize,
+            )
         } else {
             (1, 1)
         };
@@ -73,8 +76,9 @@ impl GatherMask<'_> {
             let k = (i / stride.max(1)) % len.max(1);
             // The batch position: drop coordinate k of the index vector dim.
             let b = (i / (stride * len)) * stride + i % stride;
-            let inside = v >= 0 && v + self.slices.get(k).copied().unwrap_or(1)
-                <= self.lens.get(k).copied().unwrap_or(i128::MAX);
+            let inside = v >= 0
+                && v + self.slices.get(k).copied().unwrap_or(1)
+                    <= self.lens.get(k).copied().unwrap_or(i128::MAX);
             if !inside {
                 ok[b] = false;
             }

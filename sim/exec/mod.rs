@@ -299,8 +299,8 @@ impl<'p> Executor<'p> {
                         .map(|&od| slice_sizes.get(od as usize).map_or(1, |&x| i128::from(x)))
                         .collect();
                     let ivd = dims.index_vector_dim as usize;
-                    args[1] = indexing::offset_indices(&args[1], ivd, &starts)
-                        .map_err(|e| err(&e))?;
+                    args[1] =
+                        indexing::offset_indices(&args[1], ivd, &starts).map_err(|e| err(&e))?;
                     gather_mask = Some((args[1].clone(), lens, slices));
                 }
             }
