@@ -7,6 +7,7 @@ mod bench_engine;
 mod bench_exec;
 mod bench_parse;
 mod bench_propagate;
+mod bench_scale;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
@@ -16,6 +17,7 @@ mod output;
 mod partition_cmd;
 mod plan_cmd;
 mod propagate_cmd;
+mod scale_model;
 mod topology_cmd;
 
 use clap::{Parser, Subcommand};

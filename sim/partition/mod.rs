@@ -29,7 +29,8 @@ pub mod xla;
 
 pub use lower::{partition, partition_with};
 pub use program::{
-    Collective, CollectiveKind, LocalValue, ManualRegion, Mask, Slot, SpmdProgram, Step, Traffic,
+    Collective, CollectiveKind, DeviceGroups, LocalValue, ManualRegion, Mask, Slot, SpmdProgram,
+    Step, Traffic,
 };
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 pub use window::WindowOp;
