@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use shardsim::exec::timed::{run_timed, OomPolicy, TimedOptions};
+use shardsim::exec::timed::{run_timed_classes, OomPolicy, TimedOptions};
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::partition;
 use shardsim::propagate::{propagate_module, Strategy};
@@ -111,7 +111,7 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 let program = partition(&m)?;
                 part.push(t1.elapsed().as_secs_f64());
                 let t2 = Instant::now();
-                let t = run_timed(&program, &topo, &opts)?;
+                let t = run_timed_classes(&program, &topo, &opts)?;
                 timed.push(t2.elapsed().as_secs_f64());
                 let hbm = t
                     .peaks
@@ -120,7 +120,7 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                     .map(|p| p.peak)
                     .max()
                     .unwrap_or(0);
-                last = Some((program.steps.len(), t.devices.len(), t.makespan_ps, hbm));
+                last = Some((program.steps.len(), t.classes.len(), t.makespan_ps, hbm));
             }
             let (steps, classes, makespan, hbm) = last.unwrap_or_default();
             println!(

@@ -34,6 +34,9 @@ pub struct TimedOptions {
     /// Link faults (topology link index, absolute time): collectives re-route
     /// around failed links or fail with the transfers they could not complete.
     pub faults: Vec<LinkFault>,
+    /// Simulate every device on its own instead of one per class of devices
+    /// with identical timelines (the results are the same; for checking that).
+    pub per_device: bool,
 }
 
 impl Default for TimedOptions {
@@ -46,6 +49,7 @@ impl Default for TimedOptions {
             roofline: parse_roofline(ROOFLINE_TOML).expect("the compiled-in table is valid"),
             calibration: None,
             faults: Vec::new(),
+            per_device: false,
         }
     }
 }
