@@ -322,6 +322,13 @@ impl<'a> Run<'a> {
         let k = devices.len();
         let rooflines = reps.iter().map(|&p| rooflines_all[p].clone()).collect();
         let mut memory = MemoryTracker::new(devices.clone());
+        let mut by_name: Vec<usize> = (0..slots).collect();
+        by_name.sort_by(|&a, &b| program.values[a].name.cmp(&program.values[b].name));
+        let mut rank = vec![0u32; slots];
+        for (r, &s) in by_name.iter().enumerate() {
+            rank[s] = r as u32;
+        }
+        memory.set_name_order(rank);
         for (d, &p) in reps.iter().enumerate() {
             for (scope, cap) in &capacities[p] {
                 memory.add_scope(d, scope, *cap);
@@ -393,7 +400,7 @@ impl<'a> Run<'a> {
         let report =
             self.memory
                 .alloc(d, &self.scopes[slot], slot, bytes, self.engine.now(), |s| {
-                    program.values[s].name.clone()
+                    program.values[s].name.as_str()
                 });
         if let Some(r) = report {
             self.ooms.push(r);
