@@ -3,7 +3,9 @@
 
 use clap::{Args, Subcommand};
 
-use super::{bench_collective, bench_engine, bench_exec, bench_parse, bench_propagate};
+use super::{
+    bench_collective, bench_engine, bench_exec, bench_parse, bench_propagate, bench_scale,
+};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -23,6 +25,8 @@ pub enum BenchCommand {
     Collective(bench_collective::CollectiveBenchArgs),
     /// Partition and time (shape-only) a generated transformer-like program.
     Exec(bench_exec::BenchExecArgs),
+    /// A GPT-3 175B training step partitioned and timed on 1,024-16,384 GPUs.
+    Scale(bench_scale::BenchScaleArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -32,5 +36,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Engine(a) => bench_engine::run(a),
         BenchCommand::Collective(a) => bench_collective::run(a),
         BenchCommand::Exec(a) => bench_exec::run(a),
+        BenchCommand::Scale(a) => bench_scale::run(a),
     }
 }

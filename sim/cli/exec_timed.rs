@@ -12,7 +12,7 @@ use shardsim::engine::log::write_atomically;
 use shardsim::engine::perturb::draw_link_failures;
 use shardsim::engine::{FaultKind, Jitter, LinkFault, Stragglers, Time};
 use shardsim::exec::timed::{
-    parse_roofline, report, run_timed, trace, OomPolicy, TimedOptions, Timeline,
+    parse_roofline, report, run_timed_classes, trace, ClassTimeline, OomPolicy, TimedOptions,
 };
 use shardsim::partition::SpmdProgram;
 use shardsim::topology::{Duration, Topology};
@@ -198,12 +198,13 @@ impl TimedArgs {
 }
 
 /// Write the trace files into `dir`.
-fn write_trace(dir: &Path, t: &Timeline, topo: &Topology) -> anyhow::Result<()> {
+fn write_trace(dir: &Path, t: &ClassTimeline, topo: &Topology) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let summary = report::summarize(t, topo);
+    let summary = report::summarize_classes(t, topo);
+    let full = t.expand();
     let files = [
-        ("trace.json", trace::chrome_trace(t, topo)),
-        ("events.csv", trace::events_csv(t)),
+        ("trace.json", trace::chrome_trace(&full, topo)),
+        ("events.csv", trace::events_csv(&full)),
         (
             "summary.json",
             serde_json::to_string_pretty(&summary)? + "\n",
@@ -243,12 +244,12 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Str
         );
     }
     let opts = args.options(&topo, program.num_devices())?;
-    let t = run_timed(program, &topo, &opts)?;
+    let t = run_timed_classes(program, &topo, &opts)?;
     if let Some(dir) = &args.trace {
         write_trace(dir, &t, &topo)?;
     }
     let mut text = perturbations(&opts, &topo);
-    text += &report::to_text(&report::summarize(&t, &topo));
+    text += &report::to_text(&report::summarize_classes(&t, &topo));
     Ok(Some(text))
 }
 

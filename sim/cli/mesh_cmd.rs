@@ -116,13 +116,13 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
                 .zip(mesh.coords_of_position(pos))
                 .map(|(a, c)| (a.name.clone(), c))
                 .collect();
-            let shard = sharding.as_ref().map(|(_, _, l)| &l.devices[pos as usize]);
+            let shard = sharding.as_ref().map(|(_, _, l)| l.device_shard(pos));
             DeviceRow {
                 device,
                 position: pos,
                 coords,
-                local_shape: shard.map(|s| s.local_shape.clone()),
-                ranges: shard.map(|s| s.ranges.clone()),
+                local_shape: shard.as_ref().map(|s| s.local_shape.clone()),
+                ranges: shard.as_ref().map(|s| s.ranges.clone()),
             }
         })
         .collect();

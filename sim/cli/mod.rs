@@ -7,6 +7,7 @@ mod bench_engine;
 mod bench_exec;
 mod bench_parse;
 mod bench_propagate;
+mod bench_scale;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
@@ -18,6 +19,7 @@ mod partition_cmd;
 mod plan_cmd;
 mod propagate_cmd;
 mod run_cmd;
+mod scale_model;
 mod sweep_cmd;
 mod topology_cmd;
 

@@ -49,6 +49,33 @@ pub fn time_groups(
     cal: &Calibration,
     faults: &[LinkFault],
 ) -> Result<GroupsTiming, CollectiveError> {
+    time_groups_with(topo, groups, ops, total, elem_bytes, cal, faults, true)
+}
+
+/// [`time_groups`] with every group on one network even where their links
+/// are disjoint (the reference the decomposition must equal).
+pub fn time_groups_merged(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+) -> Result<GroupsTiming, CollectiveError> {
+    time_groups_with(topo, groups, ops, total, elem_bytes, cal, &[], false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn time_groups_with(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    faults: &[LinkFault],
+    decompose: bool,
+) -> Result<GroupsTiming, CollectiveError> {
     if groups.is_empty() || groups.len() != ops.len() {
         return Err(CollectiveError::EmptyGroup);
     }
@@ -65,6 +92,11 @@ pub fn time_groups(
         match build(op, choice.algo, g.len(), total, &opts) {
             Ok(p) => plans.push(p),
             Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal, faults),
+        }
+    }
+    if decompose && faults.is_empty() && groups.len() > 1 {
+        if let Some(t) = time_independent(topo, &groups, &plans, elem_bytes, &choice, cal)? {
+            return Ok(t);
         }
     }
     let union = Group::new(
@@ -97,6 +129,117 @@ pub fn time_groups(
         flows: t.flows,
         link_bytes: link_bytes(topo, &union, &merged, elem_bytes)?,
     })
+}
+
+/// When no link carries traffic of two groups, the groups do not interact:
+/// the merged run is the groups' runs side by side, so its time is the
+/// slowest group's. Groups whose runs are the same up to renaming links (same
+/// plan, and every move's route the same sequence of link capacities and
+/// latencies, with the same links shared between moves) take the same time,
+/// so one group per such class is simulated. `None` when links are shared.
+fn time_independent(
+    topo: &Topology,
+    groups: &[Group],
+    plans: &[Plan],
+    elem_bytes: u64,
+    choice: &super::tuner::Choice,
+    cal: &Calibration,
+) -> Result<Option<GroupsTiming>, CollectiveError> {
+    let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut all_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
+    for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
+        for (l, b) in link_bytes(topo, group, plan, elem_bytes)? {
+            if owner.insert(l, g).is_some_and(|o| o != g) {
+                return Ok(None);
+            }
+            *all_bytes.entry(l).or_default() += b;
+        }
+        classes.entry(shape_of(topo, group, plan)?).or_insert(g);
+    }
+    let mut time = Time::ZERO;
+    let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
+    for &g in classes.values() {
+        let t = simulate_with_faults(
+            topo,
+            &groups[g],
+            &plans[g],
+            elem_bytes,
+            choice.algo,
+            choice.proto,
+            cal,
+            &[],
+        )?;
+        time = time.max(t.time);
+        flows_of.insert(g, t.flows);
+    }
+    // Flows: every group's, each as many as its class representative's.
+    let mut flows = 0;
+    for (group, plan) in groups.iter().zip(plans) {
+        let rep = classes[&shape_of(topo, group, plan)?];
+        flows += flows_of[&rep];
+    }
+    Ok(Some(GroupsTiming {
+        time,
+        algo: choice.algo,
+        proto: choice.proto,
+        flows,
+        link_bytes: all_bytes.into_iter().collect(),
+    }))
+}
+
+/// A group's run up to renaming links: per step and move, the move and its
+/// route's links as (first-use index, bandwidth, latency, class), so equal
+/// shapes give isomorphic flow-level runs.
+fn shape_of(topo: &Topology, group: &Group, plan: &Plan) -> Result<Vec<u64>, CollectiveError> {
+    let mut routes = Routes::new(topo, group);
+    let mut names: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut out = vec![plan.ranks as u64, plan.buffer_len, plan.steps.len() as u64];
+    let mut link = |l: usize, out: &mut Vec<u64>| {
+        let next = names.len() as u64;
+        let id = *names.entry(l).or_insert(next);
+        let k = &topo.links()[l];
+        out.extend([
+            id,
+            k.bandwidth_bytes_per_s(),
+            k.latency_ps(),
+            k.class as u64,
+        ]);
+    };
+    for step in &plan.steps {
+        out.push(u64::MAX);
+        for m in step {
+            out.extend([
+                m.via as u64,
+                m.from as u64,
+                m.to as u64,
+                m.src,
+                m.dst,
+                m.len,
+            ]);
+            match m.via {
+                Via::P2p => {
+                    if m.from != m.to {
+                        let r = routes.get(m.from, m.to)?.to_vec();
+                        out.push(r.len() as u64);
+                        for l in r {
+                            link(l, &mut out);
+                        }
+                    }
+                }
+                Via::SwitchReduce | Via::SwitchMulticast => {
+                    let (up, _) = routes.switch_links(m.from)?;
+                    let (_, down) = routes.switch_links(m.to)?;
+                    link(up, &mut out);
+                    link(down, &mut out);
+                }
+            }
+        }
+    }
+    for (r, o, l) in &plan.reduced {
+        out.extend([*r as u64, *o, *l]);
+    }
+    Ok(out)
 }
 
 /// Every group chosen and timed on its own; the slowest group's time.

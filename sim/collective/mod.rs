@@ -23,7 +23,7 @@ pub mod tuner;
 
 pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 pub use calibration::{Calibration, ProtocolParams};
-pub use groups::{time_groups, GroupsTiming};
+pub use groups::{time_groups, time_groups_merged, GroupsTiming};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use plan::{Move, Plan, Via};
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};

@@ -72,7 +72,7 @@ pub fn run(
                 .collect::<Result<_, _>>()?;
             let groups = match op {
                 DeviceCollective::CollectivePermute { .. } => Vec::new(),
-                _ => c.groups.clone(),
+                _ => c.groups.to_vec(),
             };
             let outs = device_collective(op, &groups, *reduction, &ids, &inputs)
                 .map_err(|e| fail(ids[0], e))?;
@@ -127,7 +127,7 @@ fn reduce_groups(
     input: impl Fn(u64) -> Result<Tensor, Failure>,
 ) -> Result<BTreeMap<u64, Tensor>, Failure> {
     let mut out = BTreeMap::new();
-    for g in &c.groups {
+    for g in c.groups.iter() {
         let bufs: Vec<Tensor> = g.iter().map(|&d| input(d)).collect::<Result<_, _>>()?;
         let r = reduce_buffers_wide(&bufs, kind).map_err(|e| fail(g[0], e))?;
         for &d in g {

@@ -60,7 +60,7 @@ pub fn run(
         };
         let mut t =
             Tensor::splat(shard.local_shape.clone(), fill).map_err(|e| (dev, e.to_string()))?;
-        let per_dim = dim_sources(op, shard, &shapes);
+        let per_dim = dim_sources(op, &shard, &shapes);
         let mut sources: BTreeMap<(usize, Vec<u64>), u64> = BTreeMap::new();
         let mut failure: Option<Failure> = None;
         let local: Vec<usize> = shard.local_shape.iter().map(|&x| x as usize).collect();

@@ -116,13 +116,14 @@ impl Builder {
             WindowOp::Concat { .. } => data[1..].to_vec(),
             _ => rest.to_vec(),
         };
+        let groups = self.all_devices();
         self.steps.push(Step::Collective(Collective {
             kind: CollectiveKind::Window { op: wop, transfers },
             input: data[0],
             extra_inputs,
             output: out,
             axes: Vec::new(),
-            groups: vec![self.mesh.device_ids()],
+            groups,
             dtype,
             bytes,
             at: v.name.clone(),

@@ -15,7 +15,8 @@ use crate::tensor::{CollectiveReduction, ReduceKind};
 
 use super::mean::mean_pattern;
 use super::program::{
-    Collective, CollectiveKind, LocalValue, ManualRegion, Mask, Slot, SpmdProgram, Step,
+    Collective, CollectiveKind, DeviceGroups, LocalValue, ManualRegion, Mask, Slot, SpmdProgram,
+    Step,
 };
 use super::reshard::{plan_reshard, CostModel, PlannedStep};
 use super::{PartitionError, PartitionOptions};
@@ -47,6 +48,8 @@ pub fn partition_with(
         opts: *opts,
         means: BTreeMap::new(),
         manual: Vec::new(),
+        groups: BTreeMap::new(),
+        all: None,
     };
     let mut args = Vec::new();
     for &a in &func.args {
@@ -162,6 +165,10 @@ pub(super) struct Builder {
     /// the slot holding the mean.
     pub(super) means: BTreeMap<OpId, Slot>,
     pub(super) manual: Vec<ManualRegion>,
+    /// Device groups per axis list, computed once and shared by collectives.
+    pub(super) groups: BTreeMap<String, DeviceGroups>,
+    /// The one group of every device.
+    pub(super) all: Option<DeviceGroups>,
 }
 
 impl Builder {
@@ -300,6 +307,28 @@ impl Builder {
         Ok(())
     }
 
+    /// The device groups of a collective over `axes` (shared).
+    pub(super) fn groups_over(
+        &mut self,
+        axes: &[AxisRef],
+    ) -> Result<DeviceGroups, crate::mesh::MeshError> {
+        let key = format!("{axes:?}");
+        if let Some(g) = self.groups.get(&key) {
+            return Ok(g.clone());
+        }
+        let g = DeviceGroups::new(self.mesh.device_groups(axes)?);
+        self.groups.insert(key, g.clone());
+        Ok(g)
+    }
+
+    /// One group of every device (permutes, halo exchanges), shared.
+    pub(super) fn all_devices(&mut self) -> DeviceGroups {
+        let mesh = &self.mesh;
+        self.all
+            .get_or_insert_with(|| DeviceGroups::new(vec![mesh.device_ids()]))
+            .clone()
+    }
+
     /// A sharding with closed dims on this program's mesh symbol.
     pub(super) fn concrete(&self, mut s: TensorSharding) -> TensorSharding {
         for d in &mut s.dims {
@@ -405,10 +434,9 @@ impl Builder {
             0
         };
         let groups = match &step.kind {
-            CollectiveKind::CollectivePermute(_) => vec![self.mesh.device_ids()],
+            CollectiveKind::CollectivePermute(_) => self.all_devices(),
             _ => self
-                .mesh
-                .device_groups(&step.axes)
+                .groups_over(&step.axes)
                 .map_err(|e| PartitionError::Value {
                     value: src.name.clone(),
                     message: e.to_string(),

@@ -87,9 +87,9 @@ impl Builder {
                         .max(self.values[output].local_bytes());
                     let (axes, groups) = match c {
                         crate::ir::DeviceCollective::CollectivePermute { .. } => {
-                            (Vec::new(), vec![self.mesh.device_ids()])
+                            (Vec::new(), self.all_devices())
                         }
-                        _ => (self.axes_of_groups(groups), groups.clone()),
+                        _ => (self.axes_of_groups(groups), groups.clone().into()),
                     };
                     self.steps.push(Step::Collective(Collective {
                         kind: CollectiveKind::Device {
@@ -151,7 +151,7 @@ impl Builder {
                 extra_inputs: Vec::new(),
                 output: out,
                 axes: Vec::new(),
-                groups: Vec::new(),
+                groups: Default::default(),
                 dtype: v.ty.dtype,
                 bytes: 0,
                 at: v.name.clone(),

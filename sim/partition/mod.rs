@@ -30,8 +30,8 @@ pub mod xla;
 
 pub use lower::{partition, partition_with};
 pub use program::{
-    Collective, CollectiveKind, LocalValue, LoopStep, ManualRegion, Mask, Slot, SpmdProgram, Step,
-    Traffic,
+    Collective, CollectiveKind, DeviceGroups, LocalValue, LoopStep, ManualRegion, Mask, Slot,
+    SpmdProgram, Step, Traffic,
 };
 pub use reshard::{plan_reshard, CostModel, PlannedStep};
 pub use window::WindowOp;

@@ -13,6 +13,9 @@ use crate::tensor::CollectiveReduction;
 
 use super::window::WindowOp;
 
+/// Device groups of a collective, shared (see [`Collective::groups`]).
+pub type DeviceGroups = std::sync::Arc<Vec<Vec<u64>>>;
+
 /// Index of a value in [`SpmdProgram::values`].
 pub type Slot = usize;
 
@@ -171,8 +174,10 @@ pub struct Collective {
     pub output: Slot,
     /// The mesh axes it runs over (empty for a permute or a slice).
     pub axes: Vec<AxisRef>,
-    /// Device groups (ids), from [`Mesh::device_groups`]; a permute has one group of all devices.
-    pub groups: Vec<Vec<u64>>,
+    /// Device groups (ids), from [`Mesh::device_groups`]; a permute has one
+    /// group of all devices. Shared between the collectives over the same
+    /// axes, so a program holds each grouping once, not once per collective.
+    pub groups: DeviceGroups,
     pub dtype: DType,
     /// Per-device buffer size of the larger of input and output (0 for a local slice).
     pub bytes: u64,

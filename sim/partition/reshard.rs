@@ -165,16 +165,23 @@ fn permute_plan(
     if ls.shards != lt.shards {
         return Ok(None);
     }
+    // The first device (in mesh order) holding each source block.
+    let mut holder: std::collections::BTreeMap<Vec<u64>, u64> = std::collections::BTreeMap::new();
+    for pos in 0..ls.num_devices() {
+        holder
+            .entry(ls.shard_index_at(pos))
+            .or_insert_with(|| ls.device_at(pos));
+    }
     let mut pairs = Vec::new();
-    for t in &lt.devices {
-        let own = ls.shard_of(t.device).expect("same mesh");
-        if own.shard_index == t.shard_index {
+    for pos in 0..lt.num_devices() {
+        let want = lt.shard_index_at(pos);
+        if ls.shard_index_at(pos) == want {
             continue;
         }
-        let Some(src) = ls.devices.iter().find(|s| s.shard_index == t.shard_index) else {
+        let Some(&src) = holder.get(&want) else {
             return Ok(None);
         };
-        pairs.push((src.device, t.device));
+        pairs.push((src, lt.device_at(pos)));
     }
     Ok(Some(vec![PlannedStep {
         kind: CollectiveKind::CollectivePermute(pairs),

@@ -53,7 +53,7 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
     for c in p.collectives() {
         let b_in = p.values[c.input].local_bytes();
         let b_out = p.values[c.output].local_bytes();
-        for g in &c.groups {
+        for g in c.groups.iter() {
             let n = g.len() as u64;
             for &d in g {
                 let bytes = match c.kind.traffic() {
@@ -81,7 +81,7 @@ pub fn summary(p: &SpmdProgram) -> ProgramSummary {
         collectives.push(CollectiveSummary {
             op: c.kind.name().to_string(),
             axes: c.axes.iter().map(axis_name).collect(),
-            groups: c.groups.clone(),
+            groups: c.groups.to_vec(),
             dtype: c.dtype.mlir_name().to_string(),
             bytes: c.bytes,
             at: c.at.clone(),

@@ -112,8 +112,7 @@ pub fn operand_of(sources: &[(usize, u64)]) -> usize {
 pub fn pick_source(mesh: &Mesh, layout: &ShardLayout, device: u64, block: &[u64]) -> Option<u64> {
     let coords = mesh.coords(device).ok()?;
     layout
-        .devices
-        .iter()
+        .devices()
         .filter(|s| s.shard_index == block)
         .map(|s| {
             let c = mesh.coords(s.device).unwrap_or_default();
@@ -133,8 +132,8 @@ pub fn plan_transfers(
 ) -> BTreeMap<(u64, u64), u64> {
     let shapes: Vec<&[u64]> = ins.iter().map(|l| l.global_shape.as_slice()).collect();
     let mut moves: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for shard in &out.devices {
-        let per_dim = dim_sources(op, shard, &shapes);
+    for shard in out.devices() {
+        let per_dim = dim_sources(op, &shard, &shapes);
         // Per dim: (operand tag, input block) -> count of local indices.
         let counts: Vec<BTreeMap<(usize, u64), u64>> = per_dim
             .iter()

@@ -3,6 +3,7 @@
 //! the padding of uneven splits, and which devices hold replicas of a shard.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -23,7 +24,9 @@ pub struct DeviceShard {
     pub ranges: Vec<(u64, u64)>,
 }
 
-/// The layout of a sharded tensor over a mesh.
+/// The layout of a sharded tensor over a mesh. Per-device data (shard index,
+/// ranges) is derived from the mesh geometry on demand, so a layout costs
+/// O(rank) memory whatever the number of devices.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShardLayout {
     pub global_shape: Vec<u64>,
@@ -33,8 +36,15 @@ pub struct ShardLayout {
     pub local_shape: Vec<u64>,
     /// Padding added to each dim so that its shards divide it.
     pub padding: Vec<u64>,
-    /// One entry per device, in mesh-position order.
-    pub devices: Vec<DeviceShard>,
+    /// Per dim, `(position stride, size)` of each sharding axis, major to
+    /// minor: the axis index of mesh position `p` is `(p / stride) % size`.
+    #[serde(skip)]
+    dim_axes: Vec<Vec<(u64, u64)>>,
+    /// Device id at each mesh position; `None` for iota.
+    #[serde(skip)]
+    device_ids: Option<Arc<[u64]>>,
+    #[serde(skip)]
+    num_devices: u64,
 }
 
 impl ShardLayout {
@@ -52,12 +62,9 @@ impl ShardLayout {
                 shards: vec![1; shape.len()],
                 local_shape: shape.to_vec(),
                 padding: vec![0; shape.len()],
-                devices: vec![DeviceShard {
-                    device,
-                    shard_index: vec![0; shape.len()],
-                    local_shape: shape.to_vec(),
-                    ranges: shape.iter().map(|&s| (0, s)).collect(),
-                }],
+                dim_axes: vec![Vec::new(); shape.len()],
+                device_ids: (device != 0).then(|| Arc::from(vec![device])),
+                num_devices: 1,
             });
         }
         let shards: Vec<u64> = sharding
@@ -80,42 +87,87 @@ impl ShardLayout {
             .zip(&local_shape)
             .map(|((&s, &k), &l)| l * k - s)
             .collect();
-        let mut devices = Vec::with_capacity(mesh.num_devices() as usize);
-        for pos in 0..mesh.num_devices() {
-            let mut shard_index = Vec::with_capacity(shape.len());
-            for dim in &sharding.dims {
-                let mut idx = 0;
-                for a in &dim.axes {
-                    let size = a.size(mesh).expect("validated");
-                    idx = idx * size + a.index_of_position(mesh, pos).expect("validated");
-                }
-                shard_index.push(idx);
-            }
-            let ranges = shard_index
-                .iter()
-                .zip(&local_shape)
-                .zip(shape)
-                .map(|((&i, &l), &s)| ((i * l).min(s), ((i + 1) * l).min(s)))
-                .collect();
-            devices.push(DeviceShard {
-                device: mesh.device_at(pos),
-                shard_index,
-                local_shape: local_shape.clone(),
-                ranges,
-            });
-        }
+        let dim_axes = sharding
+            .dims
+            .iter()
+            .map(|dim| {
+                dim.axes
+                    .iter()
+                    .map(|a| {
+                        let stride = a.position_stride(mesh).expect("validated");
+                        (stride, a.size(mesh).expect("validated"))
+                    })
+                    .collect()
+            })
+            .collect();
         Ok(ShardLayout {
             global_shape: shape.to_vec(),
             shards,
             local_shape,
             padding,
-            devices,
+            dim_axes,
+            device_ids: mesh.explicit_device_ids().map(Arc::from),
+            num_devices: mesh.num_devices(),
         })
     }
 
+    /// Number of devices (mesh positions).
+    pub fn num_devices(&self) -> u64 {
+        self.num_devices
+    }
+
+    /// Device id at mesh position `pos`.
+    pub fn device_at(&self, pos: u64) -> u64 {
+        match &self.device_ids {
+            Some(ids) => ids[pos as usize],
+            None => pos,
+        }
+    }
+
+    /// Shard index along each dim of the device at mesh position `pos`.
+    pub fn shard_index_at(&self, pos: u64) -> Vec<u64> {
+        self.dim_axes
+            .iter()
+            .map(|axes| {
+                axes.iter()
+                    .fold(0, |idx, &(stride, size)| idx * size + (pos / stride) % size)
+            })
+            .collect()
+    }
+
+    /// The shard of the device at mesh position `pos`.
+    pub fn device_shard(&self, pos: u64) -> DeviceShard {
+        let shard_index = self.shard_index_at(pos);
+        let ranges = shard_index
+            .iter()
+            .zip(&self.local_shape)
+            .zip(&self.global_shape)
+            .map(|((&i, &l), &s)| ((i * l).min(s), ((i + 1) * l).min(s)))
+            .collect();
+        DeviceShard {
+            device: self.device_at(pos),
+            shard_index,
+            local_shape: self.local_shape.clone(),
+            ranges,
+        }
+    }
+
+    /// Every device's shard, in mesh-position order.
+    pub fn devices(&self) -> impl Iterator<Item = DeviceShard> + '_ {
+        (0..self.num_devices).map(|p| self.device_shard(p))
+    }
+
+    /// Mesh position of device `device`.
+    pub fn position_of(&self, device: u64) -> Option<u64> {
+        match &self.device_ids {
+            Some(ids) => ids.iter().position(|&d| d == device).map(|p| p as u64),
+            None => (device < self.num_devices).then_some(device),
+        }
+    }
+
     /// The shard of device `device`.
-    pub fn shard_of(&self, device: u64) -> Option<&DeviceShard> {
-        self.devices.iter().find(|d| d.device == device)
+    pub fn shard_of(&self, device: u64) -> Option<DeviceShard> {
+        self.position_of(device).map(|p| self.device_shard(p))
     }
 
     /// Groups of devices that hold the same data (same shard, and for unreduced
@@ -124,14 +176,14 @@ impl ShardLayout {
         // (shard index, unreduced coordinates) -> (first position, devices).
         type Key = (Vec<u64>, Vec<u64>);
         let mut groups: BTreeMap<Key, (usize, Vec<u64>)> = BTreeMap::new();
-        for (pos, d) in self.devices.iter().enumerate() {
+        for (pos, d) in self.devices().enumerate() {
             let partial: Vec<u64> = sharding
                 .unreduced
                 .iter()
                 .map(|a| a.index_of_position(mesh, pos as u64).unwrap_or(0))
                 .collect();
             groups
-                .entry((d.shard_index.clone(), partial))
+                .entry((d.shard_index, partial))
                 .or_insert_with(|| (pos, Vec::new()))
                 .1
                 .push(d.device);

@@ -160,6 +160,46 @@ pub struct Topology {
     pub(crate) graph: DiGraph<ComponentId, LinkId>,
     pub(crate) routing: RoutingPolicy,
     pub(crate) by_name: BTreeMap<String, ComponentId>,
+    /// Least-cost routes already computed (see [`RouteCache`]).
+    pub(crate) route_cache: RouteCache,
+}
+
+/// Routes by `(source, destination, ECMP flow id)`: a collective routes the
+/// same device pairs again and again, and a least-cost search on a machine of
+/// thousands of devices costs far more than a lookup. Only looked up, never
+/// iterated; a copy of the topology starts empty. Bounded: cleared when full.
+#[derive(Default)]
+pub(crate) struct RouteCache(
+    std::sync::Mutex<std::collections::HashMap<(u32, u32, u64), Vec<LinkId>>>,
+);
+
+impl RouteCache {
+    const MAX_ENTRIES: usize = 1 << 20;
+
+    pub(crate) fn get(&self, key: (u32, u32, u64)) -> Option<Vec<LinkId>> {
+        self.0.lock().ok()?.get(&key).cloned()
+    }
+
+    pub(crate) fn insert(&self, key: (u32, u32, u64), route: &[LinkId]) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= Self::MAX_ENTRIES {
+                m.clear();
+            }
+            m.insert(key, route.to_vec());
+        }
+    }
+}
+
+impl Clone for RouteCache {
+    fn clone(&self) -> Self {
+        RouteCache::default()
+    }
+}
+
+impl std::fmt::Debug for RouteCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RouteCache")
+    }
 }
 
 impl Topology {
@@ -333,6 +373,7 @@ impl Builder {
             graph,
             routing,
             by_name,
+            route_cache: RouteCache::default(),
         }
     }
 }

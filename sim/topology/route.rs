@@ -14,7 +14,7 @@
 //!   uses NIC `k`, as NCCL assigns them).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
 use super::TopologyError;
@@ -42,7 +42,14 @@ impl Topology {
             }
         }
         let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
-        self.shortest(src, dst, flow_id, ecmp)
+        // Without ECMP the flow id picks nothing.
+        let key = (src.0, dst.0, if ecmp { flow_id } else { 0 });
+        if let Some(r) = self.route_cache.get(key) {
+            return Ok(r);
+        }
+        let r = self.shortest(src, dst, flow_id, ecmp)?;
+        self.route_cache.insert(key, &r);
+        Ok(r)
     }
 
     /// Route between device ids (the index of a device, as a mesh names it).
@@ -158,25 +165,26 @@ impl Topology {
         flow_id: u64,
         ecmp: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
-        let dist = self.costs_to(dst);
+        let dist = self.costs_to_until(dst, src);
+        let cost = |c: ComponentId| dist.get(&c.0).copied().unwrap_or(u64::MAX);
         let no_route = || TopologyError::NoRoute {
             from: self.component(src).name.clone(),
             to: self.component(dst).name.clone(),
         };
-        if dist[src.0 as usize] == u64::MAX {
+        if cost(src) == u64::MAX {
             return Err(no_route());
         }
         let mut cur = src;
         let mut path = Vec::new();
         while cur != dst {
-            let d = dist[cur.0 as usize];
+            let d = cost(cur);
             let all: Vec<LinkId> = self
                 .out_links(cur)
                 .into_iter()
                 .filter(|&l| {
                     let to = self.link(l).to;
-                    dist[to.0 as usize] != u64::MAX
-                        && dist[to.0 as usize] + self.link_cost(l) == d
+                    cost(to) != u64::MAX
+                        && cost(to) + self.link_cost(l) == d
                         && (to == dst || self.component(to).forwards)
                 })
                 .collect();
@@ -262,21 +270,36 @@ impl Topology {
         Some(path)
     }
 
-    /// Least cost from every component to `dst` over paths whose intermediate
-    /// components forward (`u64::MAX` when unreachable).
-    pub(crate) fn costs_to(&self, dst: ComponentId) -> Vec<u64> {
-        let mut dist = vec![u64::MAX; self.components.len()];
-        dist[dst.0 as usize] = 0;
+    /// Least costs to `dst` of every component whose cost is at most
+    /// `src`'s (Dijkstra stopped once `src` and its cost level are settled):
+    /// exactly the costs a least-cost walk from `src` reads, without touching
+    /// the rest of a large machine. Entries above `src`'s cost may be
+    /// tentative (too high) and never match a least-cost step. Looked up by
+    /// key only, never iterated.
+    fn costs_to_until(&self, dst: ComponentId, src: ComponentId) -> HashMap<u32, u64> {
+        let mut dist: HashMap<u32, u64> = HashMap::new();
+        dist.insert(dst.0, 0);
         let mut heap = BinaryHeap::from([Reverse((0u64, dst))]);
+        let mut limit = u64::MAX;
         while let Some(Reverse((d, c))) = heap.pop() {
-            if d > dist[c.0 as usize] || (c != dst && !self.component(c).forwards) {
+            if d > limit {
+                break;
+            }
+            if d > dist.get(&c.0).copied().unwrap_or(u64::MAX) {
+                continue;
+            }
+            if c == src {
+                limit = d;
+            }
+            if c != dst && !self.component(c).forwards {
                 continue;
             }
             for l in self.in_links(c) {
                 let link = self.link(l);
                 let nd = d + self.link_cost(l);
-                if nd < dist[link.from.0 as usize] {
-                    dist[link.from.0 as usize] = nd;
+                let e = dist.entry(link.from.0).or_insert(u64::MAX);
+                if nd < *e {
+                    *e = nd;
                     heap.push(Reverse((nd, link.from)));
                 }
             }

@@ -4,5 +4,6 @@
 
 mod bounds;
 mod calibration;
+mod groups;
 mod numerics;
 mod session;

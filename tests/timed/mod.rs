@@ -8,6 +8,7 @@ mod faults;
 mod fixtures;
 mod memory;
 mod models;
+mod symmetry;
 
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::{partition, SpmdProgram};

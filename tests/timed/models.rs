@@ -16,7 +16,7 @@ fn the_shard_map_gpt3_block_times_as_the_automatically_partitioned_one() {
         let collectives: Vec<(String, u64, Vec<Vec<u64>>)> = p
             .collectives()
             .filter(|c| c.kind.moves_data())
-            .map(|c| (c.kind.name().to_string(), c.bytes, c.groups.clone()))
+            .map(|c| (c.kind.name().to_string(), c.bytes, c.groups.to_vec()))
             .collect();
         (collectives, report::summarize(&t, &topo))
     };

@@ -134,10 +134,12 @@ impl<'t> CommModel<'t> {
     fn rounds(&self, program: &SpmdProgram, c: &Collective) -> Vec<Round> {
         if let CollectiveKind::Window { transfers, .. } = &c.kind {
             let all: Vec<u64> = program.mesh.device_ids();
+            let ranks: BTreeMap<u64, usize> =
+                all.iter().enumerate().map(|(i, &d)| (d, i)).collect();
             return window::rounds(transfers)
                 .into_iter()
                 .map(|round| {
-                    let rank = |d: u64| all.iter().position(|&x| x == d).unwrap_or(0);
+                    let rank = |d: u64| ranks.get(&d).copied().unwrap_or(0);
                     let pairs = round.iter().map(|&(s, t, _)| (rank(s), rank(t))).collect();
                     let total = round.iter().map(|t| t.2).max().unwrap_or(0);
                     (
@@ -188,12 +190,12 @@ impl<'t> CommModel<'t> {
                 link_bytes: Vec::new(),
             });
         }
-        let rounds = self.rounds(program, c);
         let elem_bytes = c.dtype.size_bytes();
-        let key = format!("{rounds:?} {elem_bytes}");
+        let key = cache_key(program, c);
         if let Some(t) = self.cache.get(&key) {
             return Ok(t.clone());
         }
+        let rounds = self.rounds(program, c);
         let mut timing = CommTiming {
             time: Time::ZERO,
             label: "none".into(),
@@ -223,12 +225,34 @@ impl<'t> CommModel<'t> {
     }
 }
 
+/// What a collective's fault-free timing depends on, without listing its
+/// groups: collectives over the same axes share one groups list (compared by
+/// address), so the key stays small however many devices there are.
+fn cache_key(program: &SpmdProgram, c: &Collective) -> String {
+    let elems = |slot: usize| program.values[slot].local_elements();
+    let mut key = format!(
+        "{:p} {} {} {} {}",
+        std::sync::Arc::as_ptr(&c.groups),
+        c.kind.name(),
+        elems(c.input),
+        elems(c.output),
+        c.dtype.size_bytes()
+    );
+    match (&c.kind, c.kind.traffic()) {
+        (CollectiveKind::Window { transfers, .. }, _) => key += &format!(" {transfers:?}"),
+        (_, Traffic::Permute(pairs)) => key += &format!(" {pairs:?}"),
+        _ => {}
+    }
+    key
+}
+
 /// Per group, the permute of `pairs` between its members (by rank).
 fn permutes(groups: &[Vec<u64>], pairs: &[(u64, u64)]) -> Vec<CollectiveOp> {
     groups
         .iter()
         .map(|g| {
-            let rank = |d: u64| g.iter().position(|&x| x == d);
+            let ranks: BTreeMap<u64, usize> = g.iter().enumerate().map(|(i, &d)| (d, i)).collect();
+            let rank = |d: u64| ranks.get(&d).copied();
             let pairs = pairs
                 .iter()
                 .filter_map(|&(s, t)| Some((rank(s)?, rank(t)?)))

@@ -11,6 +11,9 @@ use serde::Serialize;
 use crate::engine::Time;
 use crate::partition::Slot;
 
+/// Live buffers an out-of-memory report lists (the largest).
+pub const MAX_LIVE: usize = 16;
+
 /// A live buffer at the time of an out-of-memory report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LiveBuffer {
@@ -30,7 +33,7 @@ pub struct OomReport {
     pub capacity: u64,
     /// Bytes in use before the allocation.
     pub in_use: u64,
-    /// Buffers live at that moment, largest first.
+    /// Buffers live at that moment, largest first (at most [`MAX_LIVE`]).
     pub live: Vec<LiveBuffer>,
 }
 
@@ -71,6 +74,9 @@ pub struct MemoryTracker {
     scopes: Vec<BTreeMap<String, ScopeState>>,
     /// Every change of bytes in use, when recording.
     history: Option<Vec<MemorySample>>,
+    /// Each slot's place in the order of value names, when known: reports
+    /// then pick their largest buffers without comparing names.
+    name_rank: Vec<u32>,
 }
 
 impl MemoryTracker {
@@ -81,6 +87,7 @@ impl MemoryTracker {
             devices,
             scopes: vec![BTreeMap::new(); n],
             history: None,
+            name_rank: Vec::new(),
         }
     }
 
@@ -107,6 +114,12 @@ impl MemoryTracker {
         }
     }
 
+    /// Declare the order of the slots' names (`rank[slot]`), so reports
+    /// order equal-sized buffers by name without comparing strings.
+    pub fn set_name_order(&mut self, rank: Vec<u32>) {
+        self.name_rank = rank;
+    }
+
     /// Declare `scope` of device index `d` with `capacity` bytes.
     pub fn add_scope(&mut self, d: usize, scope: &str, capacity: u64) {
         self.scopes[d].insert(
@@ -124,14 +137,14 @@ impl MemoryTracker {
     /// Allocate `bytes` for `slot` in `scope` of device index `d` at `now`.
     /// The allocation is always recorded (so peaks show the demand); a report
     /// comes back when it exceeds the capacity.
-    pub fn alloc(
+    pub fn alloc<'n>(
         &mut self,
         d: usize,
         scope: &str,
         slot: Slot,
         bytes: u64,
         now: Time,
-        name: impl Fn(Slot) -> String,
+        name: impl Fn(Slot) -> &'n str,
     ) -> Option<OomReport> {
         if !self.scopes[d].contains_key(scope) {
             // A scope the topology does not declare is unbounded.
@@ -143,20 +156,37 @@ impl MemoryTracker {
         }
         let before = s.in_use;
         let report = if before.saturating_add(bytes) > s.capacity {
-            let mut live: Vec<LiveBuffer> = s
+            let rank = |v: Slot| self.name_rank.get(v).copied();
+            let mut live: Vec<(Option<u32>, &str, u64)> = s
                 .live
                 .iter()
-                .map(|(&v, &b)| LiveBuffer {
-                    value: name(v),
+                .map(|(&v, &b)| (rank(v), name(v), b))
+                .collect();
+            let order = |a: &(Option<u32>, &str, u64), b: &(Option<u32>, &str, u64)| {
+                b.2.cmp(&a.2).then_with(|| match (a.0, b.0) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    _ => a.1.cmp(b.1),
+                })
+            };
+            // The largest few say what fills the memory; listing every live
+            // buffer in every report grows with buffers x reports.
+            if live.len() > MAX_LIVE {
+                live.select_nth_unstable_by(MAX_LIVE - 1, order);
+                live.truncate(MAX_LIVE);
+            }
+            live.sort_by(order);
+            let live: Vec<LiveBuffer> = live
+                .into_iter()
+                .map(|(_, v, b)| LiveBuffer {
+                    value: v.to_string(),
                     bytes: b,
                 })
                 .collect();
-            live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.value.cmp(&b.value)));
             Some(OomReport {
                 device: self.devices[d],
                 scope: scope.to_string(),
                 time_ps: now.0,
-                value: name(slot),
+                value: name(slot).to_string(),
                 bytes,
                 capacity: s.capacity,
                 in_use: before,

@@ -21,6 +21,7 @@
 //! from per-component seeded streams, so the same inputs and seed give the
 //! same timeline.
 
+pub mod classes;
 mod comm;
 pub mod cost;
 pub mod memory;
@@ -37,8 +38,8 @@ use crate::engine::{EngineError, Time};
 pub use cost::{parse_roofline, step_cost, DeviceRoofline, OpCost, RooflineParams, ROOFLINE_TOML};
 pub use memory::{LiveBuffer, MemorySample, MemoryTracker, OomReport, ScopePeak};
 pub use options::{OomPolicy, TimedOptions};
-pub use run::{run_timed, value_scopes};
-pub use timeline::{LinkBusy, Span, StreamKind, Timeline};
+pub use run::{run_timed, run_timed_classes, value_scopes};
+pub use timeline::{ClassTimeline, LinkBusy, Span, StreamKind, Timeline};
 
 /// Why a timed run failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

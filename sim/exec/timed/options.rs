@@ -38,6 +38,9 @@ pub struct TimedOptions {
     pub trip_count: Option<u64>,
     /// Record bytes in use per device and scope over time (`Timeline::memory`).
     pub record_memory: bool,
+    /// Simulate every device on its own instead of one per class of devices
+    /// with identical timelines (the results are the same; for checking that).
+    pub per_device: bool,
 }
 
 impl Default for TimedOptions {
@@ -52,6 +55,7 @@ impl Default for TimedOptions {
             faults: Vec::new(),
             trip_count: None,
             record_memory: false,
+            per_device: false,
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::topology::Topology;
 
-use super::{OomReport, ScopePeak, Span, StreamKind, Timeline};
+use super::{ClassTimeline, LinkBusy, OomReport, ScopePeak, Span, StreamKind, Timeline};
 
 /// One device's use of its streams.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -96,89 +96,164 @@ fn intervals(spans: &[&Span], stream: StreamKind) -> Vec<(u64, u64)> {
     v
 }
 
+/// One device's (or class's) use of its streams, from its spans.
+fn device_use(device: u64, spans: &[&Span], makespan_ps: u64) -> DeviceUse {
+    let compute = intervals(spans, StreamKind::Compute);
+    let comm = intervals(spans, StreamKind::Comm);
+    let busy = |v: &[(u64, u64)]| v.iter().map(|(s, e)| e - s).sum::<u64>();
+    DeviceUse {
+        device,
+        compute_busy_ps: busy(&compute),
+        comm_busy_ps: busy(&comm),
+        compute_idle_ps: makespan_ps.saturating_sub(busy(&compute)),
+        exposed_comm_ps: uncovered(&comm, &compute),
+    }
+}
+
 /// Summarize `t`, a run on `topo`.
 pub fn summarize(t: &Timeline, topo: &Topology) -> Summary {
-    let mut by_device: BTreeMap<u64, Vec<&Span>> = BTreeMap::new();
-    for s in &t.spans {
-        by_device.entry(s.device).or_default().push(s);
-    }
-    let per_device: Vec<DeviceUse> = t
-        .devices
-        .iter()
-        .map(|&device| {
-            let spans = by_device.get(&device).map_or(&[][..], Vec::as_slice);
-            let compute = intervals(spans, StreamKind::Compute);
-            let comm = intervals(spans, StreamKind::Comm);
-            let busy = |v: &[(u64, u64)]| v.iter().map(|(s, e)| e - s).sum::<u64>();
-            DeviceUse {
-                device,
-                compute_busy_ps: busy(&compute),
-                comm_busy_ps: busy(&comm),
-                compute_idle_ps: t.makespan_ps.saturating_sub(busy(&compute)),
-                exposed_comm_ps: uncovered(&comm, &compute),
-            }
-        })
-        .collect();
-    let n = t.devices.len().max(1) as u64;
-    let mut kinds: BTreeMap<String, (BTreeMap<usize, ()>, u64, u64)> = BTreeMap::new();
-    for s in t.spans.iter().filter(|s| s.stream == StreamKind::Comm) {
-        let k = kinds.entry(s.op.clone()).or_default();
-        k.0.insert(s.step, ());
-        k.1 += s.end_ps - s.start_ps;
-        k.2 += s.bytes;
-    }
-    let comm_by_kind = kinds
-        .into_iter()
-        .map(|(kind, (steps, time, bytes))| CommKind {
-            kind,
-            count: steps.len(),
-            mean_ps: time / n,
-            bytes: bytes / n,
-        })
-        .collect();
-    let mut link_bytes: BTreeMap<usize, u64> = BTreeMap::new();
-    for l in &t.links {
-        *link_bytes.entry(l.link).or_default() += l.bytes;
-    }
-    let links = link_bytes
-        .into_iter()
-        .map(|(link, bytes)| {
-            let l = &topo.links()[link];
-            let capacity = l.bandwidth_bytes_per_s() as f64 * t.makespan_ps as f64 * 1e-12;
-            LinkUse {
-                link,
-                from: topo.component(l.from).name.clone(),
-                to: topo.component(l.to).name.clone(),
-                class: l.class.to_string(),
-                bytes,
-                utilization: if capacity > 0.0 {
-                    bytes as f64 / capacity
-                } else {
-                    0.0
-                },
-            }
-        })
-        .collect();
-    let exposed: Vec<u64> = per_device.iter().map(|d| d.exposed_comm_ps).collect();
-    let mut steps: BTreeMap<(bool, usize), ()> = BTreeMap::new();
-    for s in &t.spans {
-        steps.insert((s.stream == StreamKind::Comm, s.step), ());
-    }
-    Summary {
-        topology: topo.name.clone(),
-        devices: t.devices.len(),
-        step_time_ps: t.makespan_ps,
+    let weight: BTreeMap<u64, u64> = BTreeMap::new();
+    let devices: Vec<(u64, u64)> = t.devices.iter().map(|&d| (d, d)).collect();
+    let parts = Parts {
+        makespan_ps: t.makespan_ps,
+        devices: &devices,
+        spans: &t.spans,
+        weight: &weight,
+        links: &t.links,
         events: t.events,
-        compute_steps: steps.keys().filter(|k| !k.0).count(),
-        collective_steps: steps.keys().filter(|k| k.0).count(),
-        mean_exposed_comm_ps: exposed.iter().sum::<u64>() / n,
-        max_exposed_comm_ps: exposed.iter().copied().max().unwrap_or(0),
-        per_device,
-        comm_by_kind,
-        peak_memory: t.peaks.clone(),
-        links,
-        ooms: t.ooms.clone(),
-        stopped: t.stopped,
+    };
+    parts.summarize(topo, t.peaks.clone(), t.ooms.clone(), t.stopped)
+}
+
+/// Summarize `t`, a run in reduced form on `topo`: the same summary as
+/// [`summarize`] of its expansion, computed per class.
+pub fn summarize_classes(t: &ClassTimeline, topo: &Topology) -> Summary {
+    let weight: BTreeMap<u64, u64> = t
+        .classes
+        .iter()
+        .filter_map(|m| Some((*m.first()?, m.len() as u64)))
+        .collect();
+    let mut devices: Vec<(u64, u64)> = t
+        .classes
+        .iter()
+        .flat_map(|m| m.iter().map(move |&d| (d, m[0])))
+        .collect();
+    let position: BTreeMap<u64, usize> =
+        t.devices.iter().enumerate().map(|(i, &d)| (d, i)).collect();
+    devices.sort_by_key(|(d, _)| position.get(d).copied().unwrap_or(usize::MAX));
+    let parts = Parts {
+        makespan_ps: t.makespan_ps,
+        devices: &devices,
+        spans: &t.spans,
+        weight: &weight,
+        links: &t.links,
+        events: t.events,
+    };
+    parts.summarize(topo, t.device_peaks(), t.device_ooms(), t.stopped)
+}
+
+/// What a summary is computed from: devices with the representative whose
+/// spans they share, and each representative's weight (devices it stands
+/// for; absent: 1).
+struct Parts<'a> {
+    makespan_ps: u64,
+    /// `(device, representative)` in mesh order.
+    devices: &'a [(u64, u64)],
+    spans: &'a [Span],
+    weight: &'a BTreeMap<u64, u64>,
+    links: &'a [LinkBusy],
+    events: u64,
+}
+
+impl Parts<'_> {
+    fn summarize(
+        &self,
+        topo: &Topology,
+        peak_memory: Vec<ScopePeak>,
+        ooms: Vec<OomReport>,
+        stopped: bool,
+    ) -> Summary {
+        let mut by_rep: BTreeMap<u64, Vec<&Span>> = BTreeMap::new();
+        for s in self.spans {
+            by_rep.entry(s.device).or_default().push(s);
+        }
+        let uses: BTreeMap<u64, DeviceUse> = by_rep
+            .iter()
+            .map(|(&rep, spans)| (rep, device_use(rep, spans, self.makespan_ps)))
+            .collect();
+        let per_device: Vec<DeviceUse> = self
+            .devices
+            .iter()
+            .map(|&(device, rep)| match uses.get(&rep) {
+                Some(u) => DeviceUse {
+                    device,
+                    ..u.clone()
+                },
+                None => device_use(device, &[], self.makespan_ps),
+            })
+            .collect();
+        let n = self.devices.len().max(1) as u64;
+        let weight = |rep: u64| self.weight.get(&rep).copied().unwrap_or(1);
+        let mut kinds: BTreeMap<String, (BTreeMap<usize, ()>, u64, u64)> = BTreeMap::new();
+        for s in self.spans.iter().filter(|s| s.stream == StreamKind::Comm) {
+            let k = kinds.entry(s.op.clone()).or_default();
+            k.0.insert(s.step, ());
+            k.1 += (s.end_ps - s.start_ps) * weight(s.device);
+            k.2 += s.bytes * weight(s.device);
+        }
+        let comm_by_kind = kinds
+            .into_iter()
+            .map(|(kind, (steps, time, bytes))| CommKind {
+                kind,
+                count: steps.len(),
+                mean_ps: time / n,
+                bytes: bytes / n,
+            })
+            .collect();
+        let mut link_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+        for l in self.links {
+            *link_bytes.entry(l.link).or_default() += l.bytes;
+        }
+        let links = link_bytes
+            .into_iter()
+            .map(|(link, bytes)| {
+                let l = &topo.links()[link];
+                let capacity = l.bandwidth_bytes_per_s() as f64 * self.makespan_ps as f64 * 1e-12;
+                LinkUse {
+                    link,
+                    from: topo.component(l.from).name.clone(),
+                    to: topo.component(l.to).name.clone(),
+                    class: l.class.to_string(),
+                    bytes,
+                    utilization: if capacity > 0.0 {
+                        bytes as f64 / capacity
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        let exposed: Vec<u64> = per_device.iter().map(|d| d.exposed_comm_ps).collect();
+        let mut steps: BTreeMap<(bool, usize), ()> = BTreeMap::new();
+        for s in self.spans {
+            steps.insert((s.stream == StreamKind::Comm, s.step), ());
+        }
+        Summary {
+            topology: topo.name.clone(),
+            devices: self.devices.len(),
+            step_time_ps: self.makespan_ps,
+            events: self.events,
+            compute_steps: steps.keys().filter(|k| !k.0).count(),
+            collective_steps: steps.keys().filter(|k| k.0).count(),
+            mean_exposed_comm_ps: exposed.iter().sum::<u64>() / n,
+            max_exposed_comm_ps: exposed.iter().copied().max().unwrap_or(0),
+            per_device,
+            comm_by_kind,
+            peak_memory,
+            links,
+            ooms,
+            stopped,
+        }
     }
 }
 

@@ -1,18 +1,25 @@
 //! The event loop of a timed run (see the part's doc): per-device compute and
-//! communication streams advanced by `ComputeDone` / `CommDone` events.
+//! communication streams advanced by `ComputeDone` / `CommDone` events. The
+//! loop runs one representative per class of devices with identical timelines
+//! (see [`super::classes`]); with every device its own class it is the full
+//! per-device run.
 
 use std::collections::BTreeMap;
+
+use std::rc::Rc;
 
 use crate::engine::{component_rng, ComponentRng, Engine, Time};
 use crate::ir::RawAttr;
 use crate::partition::{CollectiveKind, Slot, SpmdProgram, Step};
 use crate::topology::Topology;
 
+use super::classes::{ClassGroups, Classes};
+
 use super::comm::CommModel;
 use super::cost::{step_cost, DeviceRoofline, OpCost};
 use super::memory::{MemoryTracker, OomReport};
 use super::options::{OomPolicy, TimedOptions};
-use super::timeline::{LinkBusy, Span, StreamKind, Timeline};
+use super::timeline::{ClassTimeline, LinkBusy, Span, StreamKind, Timeline};
 use super::TimedError;
 
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +81,7 @@ fn on_compute_stream(step: &Step) -> bool {
     }
 }
 
-/// Per-device progress.
+/// Per-class progress.
 struct DeviceRun {
     next_compute: usize,
     next_comm: usize,
@@ -88,17 +95,19 @@ struct DeviceRun {
 /// finished, bytes per link (recorded once the last group ends).
 type CommProgress = (Time, usize, Vec<(usize, u64)>);
 
-/// The run in progress.
+/// The run in progress; "device index" `d` is a class of devices with
+/// identical timelines, run by its representative.
 struct Run<'a> {
     program: &'a SpmdProgram,
     opts: &'a TimedOptions,
+    /// The representative device (id) of every class.
     devices: Vec<u64>,
+    classes: Classes,
     compute_steps: Vec<usize>,
     comm_steps: Vec<usize>,
-    /// Per comm step: the group index of every device index.
-    group_of: BTreeMap<usize, Vec<usize>>,
-    /// Per comm step: device indices of every group.
-    members: BTreeMap<usize, Vec<Vec<usize>>>,
+    /// Per comm step: its groups seen from the classes (shared between the
+    /// steps over the same device groups).
+    groups: BTreeMap<usize, Rc<ClassGroups>>,
     costs: Vec<OpCost>,
     /// The slots each step reads.
     inputs: Vec<Vec<Slot>>,
@@ -119,16 +128,34 @@ struct Run<'a> {
     spans: Vec<Span>,
     links: Vec<LinkBusy>,
     ooms: Vec<OomReport>,
-    stopped: bool,
+    /// The time of the first out-of-memory report under [`OomPolicy::Stop`]:
+    /// the rest of that instant still runs (so which device reports first
+    /// does not depend on event order), then the run stops.
+    stop_at: Option<Time>,
+    /// Events of the full per-device run the handled events stand for.
+    events: u64,
     makespan: Time,
 }
 
 /// Time `program` on `topo`: mesh device `i` runs on topology device `i`.
+/// Every device's spans, peaks and reports (see [`run_timed_classes`] for
+/// the reduced form large meshes need).
 pub fn run_timed(
     program: &SpmdProgram,
     topo: &Topology,
     opts: &TimedOptions,
 ) -> Result<Timeline, TimedError> {
+    Ok(run_timed_classes(program, topo, opts)?.expand())
+}
+
+/// Time `program` on `topo`, one representative per class of devices with
+/// identical timelines (every device its own class with
+/// [`TimedOptions::per_device`] or jitter).
+pub fn run_timed_classes(
+    program: &SpmdProgram,
+    topo: &Topology,
+    opts: &TimedOptions,
+) -> Result<ClassTimeline, TimedError> {
     // Loops run iteration by iteration (see `unroll`).
     let expanded = super::unroll::expand_loops(program, opts.trip_count)?;
     let program: &SpmdProgram = &expanded;
@@ -136,17 +163,30 @@ pub fn run_timed(
     for d in 0..run.devices.len() {
         run.try_start(d)?;
     }
-    while let Some((now, ev)) = run.engine.next() {
-        if run.stopped {
+    while let Some(next) = run.engine.peek_time() {
+        if run.stop_at.is_some_and(|t| next > t) {
             break;
         }
+        let Some((now, ev)) = run.engine.next() else {
+            break;
+        };
         run.makespan = run.makespan.max(now);
         match ev {
-            Event::ComputeDone { d, step } => run.compute_done(d, step)?,
-            Event::CommDone { step, group } => run.comm_done(step, group)?,
+            Event::ComputeDone { d, step } => {
+                run.events += run.classes.members[d].len() as u64;
+                run.compute_done(d, step)?
+            }
+            Event::CommDone { step, group } => {
+                run.events += run.groups[&step].count[group];
+                run.comm_done(step, group)?
+            }
         }
     }
-    if !run.stopped {
+    let stopped = run.stop_at.is_some();
+    if let Some(t) = run.stop_at {
+        // Nothing that starts at the report's instant runs.
+        run.spans.retain(|s| s.start_ps < t.0);
+    } else {
         let unfinished = run.state.iter().any(|s| {
             s.next_compute < run.compute_steps.len() || s.next_comm < run.comm_steps.len()
         });
@@ -154,16 +194,23 @@ pub fn run_timed(
             return Err(TimedError::Stalled(run.makespan));
         }
     }
-    Ok(Timeline {
+    let ids = program.mesh.device_ids();
+    Ok(ClassTimeline {
         makespan_ps: run.makespan.0,
-        devices: run.devices,
+        classes: run
+            .classes
+            .members
+            .iter()
+            .map(|m| m.iter().map(|&p| ids[p]).collect())
+            .collect(),
+        devices: ids,
         spans: run.spans,
         links: run.links,
         peaks: run.memory.peaks(),
         memory: run.memory.history().to_vec(),
         ooms: run.ooms,
-        stopped: run.stopped,
-        events: run.engine.processed(),
+        stopped,
+        events: run.events,
     })
 }
 
@@ -173,21 +220,23 @@ impl<'a> Run<'a> {
         topo: &'a Topology,
         opts: &'a TimedOptions,
     ) -> Result<Run<'a>, TimedError> {
-        let devices = program.mesh.device_ids();
-        let n = devices.len();
+        let ids = program.mesh.device_ids();
+        let n = ids.len();
         if program.num_devices() > u64::from(topo.num_devices()) {
             return Err(TimedError::TooFewDevices {
                 mesh: program.num_devices(),
                 topology: topo.num_devices(),
             });
         }
-        let index: BTreeMap<u64, usize> =
-            devices.iter().enumerate().map(|(i, &d)| (d, i)).collect();
+        let index: BTreeMap<u64, usize> = ids.iter().enumerate().map(|(i, &d)| (d, i)).collect();
         let slots = program.values.len();
         let (mut compute_steps, mut comm_steps) = (Vec::new(), Vec::new());
-        let mut group_of = BTreeMap::new();
-        let mut members = BTreeMap::new();
         let mut uses = vec![0u32; slots];
+        // Distinct device groupings (collectives over the same axes share
+        // theirs), as mesh positions, and the grouping of each comm step.
+        let mut grouping_of: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut groupings: Vec<Vec<Vec<usize>>> = Vec::new();
+        let mut seen: BTreeMap<*const Vec<Vec<u64>>, usize> = BTreeMap::new();
         for (i, step) in program.steps.iter().enumerate() {
             for s in step_inputs(step) {
                 uses[s] += 1;
@@ -200,49 +249,98 @@ impl<'a> Run<'a> {
             let Step::Collective(c) = step else {
                 unreachable!("comm steps are collectives")
             };
-            let mut of = vec![usize::MAX; n];
-            let mut groups = Vec::with_capacity(c.groups.len());
-            for (g, group) in c.groups.iter().enumerate() {
-                let mut m = Vec::with_capacity(group.len());
-                for dev in group {
-                    let &d = index.get(dev).ok_or(TimedError::NoSuchDevice(
-                        u32::try_from(*dev).unwrap_or(u32::MAX),
-                        topo.num_devices(),
-                    ))?;
-                    of[d] = g;
-                    m.push(d);
+            let key = std::sync::Arc::as_ptr(&c.groups);
+            let g = match seen.get(&key) {
+                Some(&g) => g,
+                None => {
+                    let mut groups = Vec::with_capacity(c.groups.len());
+                    for group in c.groups.iter() {
+                        let mut m = Vec::with_capacity(group.len());
+                        for dev in group {
+                            let &d = index.get(dev).ok_or(TimedError::NoSuchDevice(
+                                u32::try_from(*dev).unwrap_or(u32::MAX),
+                                topo.num_devices(),
+                            ))?;
+                            m.push(d);
+                        }
+                        groups.push(m);
+                    }
+                    groupings.push(groups);
+                    seen.insert(key, groupings.len() - 1);
+                    groupings.len() - 1
                 }
-                groups.push(m);
-            }
-            // Devices outside every group (cannot happen for mesh groups) take part alone.
-            for (d, g) in of.iter_mut().enumerate() {
-                if *g == usize::MAX {
-                    *g = groups.len();
-                    groups.push(vec![d]);
-                }
-            }
-            group_of.insert(i, of);
-            members.insert(i, groups);
+            };
+            grouping_of.insert(i, g);
         }
+        // Per device: what makes its timeline its own before any collective.
+        let mut rooflines_all = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
+        let mut capacities: Vec<Vec<(String, u64)>> = Vec::with_capacity(n);
+        for (d, &dev) in ids.iter().enumerate() {
+            let idx = u32::try_from(dev)
+                .map_err(|_| TimedError::NoSuchDevice(u32::MAX, topo.num_devices()))?;
+            let roofline = DeviceRoofline::for_device(topo, idx, &opts.roofline)?;
+            let c = topo
+                .device(idx)
+                .ok_or(TimedError::NoSuchDevice(idx, topo.num_devices()))?;
+            let caps: Vec<(String, u64)> = topo
+                .component(c)
+                .memory
+                .iter()
+                .map(|m| (m.scope.clone(), m.capacity.0))
+                .collect();
+            let alone = opts.per_device || opts.jitter.is_some();
+            let straggler = opts
+                .stragglers
+                .iter()
+                .find(|&(s, _)| s == dev)
+                .map_or(1.0f64, |(_, f)| f);
+            keys.push((
+                if alone { d } else { 0 },
+                format!("{roofline:?}"),
+                straggler.to_bits(),
+                caps.clone(),
+            ));
+            rooflines_all.push(roofline);
+            capacities.push(caps);
+        }
+        let classes = if opts.per_device || opts.jitter.is_some() {
+            Classes::singletons(n)
+        } else {
+            let refs: Vec<&[Vec<usize>]> = groupings.iter().map(Vec::as_slice).collect();
+            Classes::refine(keys, &refs)
+        };
+        let class_groups: Vec<Rc<ClassGroups>> = groupings
+            .iter()
+            .map(|g| Rc::new(ClassGroups::new(g, &classes)))
+            .collect();
+        let groups = grouping_of
+            .into_iter()
+            .map(|(i, g)| (i, class_groups[g].clone()))
+            .collect();
         let costs = program
             .steps
             .iter()
             .map(|s| step_cost(program, s))
             .collect();
-        let mut rooflines = Vec::with_capacity(n);
+        let reps: Vec<usize> = classes.members.iter().map(|m| m[0]).collect();
+        let devices: Vec<u64> = reps.iter().map(|&p| ids[p]).collect();
+        let k = devices.len();
+        let rooflines = reps.iter().map(|&p| rooflines_all[p].clone()).collect();
         let mut memory = MemoryTracker::new(devices.clone());
         if opts.record_memory {
             memory.record_history();
         }
-        for (d, &dev) in devices.iter().enumerate() {
-            let idx = u32::try_from(dev)
-                .map_err(|_| TimedError::NoSuchDevice(u32::MAX, topo.num_devices()))?;
-            rooflines.push(DeviceRoofline::for_device(topo, idx, &opts.roofline)?);
-            let c = topo
-                .device(idx)
-                .ok_or(TimedError::NoSuchDevice(idx, topo.num_devices()))?;
-            for m in &topo.component(c).memory {
-                memory.add_scope(d, &m.scope, m.capacity.0);
+        let mut by_name: Vec<usize> = (0..slots).collect();
+        by_name.sort_by(|&a, &b| program.values[a].name.cmp(&program.values[b].name));
+        let mut rank = vec![0u32; slots];
+        for (r, &s) in by_name.iter().enumerate() {
+            rank[s] = r as u32;
+        }
+        memory.set_name_order(rank);
+        for (d, &p) in reps.iter().enumerate() {
+            for (scope, cap) in &capacities[p] {
+                memory.add_scope(d, scope, *cap);
             }
         }
         let mut kept = vec![false; slots];
@@ -263,17 +361,17 @@ impl<'a> Run<'a> {
             program,
             opts,
             devices,
+            classes,
             compute_steps,
             comm_steps,
-            group_of,
-            members,
+            groups,
             costs,
             inputs: program.steps.iter().map(step_inputs).collect(),
             rooflines,
             scopes: value_scopes(program),
             kept,
-            ready: vec![false; n * slots],
-            uses_left: uses.iter().cycle().take(n * slots).copied().collect(),
+            ready: vec![false; k * slots],
+            uses_left: uses.iter().cycle().take(k * slots).copied().collect(),
             state,
             arrived: BTreeMap::new(),
             comm_progress: BTreeMap::new(),
@@ -283,11 +381,12 @@ impl<'a> Run<'a> {
             spans: Vec::new(),
             links: Vec::new(),
             ooms: Vec::new(),
-            stopped: false,
+            stop_at: None,
+            events: 0,
             makespan: Time::ZERO,
         };
         for &a in &program.args {
-            for d in 0..n {
+            for d in 0..k {
                 run.ready[d * slots + a] = true;
                 run.alloc(d, a)?;
             }
@@ -310,13 +409,12 @@ impl<'a> Run<'a> {
         let report =
             self.memory
                 .alloc(d, &self.scopes[slot], slot, bytes, self.engine.now(), |s| {
-                    program.values[s].name.clone()
+                    program.values[s].name.as_str()
                 });
         if let Some(r) = report {
             self.ooms.push(r);
-            if self.opts.on_oom == OomPolicy::Stop {
-                self.stopped = true;
-                return Ok(false);
+            if self.opts.on_oom == OomPolicy::Stop && self.stop_at.is_none() {
+                self.stop_at = Some(self.engine.now());
             }
         }
         Ok(true)
@@ -334,9 +432,6 @@ impl<'a> Run<'a> {
 
     /// Start whatever device index `d` can start now.
     fn try_start(&mut self, d: usize) -> Result<(), TimedError> {
-        if self.stopped {
-            return Ok(());
-        }
         let now = self.engine.now();
         let st = &self.state[d];
         if !st.compute_busy && st.next_compute < self.compute_steps.len() {
@@ -345,18 +440,18 @@ impl<'a> Run<'a> {
                 self.start_compute(d, i, now)?;
             }
         }
-        if self.stopped {
-            return Ok(());
-        }
         let st = &self.state[d];
         if !st.comm_busy && st.next_comm < self.comm_steps.len() {
             let i = self.comm_steps[st.next_comm];
             if self.inputs[i].iter().all(|&s| self.is_ready(d, s)) {
                 self.state[d].comm_busy = true;
-                let g = self.group_of[&i][d];
+                let groups = &self.groups[&i];
+                let g = groups.group_of[d];
+                let size = groups.members[g].len();
                 let count = self.arrived.entry((i, g)).or_insert(0);
                 *count += 1;
-                if *count == self.members[&i][g].len() {
+                if *count == size {
+                    self.arrived.remove(&(i, g));
                     self.start_collective(i, g, now)?;
                 }
             }
@@ -423,7 +518,7 @@ impl<'a> Run<'a> {
                     cause: Box::new(source),
                 })?;
         let mut dur = timing.time;
-        let members = self.members[&i][g].clone();
+        let members = self.groups[&i].members[g].clone();
         if let Some(j) = &self.opts.jitter {
             // One draw per group, from the stream of its first device.
             dur = j.apply(dur, &mut self.state[members[0]].rng)?;
@@ -479,7 +574,7 @@ impl<'a> Run<'a> {
         };
         let output = c.output;
         let slots = self.slots();
-        let members = self.members[&i][g].clone();
+        let members = self.groups[&i].members[g].clone();
         for &d in &members {
             self.ready[d * slots + output] = true;
             for k in 0..self.inputs[i].len() {
@@ -489,7 +584,7 @@ impl<'a> Run<'a> {
             st.comm_busy = false;
             st.next_comm += 1;
         }
-        let groups = self.members[&i].len();
+        let groups = self.groups[&i].members.len();
         let now = self.engine.now();
         if let Some(p) = self.comm_progress.get_mut(&i) {
             p.1 += 1;

@@ -1,6 +1,8 @@
 //! What a timed run produces: spans per device stream, bytes per link and
 //! collective step, memory peaks and out-of-memory reports.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::memory::{MemorySample, OomReport, ScopePeak};
@@ -59,4 +61,126 @@ pub struct Timeline {
     pub stopped: bool,
     /// Engine events processed.
     pub events: u64,
+}
+
+/// A timed run in reduced form: one timeline per class of devices with
+/// identical timelines. Spans, peaks and out-of-memory reports name the
+/// class's representative (its first member) and hold for every member.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassTimeline {
+    pub makespan_ps: u64,
+    /// Every device, in mesh-position order.
+    pub devices: Vec<u64>,
+    /// Per class, its member devices in mesh-position order (the first is
+    /// the representative).
+    pub classes: Vec<Vec<u64>>,
+    pub spans: Vec<Span>,
+    pub links: Vec<LinkBusy>,
+    pub peaks: Vec<ScopePeak>,
+    /// Bytes in use over time of each representative (when recording).
+    pub memory: Vec<MemorySample>,
+    /// With a stop: every report of the instant the run stopped at.
+    pub ooms: Vec<OomReport>,
+    pub stopped: bool,
+    /// Events of the full per-device run.
+    pub events: u64,
+}
+
+impl ClassTimeline {
+    /// Representative device -> its class's members.
+    pub fn members(&self) -> BTreeMap<u64, &[u64]> {
+        self.classes
+            .iter()
+            .filter_map(|m| Some((*m.first()?, m.as_slice())))
+            .collect()
+    }
+
+    /// The out-of-memory reports of every device: under a stop, the first
+    /// report of the lowest device at the stopping instant; otherwise every
+    /// report, by time then device (a device's own in the order it made them).
+    pub fn device_ooms(&self) -> Vec<OomReport> {
+        let members = self.members();
+        let mut out: Vec<OomReport> = Vec::new();
+        for r in &self.ooms {
+            for &d in members.get(&r.device).copied().unwrap_or(&[]) {
+                out.push(OomReport {
+                    device: d,
+                    ..r.clone()
+                });
+            }
+        }
+        out.sort_by_key(|r| (r.time_ps, r.device));
+        if self.stopped {
+            out.truncate(1);
+        }
+        out
+    }
+
+    /// Peaks of every (device, scope), devices in mesh order, scopes by name.
+    pub fn device_peaks(&self) -> Vec<ScopePeak> {
+        let mut by_rep: BTreeMap<u64, Vec<&ScopePeak>> = BTreeMap::new();
+        for p in &self.peaks {
+            by_rep.entry(p.device).or_default().push(p);
+        }
+        let mut rep_of: BTreeMap<u64, u64> = BTreeMap::new();
+        for m in &self.classes {
+            for &d in m {
+                rep_of.insert(d, m[0]);
+            }
+        }
+        self.devices
+            .iter()
+            .flat_map(|&d| {
+                let rep = rep_of.get(&d).copied().unwrap_or(d);
+                by_rep
+                    .get(&rep)
+                    .map_or(&[][..], Vec::as_slice)
+                    .iter()
+                    .map(move |p| ScopePeak {
+                        device: d,
+                        ..(*p).clone()
+                    })
+            })
+            .collect()
+    }
+
+    /// The full per-device timeline: every class span once per member, spans
+    /// ordered by (start, device, stream, step).
+    pub fn expand(&self) -> Timeline {
+        let members = self.members();
+        let mut spans = Vec::new();
+        for s in &self.spans {
+            for &d in members.get(&s.device).copied().unwrap_or(&[]) {
+                spans.push(Span {
+                    device: d,
+                    ..s.clone()
+                });
+            }
+        }
+        spans.sort_by(|a, b| {
+            (a.start_ps, a.device, a.stream, a.step).cmp(&(b.start_ps, b.device, b.stream, b.step))
+        });
+        let mut memory = Vec::new();
+        for m in &self.memory {
+            for &d in members.get(&m.device).copied().unwrap_or(&[]) {
+                memory.push(MemorySample {
+                    device: d,
+                    ..m.clone()
+                });
+            }
+        }
+        // Stable: a device's samples at one instant keep the order they were made in.
+        memory.sort_by_key(|m| (m.time_ps, m.device));
+        Timeline {
+            makespan_ps: self.makespan_ps,
+            devices: self.devices.clone(),
+            spans,
+            links: self.links.clone(),
+            peaks: self.device_peaks(),
+            memory,
+            ooms: self.device_ooms(),
+            stopped: self.stopped,
+            events: self.events,
+        }
+    }
 }

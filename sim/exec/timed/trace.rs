@@ -107,7 +107,7 @@ pub fn chrome_trace(t: &Timeline, topo: &Topology) -> String {
     serde_json::to_string(&doc).unwrap_or_default() + "\n"
 }
 
-/// Every span as CSV, in the order the run started them, then the links.
+/// Every span as CSV, by (start, device, stream, step), then the links.
 pub fn events_csv(t: &Timeline) -> String {
     let mut out = String::from("start_ps,end_ps,device,stream,step,op,value,flops,bytes,detail\n");
     for s in &t.spans {
