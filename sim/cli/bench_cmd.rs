@@ -4,7 +4,8 @@
 use clap::{Args, Subcommand};
 
 use super::{
-    bench_collective, bench_engine, bench_exec, bench_parse, bench_propagate, bench_scale,
+    bench_collective, bench_engine, bench_exec, bench_parse, bench_pipeline, bench_propagate,
+    bench_scale,
 };
 
 #[derive(Debug, Args)]
@@ -27,6 +28,9 @@ pub enum BenchCommand {
     Exec(bench_exec::BenchExecArgs),
     /// A GPT-3 175B training step partitioned and timed on 1,024-16,384 GPUs.
     Scale(bench_scale::BenchScaleArgs),
+    /// Parse, inline, propagate and partition exported programs (e.g. a scanned
+    /// and an unrolled GPT-3 training step).
+    Pipeline(bench_pipeline::BenchPipelineArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -37,5 +41,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Collective(a) => bench_collective::run(a),
         BenchCommand::Exec(a) => bench_exec::run(a),
         BenchCommand::Scale(a) => bench_scale::run(a),
+        BenchCommand::Pipeline(a) => bench_pipeline::run(a),
     }
 }

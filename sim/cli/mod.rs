@@ -6,6 +6,7 @@ mod bench_collective;
 mod bench_engine;
 mod bench_exec;
 mod bench_parse;
+mod bench_pipeline;
 mod bench_propagate;
 mod bench_scale;
 mod check_cmd;

@@ -1,7 +1,8 @@
 //! Invariants on random inputs: a reshard between any two shardings keeps
 //! every element on every device (exactly), and small dot / elementwise /
 //! reduce programs with random input shardings, halo exchanges and shard_map
-//! regions give the interpreter's result (integers, so exactly).
+//! regions, gathers, scatters, sorts and loops give the interpreter's result
+//! (integers, so exactly).
 
 use proptest::prelude::*;
 
@@ -423,6 +424,100 @@ proptest! {
         propagate_module(&mut module, Propagation::default()).unwrap();
         let program = partition(&module).unwrap();
         let outs = execute(&program, &[input]).unwrap();
+        prop_assert_eq!(outs, reference, "{}", text);
+    }
+}
+
+/// An embedding lookup (gather), its gradient (scatter-add into zeros), a
+/// sort and a fori loop, every value constrained to a random sharding: a
+/// table sharded on its indexed dim gives a masked gather plus an all-reduce,
+/// a scatter into a sharded table applies each device's updates.
+fn arb_structured_program() -> impl Strategy<Value = String> {
+    (arb_mesh(2), 2u64..=8, 1u64..=4, 1u64..=4, 1u64..=4).prop_flat_map(
+        |((mesh, sizes), v, d, b, s)| {
+            let a = sizes.len();
+            (
+                Just((mesh, v, d, b, s)),
+                arb_sharding(a, 2),
+                arb_sharding(a, 2),
+                arb_sharding(a, 3),
+                arb_sharding(a, 2),
+                arb_sharding(a, 3),
+                arb_sharding(a, 2),
+            )
+        },
+    )
+    .prop_map(|((mesh, v, d, b, s), s_table, s_idx, c_gather, c_zero, c_sort, c_loop)| {
+        let table = ty(&[v, d]);
+        let idx = ty(&[b, s]);
+        let idx3 = ty(&[b, s, 1]);
+        let rows = ty(&[b, s, d]);
+        let strip = |c: &str| c.trim_start_matches("#sdy.sharding").to_string();
+        let (c_gather, c_zero, c_sort, c_loop) =
+            (strip(&c_gather), strip(&c_zero), strip(&c_sort), strip(&c_loop));
+        let i = "tensor<i32>";
+        let b1 = "tensor<i1>";
+        format!(
+            "sdy.mesh @mesh = {mesh}
+func.func @main(%arg0: {table} {{sdy.sharding = {s_table}}}, %arg1: {idx} {{sdy.sharding = {s_idx}}}) -> ({rows}, {table}, {rows}, {table}) {{
+  %0 = stablehlo.reshape %arg1 : ({idx}) -> {idx3}
+  %1 = \"stablehlo.gather\"(%arg0, %0) <{{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, {d}>}}> : ({table}, {idx3}) -> {rows}
+  %2 = sdy.sharding_constraint %1 {c_gather} : {rows}
+  %c0 = stablehlo.constant dense<0> : {i}
+  %3 = stablehlo.broadcast_in_dim %c0, dims = [] : ({i}) -> {table}
+  %4 = sdy.sharding_constraint %3 {c_zero} : {table}
+  %5 = \"stablehlo.scatter\"(%4, %0, %2) <{{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [2], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 2>, unique_indices = false}}> ({{
+  ^bb0(%a: {i}, %u: {i}):
+    %6 = stablehlo.add %a, %u : {i}
+    stablehlo.return %6 : {i}
+  }}) : ({table}, {idx3}, {rows}) -> {table}
+  %7 = \"stablehlo.sort\"(%2) <{{dimension = 1 : i64, is_stable = true}}> ({{
+  ^bb0(%p: {i}, %q: {i}):
+    %8 = stablehlo.compare LT, %p, %q, SIGNED : ({i}, {i}) -> {b1}
+    stablehlo.return %8 : {b1}
+  }}) : ({rows}) -> {rows}
+  %9 = sdy.sharding_constraint %7 {c_sort} : {rows}
+  %c1 = stablehlo.constant dense<0> : {i}
+  %10:2 = stablehlo.while(%it = %c1, %acc = %arg0) : {i}, {table}
+  cond {{
+    %c3 = stablehlo.constant dense<3> : {i}
+    %11 = stablehlo.compare LT, %it, %c3, SIGNED : ({i}, {i}) -> {b1}
+    stablehlo.return %11 : {b1}
+  }} do {{
+    %c4 = stablehlo.constant dense<1> : {i}
+    %12 = stablehlo.add %it, %c4 : {i}
+    %13 = stablehlo.add %acc, %5 : {table}
+    %14 = sdy.sharding_constraint %13 {c_loop} : {table}
+    stablehlo.return %12, %14 : {i}, {table}
+  }}
+  return %2, %5, %9, %10#1 : {rows}, {table}, {rows}, {table}
+}}
+"
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn gather_scatter_sort_and_loops_match_the_interpreter(text in arb_structured_program()) {
+        let mut module = parse_and_verify(&text).unwrap();
+        let types = module.entry().unwrap().arg_types();
+        let (v, idx_shape) = (types[0].shape[0], types[1].shape.clone());
+        let table: Vec<i32> = (0..types[0].shape.iter().product::<u64>() as i32)
+            .map(|x| (x * 7) % 13 - 6)
+            .collect();
+        let n: u64 = idx_shape.iter().product();
+        let idx: Vec<i32> = (0..n).map(|x| ((x * 5 + 3) % v) as i32).collect();
+        let inputs = vec![
+            Tensor::from_vec(types[0].shape.clone(), table).unwrap(),
+            Tensor::from_vec(idx_shape, idx).unwrap(),
+        ];
+        let reference = interpret(&module, &inputs).unwrap();
+        propagate_module(&mut module, Propagation::default()).unwrap();
+        let program = partition(&module).unwrap();
+        let outs = execute(&program, &inputs).unwrap();
         prop_assert_eq!(outs, reference, "{}", text);
     }
 }
