@@ -7,7 +7,70 @@
 //! sum (all-reduce) to the gather from the whole table.
 
 use crate::base::DType;
+use crate::ir::OpKind;
+use crate::sharding::ShardLayout;
 use crate::tensor::{Data, Tensor, TensorError};
+
+/// Before a gather or scatter runs on `device`'s block of its operand (laid
+/// out by `layout`): move the global indices in `args` into the block. For a
+/// gather whose looked-up dims are sharded, the mask to apply to its result.
+pub fn localize(
+    kind: &OpKind,
+    layout: &ShardLayout,
+    device: u64,
+    args: &mut [Tensor],
+) -> Result<Option<GatherMask>, TensorError> {
+    let Some(shard) = layout.shard_of(device) else {
+        return Ok(None);
+    };
+    let range = |od: u64| shard.ranges.get(od as usize).copied().unwrap_or((0, 0));
+    match kind {
+        OpKind::Scatter { dims, .. } => {
+            let starts: Vec<i128> = dims
+                .scatter_dims_to_operand_dims
+                .iter()
+                .map(|&od| i128::from(range(od).0))
+                .collect();
+            if starts.iter().any(|&s| s != 0) {
+                // Operands: N inputs, the indices, N updates.
+                let n = args.len().saturating_sub(1) / 2;
+                args[n] = offset_indices(&args[n], dims.index_vector_dim as usize, &starts)?;
+            }
+            Ok(None)
+        }
+        OpKind::Gather {
+            dims, slice_sizes, ..
+        } => {
+            let map = &dims.start_index_map;
+            let whole = |od: u64| {
+                (
+                    0,
+                    layout.global_shape.get(od as usize).copied().unwrap_or(0),
+                )
+            };
+            if map.iter().all(|&od| range(od) == whole(od)) {
+                return Ok(None);
+            }
+            let starts: Vec<i128> = map.iter().map(|&od| i128::from(range(od).0)).collect();
+            let ivd = dims.index_vector_dim as usize;
+            args[1] = offset_indices(&args[1], ivd, &starts)?;
+            Ok(Some(GatherMask {
+                indices: args[1].clone(),
+                index_vector_dim: ivd,
+                lens: map
+                    .iter()
+                    .map(|&od| i128::from(range(od).1 - range(od).0))
+                    .collect(),
+                slices: map
+                    .iter()
+                    .map(|&od| slice_sizes.get(od as usize).map_or(1, |&x| i128::from(x)))
+                    .collect(),
+                offset_dims: dims.offset_dims.clone(),
+            }))
+        }
+        _ => Ok(None),
+    }
+}
 
 /// `indices` with `starts[k]` subtracted from component `k` of every index
 /// vector (along `index_vector_dim`; a trailing implicit vector when it equals
@@ -45,17 +108,20 @@ pub fn offset_indices(
 /// index vectors that fall outside it (`lens`: the block's valid sizes,
 /// `slices`: the slice sizes) give rows of zeros, so summing every device's
 /// result gives the gather from the whole table.
-pub struct GatherMask<'a> {
-    pub index_vector_dim: usize,
-    pub lens: &'a [i128],
-    pub slices: &'a [i128],
-    pub offset_dims: &'a [u64],
+pub struct GatherMask {
+    /// The indices, already moved into the block.
+    indices: Tensor,
+    index_vector_dim: usize,
+    lens: Vec<i128>,
+    slices: Vec<i128>,
+    offset_dims: Vec<u64>,
 }
 
-impl GatherMask<'_> {
+impl GatherMask {
     /// For each index vector (row-major over the indices' batch dims), whether
-    /// it selects a slice inside the block; `indices` already moved.
-    fn valid(&self, indices: &Tensor) -> Result<Vec<bool>, TensorError> {
+    /// it selects a slice inside the block.
+    fn valid(&self) -> Result<Vec<bool>, TensorError> {
+        let indices = &self.indices;
         let values = indices
             .data()
             .to_i128_vec()
@@ -87,8 +153,8 @@ impl GatherMask<'_> {
     }
 
     /// Zero the rows of `result` whose index vector is outside the block.
-    pub fn apply(&self, indices: &Tensor, result: Tensor) -> Result<Tensor, TensorError> {
-        let valid = self.valid(indices)?;
+    pub fn apply(&self, result: Tensor) -> Result<Tensor, TensorError> {
+        let valid = self.valid()?;
         if valid.iter().all(|&v| v) {
             return Ok(result);
         }

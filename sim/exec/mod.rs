@@ -14,7 +14,6 @@ pub mod timed;
 mod window;
 
 use crate::ir::interp::{check_inputs, eval_single_op, InterpError};
-use crate::ir::OpKind;
 use crate::partition::{Mask, SpmdProgram, Step};
 use crate::tensor::{extract_block, insert_block, pad_to_shape, Scalar, Tensor, TensorError};
 
@@ -255,68 +254,19 @@ impl<'p> Executor<'p> {
                 let valid: Vec<u64> = shard.ranges.iter().map(|r| r.1 - r.0).collect();
                 args[i] = mask_padding(&args[i], &valid, fill).map_err(|e| err(&e))?;
             }
-            if let OpKind::Scatter { dims, .. } = &program.local_func.op(*op).kind {
-                // Global indices into this device's block of the operand.
-                let n = operands.len().saturating_sub(1) / 2;
-                let shard = program.values[operands[0]]
-                    .layout
-                    .shard_of(dev.device)
-                    .expect("layout covers the mesh");
-                let starts: Vec<i128> = dims
-                    .scatter_dims_to_operand_dims
-                    .iter()
-                    .map(|&od| shard.ranges.get(od as usize).map_or(0, |r| i128::from(r.0)))
-                    .collect();
-                if starts.iter().any(|&s| s != 0) {
-                    args[n] =
-                        indexing::offset_indices(&args[n], dims.index_vector_dim as usize, &starts)
-                            .map_err(|e| err(&e))?;
+            let kind = &program.local_func.op(*op).kind;
+            let mask = match operands.first() {
+                Some(&first) => {
+                    let layout = &program.values[first].layout;
+                    indexing::localize(kind, layout, dev.device, &mut args).map_err(|e| err(&e))?
                 }
-            }
-            let mut gather_mask = None;
-            if let OpKind::Gather {
-                dims, slice_sizes, ..
-            } = &program.local_func.op(*op).kind
-            {
-                let shard = program.values[operands[0]]
-                    .layout
-                    .shard_of(dev.device)
-                    .expect("layout covers the mesh");
-                let global = &program.values[operands[0]].global.shape;
-                let map = &dims.start_index_map;
-                let range = |od: u64| shard.ranges.get(od as usize).copied().unwrap_or((0, 0));
-                let sharded = map
-                    .iter()
-                    .any(|&od| range(od) != (0, global.get(od as usize).copied().unwrap_or(0)));
-                if sharded {
-                    let starts: Vec<i128> = map.iter().map(|&od| i128::from(range(od).0)).collect();
-                    let lens: Vec<i128> = map
-                        .iter()
-                        .map(|&od| i128::from(range(od).1 - range(od).0))
-                        .collect();
-                    let slices: Vec<i128> = map
-                        .iter()
-                        .map(|&od| slice_sizes.get(od as usize).map_or(1, |&x| i128::from(x)))
-                        .collect();
-                    let ivd = dims.index_vector_dim as usize;
-                    args[1] =
-                        indexing::offset_indices(&args[1], ivd, &starts).map_err(|e| err(&e))?;
-                    gather_mask = Some((args[1].clone(), lens, slices));
-                }
-            }
+                None => None,
+            };
             let mut outs = eval_single_op(&program.module, &program.local_func, *op, args)
                 .map_err(|e| err(&e))?;
-            if let (Some((indices, lens, slices)), OpKind::Gather { dims, .. }) =
-                (gather_mask, &program.local_func.op(*op).kind)
-            {
-                let mask = indexing::GatherMask {
-                    index_vector_dim: dims.index_vector_dim as usize,
-                    lens: &lens,
-                    slices: &slices,
-                    offset_dims: &dims.offset_dims,
-                };
+            if let Some(mask) = mask {
                 let r = outs.pop().ok_or_else(|| err(&"gather returned nothing"))?;
-                outs.push(mask.apply(&indices, r).map_err(|e| err(&e))?);
+                outs.push(mask.apply(r).map_err(|e| err(&e))?);
             }
             outs
         };
