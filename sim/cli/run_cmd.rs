@@ -92,8 +92,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     for p in paths {
         let sc = load_scenario(p, &args.set)?;
         let start = Instant::now();
-        let r = run_scenario(&sc, &cache, RunConfig::default())
-            .with_context(|| format!("scenario {}", sc.name))?;
+        // Memory over time only feeds the memory plot.
+        let cfg = RunConfig {
+            record_memory: !args.no_plots,
+            ..RunConfig::default()
+        };
+        let r = run_scenario(&sc, &cache, cfg).with_context(|| format!("scenario {}", sc.name))?;
         let dir = args.out.join(&sc.name);
         let files = write_run_report(&r, &dir, !args.no_plots)?;
         let secs = start.elapsed().as_secs_f64();

@@ -174,9 +174,13 @@ pub fn check_all(spec: &ExpectSpec, s: &Summary, numerics_error: Option<f64>) ->
         }
     }
     if let Some(b) = &spec.ooms {
-        out.push(check("ooms", s.ooms.len() as f64, b, |x| x as f64, &|x| {
-            format!("{x}")
-        }));
+        out.push(check(
+            "ooms",
+            s.ooms.len() as f64 + s.ooms_dropped as f64,
+            b,
+            |x| x as f64,
+            &|x| format!("{x}"),
+        ));
     }
     out
 }

@@ -180,3 +180,27 @@ fn a_data_dependent_loop_needs_an_assumed_trip_count() {
     let out = execute(&program, &[n, x]).unwrap();
     assert_eq!(out[0].to_f64_vec(), vec![8.0, 16.0, 24.0, 32.0]);
 }
+
+/// A loop whose every allocation is out of memory, run on: each device keeps
+/// its first `MAX_OOM_REPORTS` reports and counts the rest, so memory stays
+/// bounded however long the run, and the count still grows with the work.
+#[test]
+fn out_of_memory_reports_are_counted_past_the_kept_ones() {
+    use shardsim::exec::timed::{OomPolicy, MAX_OOM_REPORTS};
+    let topo = crate::timed::memory::small_hbm("1KiB");
+    let opts = TimedOptions {
+        on_oom: OomPolicy::Continue,
+        ..TimedOptions::default()
+    };
+    let total = |trips| {
+        let t = run_timed(&fori_loop(trips), &topo, &opts).unwrap();
+        for d in &t.devices {
+            let kept = t.ooms.iter().filter(|o| o.device == *d).count();
+            assert!(kept <= MAX_OOM_REPORTS as usize, "device {d} keeps {kept}");
+        }
+        (t.ooms.len() as u64 + t.ooms_dropped, t.ooms_dropped)
+    };
+    let ((t100, dropped), (t200, _), (t300, _)) = (total(100), total(200), total(300));
+    assert!(dropped > 0, "the cap is reached");
+    assert_eq!(t300 - t200, t200 - t100);
+}

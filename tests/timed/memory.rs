@@ -17,7 +17,7 @@ fn global_peak(t: &Timeline, d: u64) -> &ScopePeak {
         .unwrap()
 }
 
-fn small_hbm(capacity: &str) -> Topology {
+pub fn small_hbm(capacity: &str) -> Topology {
     let text = preset_text("dgx-h100").unwrap().replace(
         "capacity = \"80GiB\"",
         &format!("capacity = \"{capacity}\""),

@@ -6,7 +6,7 @@ mod cli;
 mod closed_forms;
 mod faults;
 mod fixtures;
-mod memory;
+pub mod memory;
 mod models;
 mod symmetry;
 

@@ -63,6 +63,8 @@ pub struct Summary {
     pub peak_memory: Vec<ScopePeak>,
     pub links: Vec<LinkUse>,
     pub ooms: Vec<OomReport>,
+    /// Out-of-memory reports counted but not listed.
+    pub ooms_dropped: u64,
     pub stopped: bool,
 }
 
@@ -122,7 +124,12 @@ pub fn summarize(t: &Timeline, topo: &Topology) -> Summary {
         links: &t.links,
         events: t.events,
     };
-    parts.summarize(topo, t.peaks.clone(), t.ooms.clone(), t.stopped)
+    parts.summarize(
+        topo,
+        t.peaks.clone(),
+        (t.ooms.clone(), t.ooms_dropped),
+        t.stopped,
+    )
 }
 
 /// Summarize `t`, a run in reduced form on `topo`: the same summary as
@@ -149,7 +156,12 @@ pub fn summarize_classes(t: &ClassTimeline, topo: &Topology) -> Summary {
         links: &t.links,
         events: t.events,
     };
-    parts.summarize(topo, t.device_peaks(), t.device_ooms(), t.stopped)
+    parts.summarize(
+        topo,
+        t.device_peaks(),
+        (t.device_ooms(), t.ooms_dropped),
+        t.stopped,
+    )
 }
 
 /// What a summary is computed from: devices with the representative whose
@@ -170,7 +182,7 @@ impl Parts<'_> {
         &self,
         topo: &Topology,
         peak_memory: Vec<ScopePeak>,
-        ooms: Vec<OomReport>,
+        (ooms, ooms_dropped): (Vec<OomReport>, u64),
         stopped: bool,
     ) -> Summary {
         let mut by_rep: BTreeMap<u64, Vec<&Span>> = BTreeMap::new();
@@ -252,6 +264,7 @@ impl Parts<'_> {
             peak_memory,
             links,
             ooms,
+            ooms_dropped,
             stopped,
         }
     }
@@ -360,7 +373,9 @@ pub fn to_text(s: &Summary) -> String {
             l.utilization * 100.0
         );
     }
-    for o in &s.ooms {
+    // The text lists the first reports; the JSON summary keeps every kept one.
+    const LISTED: usize = 16;
+    for o in s.ooms.iter().take(LISTED) {
         let live: Vec<String> = o
             .live
             .iter()
@@ -379,6 +394,10 @@ pub fn to_text(s: &Summary) -> String {
             human_bytes(o.capacity),
             live.join(", ")
         );
+    }
+    let more = s.ooms.len().saturating_sub(LISTED) as u64 + s.ooms_dropped;
+    if more > 0 {
+        let _ = writeln!(out, "... and {more} more out-of-memory reports");
     }
     if s.stopped {
         let _ = writeln!(out, "the run stopped at the first out-of-memory report");

@@ -128,6 +128,10 @@ struct Run<'a> {
     spans: Vec<Span>,
     links: Vec<LinkBusy>,
     ooms: Vec<OomReport>,
+    /// Per device index: reports kept, and those counted but not kept (a
+    /// program that never fits would otherwise keep one per allocation).
+    ooms_kept: Vec<u32>,
+    ooms_dropped: Vec<u64>,
     /// The time of the first out-of-memory report under [`OomPolicy::Stop`]:
     /// the rest of that instant still runs (so which device reports first
     /// does not depend on event order), then the run stops.
@@ -136,6 +140,9 @@ struct Run<'a> {
     events: u64,
     makespan: Time,
 }
+
+/// Out-of-memory reports kept per device; later ones are only counted.
+pub const MAX_OOM_REPORTS: u32 = 64;
 
 /// Time `program` on `topo`: mesh device `i` runs on topology device `i`.
 /// Every device's spans, peaks and reports (see [`run_timed_classes`] for
@@ -208,6 +215,12 @@ pub fn run_timed_classes(
         links: run.links,
         peaks: run.memory.peaks(),
         memory: run.memory.history().to_vec(),
+        ooms_dropped: run
+            .ooms_dropped
+            .iter()
+            .zip(&run.classes.members)
+            .map(|(&n, m)| n * m.len() as u64)
+            .sum(),
         ooms: run.ooms,
         stopped,
         events: run.events,
@@ -381,6 +394,8 @@ impl<'a> Run<'a> {
             spans: Vec::new(),
             links: Vec::new(),
             ooms: Vec::new(),
+            ooms_kept: vec![0; k],
+            ooms_dropped: vec![0; k],
             stop_at: None,
             events: 0,
             makespan: Time::ZERO,
@@ -412,7 +427,12 @@ impl<'a> Run<'a> {
                     program.values[s].name.as_str()
                 });
         if let Some(r) = report {
-            self.ooms.push(r);
+            if self.ooms_kept[d] < MAX_OOM_REPORTS {
+                self.ooms_kept[d] += 1;
+                self.ooms.push(r);
+            } else {
+                self.ooms_dropped[d] += 1;
+            }
             if self.opts.on_oom == OomPolicy::Stop && self.stop_at.is_none() {
                 self.stop_at = Some(self.engine.now());
             }

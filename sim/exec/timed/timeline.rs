@@ -57,6 +57,9 @@ pub struct Timeline {
     /// `TimedOptions::record_memory`).
     pub memory: Vec<MemorySample>,
     pub ooms: Vec<OomReport>,
+    /// Out-of-memory reports counted but not kept (past the first
+    /// `MAX_OOM_REPORTS` of a device).
+    pub ooms_dropped: u64,
     /// True when an out-of-memory report stopped the run.
     pub stopped: bool,
     /// Engine events processed.
@@ -81,6 +84,8 @@ pub struct ClassTimeline {
     pub memory: Vec<MemorySample>,
     /// With a stop: every report of the instant the run stopped at.
     pub ooms: Vec<OomReport>,
+    /// Reports counted but not kept, over every device.
+    pub ooms_dropped: u64,
     pub stopped: bool,
     /// Events of the full per-device run.
     pub events: u64,
@@ -179,6 +184,7 @@ impl ClassTimeline {
             peaks: self.device_peaks(),
             memory,
             ooms: self.device_ooms(),
+            ooms_dropped: self.ooms_dropped,
             stopped: self.stopped,
             events: self.events,
         }
