@@ -4,6 +4,8 @@
 //! `dense<[[lo, hi], ...]> : tensor<Nx2xi64>`, `[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]`).
 
 use crate::base::{Cursor, TextError};
+
+use super::lex::int_list;
 use crate::ir::attrs::{ConvDims, ConvWindow, GatherDims, ScatterDims};
 
 /// Split `a = [1, 2], b = 3` at the commas outside brackets.
@@ -328,21 +330,6 @@ pub fn format_conv_dims(d: &ConvDims) -> String {
     )
 }
 
-fn int_items(c: &mut Cursor<'_>) -> Result<Vec<i64>, TextError> {
-    c.expect("[")?;
-    let mut out = Vec::new();
-    if c.eat("]") {
-        return Ok(out);
-    }
-    loop {
-        out.push(c.int()?);
-        if c.eat("]") {
-            return Ok(out);
-        }
-        c.expect(",")?;
-    }
-}
-
 /// `{stride = [..], pad = [[l, h], ..], lhs_dilate = [..], rhs_dilate = [..], reverse = [..]}`.
 pub fn parse_conv_window(c: &mut Cursor<'_>) -> Result<ConvWindow, TextError> {
     let mut w = ConvWindow::default();
@@ -356,15 +343,15 @@ pub fn parse_conv_window(c: &mut Cursor<'_>) -> Result<ConvWindow, TextError> {
         let key = c.ident()?;
         c.expect("=")?;
         match key {
-            "stride" => w.stride = Some(int_items(c)?),
-            "lhs_dilate" => w.lhs_dilate = Some(int_items(c)?),
-            "rhs_dilate" => w.rhs_dilate = Some(int_items(c)?),
+            "stride" => w.stride = Some(int_list(c)?),
+            "lhs_dilate" => w.lhs_dilate = Some(int_list(c)?),
+            "rhs_dilate" => w.rhs_dilate = Some(int_list(c)?),
             "pad" => {
                 c.expect("[")?;
                 let mut pads = Vec::new();
                 if !c.eat("]") {
                     loop {
-                        let p = int_items(c)?;
+                        let p = int_list(c)?;
                         let [lo, hi] = p[..] else {
                             return Err(c.error("a [low, high] padding pair"));
                         };
