@@ -1,13 +1,6 @@
 //! The `shardsim` binary: the README's command works, user errors exit 2 with one line.
 
-use std::process::Command;
-
-fn shardsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+use crate::common::shardsim;
 
 #[test]
 fn readme_mesh_command_runs() {

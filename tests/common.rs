@@ -33,3 +33,11 @@ pub fn jax_cases_with_data() -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// Run the `shardsim` binary with `args`.
+pub fn shardsim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}

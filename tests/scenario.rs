@@ -4,6 +4,7 @@
 //! not depend on the job count or sharding; the HTML report renders in a
 //! headless Chromium.
 
+use crate::common::shardsim;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,13 +12,6 @@ use shardsim::scenario::{run_scenario, ProgramCache, RunConfig, Scenario};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shardsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
 }
 
 fn temp(name: &str) -> PathBuf {

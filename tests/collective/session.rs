@@ -2,6 +2,7 @@
 //! hand-computed values, times against the collectives' own timing, errors,
 //! and the `shardsim collective` CLI.
 
+use crate::common::shardsim;
 use shardsim::base::DType;
 use shardsim::collective::{run_collective, Calibration, CollectiveOp, Group};
 use shardsim::runtime::{Session, SessionError, SimSession};
@@ -141,13 +142,6 @@ fn session_errors() {
         s.call("nope", &[]),
         Err(SessionError::UnknownFunc(_))
     ));
-}
-
-fn shardsim(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]

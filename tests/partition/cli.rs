@@ -1,13 +1,6 @@
 //! `shardsim partition` and `shardsim exec` on a JAX fixture.
 
-use std::process::Command;
-
-fn shardsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+use crate::common::shardsim;
 
 fn case(name: &str, file: &str) -> String {
     crate::common::fixture(&format!("jax/{name}/{file}"))

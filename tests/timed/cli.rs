@@ -2,15 +2,8 @@
 //! run, the three trace files, byte-identical reruns, shape-only models, and
 //! user errors (exit 2, one line).
 
+use crate::common::shardsim;
 use std::path::PathBuf;
-use std::process::Command;
-
-fn shardsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_shardsim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("shardsim-timed-{name}-{}", std::process::id()))
