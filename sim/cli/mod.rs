@@ -12,6 +12,7 @@ mod bench_scale;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
+mod infer_cmd;
 mod interp_cmd;
 mod merge_cmd;
 mod mesh_cmd;
@@ -70,6 +71,9 @@ pub enum Command {
     /// Simulate one training step of a model under a parallel strategy: step
     /// time, pipeline bubble, TFLOP/s per GPU, MFU, tokens/s, memory per GPU.
     Train(train_cmd::TrainArgs),
+    /// Simulate serving a model: prefill and decode with a key/value cache;
+    /// time to first token, decode step time, tokens/s, memory per GPU.
+    Infer(infer_cmd::InferArgs),
 }
 
 /// Run a parsed command line.
@@ -89,6 +93,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Partition(args) => partition_cmd::run_partition(args),
         Command::Exec(args) => partition_cmd::run_exec(args),
         Command::Train(args) => train_cmd::run(args),
+        Command::Infer(args) => infer_cmd::run(args),
     }
 }
 

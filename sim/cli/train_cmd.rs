@@ -1,7 +1,7 @@
 //! `shardsim train MODEL`: simulate one training step of a model preset (or a
 //! model `.toml`) under a parallel strategy on a topology sized to the
 //! strategy's devices; print step time, pipeline bubble, TFLOP/s per GPU,
-//! MFU, tokens/s and memory per GPU.
+//! MFU, tokens/s and memory per GPU; exit 1 when it does not fit.
 
 use std::path::Path;
 
@@ -69,7 +69,7 @@ pub struct TrainArgs {
     format: Format,
 }
 
-fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
+pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
     if name.ends_with(".toml") || Path::new(name).exists() {
         let text = std::fs::read_to_string(name).with_context(|| format!("cannot read {name}"))?;
         return ModelSpec::from_toml(&text).with_context(|| name.to_string());
@@ -141,7 +141,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         );
     }
     let nodes = u32::try_from(gpus / per_node).context("too many nodes")?;
-    let topo = sized_topology(&args, nodes)?;
+    let topo = sized_topology(&args.topology, &args.set, nodes)?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &strategy, dir)?;
     }
@@ -156,18 +156,25 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Text => print!("{}", text(&report)),
     }
-    Ok(())
+    super::infer_cmd::out_of_memory(
+        report.memory.fits,
+        report.memory.peak_bytes,
+        report.memory.capacity_bytes,
+    )
 }
 
-/// The topology at `nodes` nodes (switches grown to fit, see
-/// [`shardsim::topology::load_nodes`]).
-fn sized_topology(args: &TrainArgs, nodes: u32) -> anyhow::Result<shardsim::topology::Topology> {
-    let set = args
-        .set
+/// The topology `name` at `nodes` nodes with overrides `set` (switches
+/// grown to fit, see [`shardsim::topology::load_nodes`]).
+pub(super) fn sized_topology(
+    name: &str,
+    set: &[String],
+    nodes: u32,
+) -> anyhow::Result<shardsim::topology::Topology> {
+    let set = set
         .iter()
         .map(|s| shardsim::topology::Override::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(shardsim::topology::load_nodes(&args.topology, nodes, &set)?)
+    Ok(shardsim::topology::load_nodes(name, nodes, &set)?)
 }
 
 /// Write the programs of every chunk class into `dir`.

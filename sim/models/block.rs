@@ -326,12 +326,35 @@ pub fn block_forward(
     let tp_last = vec!["", "", "tensor"];
     let mut acts = Acts::new();
     acts.insert("x", (x.clone(), act_dims.clone()));
+    let (ln1, q, k, v) = attention_inputs(e, c, x, ws, rope_tables);
+    acts.insert("ln1", (ln1, act_dims));
+    let probs = attention_probs(e, c, &q, &k, seed);
+    let ctx = e.dot(applied_probs(&probs), &v, (&[0, 1], &[0, 1]), (&[4], &[2]));
+    let ctx = heads_to_hidden(e, c, &ctx);
+    acts.extend(probs);
+    acts.insert("q", (q, vec!["", "tensor", "", "", ""]));
+    acts.insert("k", (k, vec!["", "tensor", "", ""]));
+    acts.insert("v", (v, vec!["", "tensor", "", ""]));
+    acts.insert("ctx", (ctx.clone(), tp_last));
+    let y = block_tail(e, c, x, &ctx, ws, seed, &mut acts);
+    (y, acts)
+}
+
+/// The attention inputs of a block from `x`: the first norm's output (as
+/// kept, before its gather) and rotated `q` (`[b, kv, g, s, d]`), `k` and `v`
+/// (`[b, kv, s, d]`), split over `tensor` by key/value head.
+pub fn attention_inputs(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    ws: &BlockWeights,
+    rope_tables: Option<&(Val, Val)>,
+) -> (Val, Val, Val, Val) {
     let (ln1, _) = norm(e, c, x);
-    let ln1 = e.constrain(&ln1, &act_dims);
-    acts.insert("ln1", (ln1.clone(), act_dims.clone()));
-    let ln1 = gathered(e, c, &ln1);
+    let ln1 = e.constrain(&ln1, &c.act_dims());
+    let ln1g = gathered(e, c, &ln1);
     let (b, s, kv, g, d) = (c.b, c.s, c.kv, c.g, c.d);
-    let qkv = mm(e, &ln1, w(ws, 0));
+    let qkv = mm(e, &ln1g, w(ws, 0));
     let qkv = e.constrain(&qkv, &["", "", "tensor", "", ""]);
     let qkv = e.transpose(&qkv, &[0, 2, 3, 1, 4]);
     let mut q = e.slice(&qkv, 2, 0, g);
@@ -346,17 +369,33 @@ pub fn block_forward(
     let q = e.constrain(&q, &["", "tensor", "", "", ""]);
     let k = e.constrain(&k, &["", "tensor", "", ""]);
     let v = e.constrain(&v, &["", "tensor", "", ""]);
-    let probs = attention_probs(e, c, &q, &k, seed);
-    let ctx = e.dot(applied_probs(&probs), &v, (&[0, 1], &[0, 1]), (&[4], &[2]));
-    let ctx = e.transpose(&ctx, &[0, 3, 1, 2, 4]);
-    let ctx = e.reshape(&ctx, &[b, s, c.heads * d]);
-    let ctx = e.constrain(&ctx, &tp_last);
-    acts.extend(probs);
-    acts.insert("q", (q, vec!["", "tensor", "", "", ""]));
-    acts.insert("k", (k, vec!["", "tensor", "", ""]));
-    acts.insert("v", (v, vec!["", "tensor", "", ""]));
-    acts.insert("ctx", (ctx.clone(), tp_last.clone()));
-    let o = mm(e, &ctx, w(ws, 1));
+    (ln1, q, k, v)
+}
+
+/// The attention context `[b, kv, g, s, d]` as `[b, s, heads d]`, split over
+/// `tensor` by columns (the out projection's row-parallel input).
+pub fn heads_to_hidden(e: &mut Emitter, c: &Ctx, ctx: &Val) -> Val {
+    let ctx = e.transpose(ctx, &[0, 3, 1, 2, 4]);
+    let ctx = e.reshape(&ctx, &[c.b, c.s, c.heads * c.d]);
+    e.constrain(&ctx, &["", "", "tensor"])
+}
+
+/// The rest of a block after the attention core, from its input `x` and the
+/// attention context `ctx`: out projection, dropout and residual, second
+/// norm, MLP, dropout and residual. The activations it makes go to `acts`.
+pub fn block_tail(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    ctx: &Val,
+    ws: &BlockWeights,
+    seed: u64,
+    acts: &mut Acts,
+) -> Val {
+    let act_dims = c.act_dims();
+    let tp_last = vec!["", "", "tensor"];
+    let (b, s) = (c.b, c.s);
+    let o = mm(e, ctx, w(ws, 1));
     let o = e.constrain(&o, &act_dims);
     let o = if c.dropout {
         let (keep, od) = dropout(e, &o, seed + 1);
@@ -403,8 +442,7 @@ pub fn block_forward(
         m2
     };
     let x2 = e.binary("add", &x1, &m2);
-    let x2 = e.constrain(&x2, &act_dims);
-    (x2, acts)
+    e.constrain(&x2, &act_dims)
 }
 
 /// GeLU as `x * sigmoid(1.702 x)` (the sigmoid approximation).

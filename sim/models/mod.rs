@@ -8,6 +8,7 @@
 //! - [`emit`]: a typed writer of StableHLO + Shardy text;
 //! - [`block`], [`chunk`]: one transformer block and one model chunk
 //!   (forward and backward programs of a microbatch);
+//! - [`inference`]: prefill and decode steps with a key/value cache;
 //! - [`analytic`]: the closed forms results are checked against (model
 //!   FLOPs, ZeRO model-state bytes, activation memory).
 
@@ -15,6 +16,7 @@ pub mod analytic;
 pub mod block;
 pub mod chunk;
 pub mod emit;
+pub mod inference;
 pub mod optimizer;
 pub mod pipeline;
 pub mod spec;

@@ -125,7 +125,7 @@ pub struct StepReport {
 }
 
 /// Parse, propagate and partition `text`.
-fn partitioned(text: &str, what: &str) -> Result<SpmdProgram, ModelError> {
+pub(super) fn partitioned(text: &str, what: &str) -> Result<SpmdProgram, ModelError> {
     let mut module =
         parse_and_verify(text).map_err(|e| ModelError::Program(format!("{what}: {e}")))?;
     propagate_module(&mut module, Propagation::default())
@@ -133,12 +133,12 @@ fn partitioned(text: &str, what: &str) -> Result<SpmdProgram, ModelError> {
     partition(&module).map_err(|e| ModelError::Program(format!("{what}: {e}")))
 }
 
-fn bytes_of(program: &SpmdProgram, slots: &[usize]) -> u64 {
+pub(super) fn bytes_of(program: &SpmdProgram, slots: &[usize]) -> u64 {
     slots.iter().map(|&s| program.values[s].local_bytes()).sum()
 }
 
 /// Time `program` on `topo` (mesh device `i` on topology device `i`).
-fn timed(
+pub(super) fn timed(
     program: &SpmdProgram,
     topo: &Topology,
     opts: &TimedOptions,
@@ -429,7 +429,7 @@ impl ChunkTiming {
 }
 
 /// Peak FLOP/s of device 0 for `dtype`.
-fn device_peak_flops(topo: &Topology, dtype: DType) -> f64 {
+pub(super) fn device_peak_flops(topo: &Topology, dtype: DType) -> f64 {
     topo.device(0)
         .map(|d| {
             let c = topo.component(d);
@@ -455,9 +455,25 @@ fn transfer_time(
     if strategy.sequence_parallel || strategy.tp > 1 {
         bytes /= strategy.tp;
     }
+    route_time(topo, 0, stage, bytes, "pipeline transfer")
+}
+
+/// Time to send `bytes` from device `from` to device `to`: bytes over the
+/// route's slowest link plus its latencies.
+pub(super) fn route_time(
+    topo: &Topology,
+    from: u64,
+    to: u64,
+    bytes: u64,
+    what: &str,
+) -> Result<u64, ModelError> {
+    let id = |d: u64| {
+        u32::try_from(d)
+            .map_err(|_| ModelError::Program(format!("{what}: device {d} out of range")))
+    };
     let route = topo
-        .route_devices(0, stage as u32, 0)
-        .map_err(|e| ModelError::Program(format!("pipeline transfer: {e}")))?;
+        .route_devices(id(from)?, id(to)?, 0)
+        .map_err(|e| ModelError::Program(format!("{what}: {e}")))?;
     let mut latency = 0u64;
     let mut bw = u64::MAX;
     for l in &route {

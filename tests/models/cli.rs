@@ -1,7 +1,7 @@
-//! `shardsim train` as a user meets it: a preset with a strategy prints its
-//! figures (JSON has them all), a faster NVLink makes a tensor-parallel step
-//! faster, a step that cannot fit says so, and wrong input exits 2 with the
-//! numbers.
+//! `shardsim train` and `shardsim infer` as a user meets them: a preset with
+//! a strategy prints its figures (JSON has them all), a faster NVLink makes
+//! a tensor-parallel step faster, a step that cannot fit says so (exit 1),
+//! and wrong input exits 2 with the numbers.
 
 use crate::common::shardsim;
 
@@ -57,12 +57,14 @@ fn train_says_when_a_step_does_not_fit() {
         "--global-batch",
         "2",
     ]);
-    assert!(out.status.success());
+    // The figures still print; the exit code says it does not fit.
+    assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("OUT OF MEMORY") && text.contains("the device has 80 GiB"),
         "{text}"
     );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("out of memory"));
 }
 
 #[test]
@@ -91,6 +93,104 @@ fn train_refuses_what_does_not_divide() {
             ],
             "not a whole number",
         ),
+    ] {
+        let out = shardsim(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn infer_reports_ttft_decode_and_memory_and_follows_the_machine() {
+    let base = [
+        "infer",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--batch",
+        "4",
+        "--prompt",
+        "1024",
+        "--generate",
+        "16",
+        "--format",
+        "json",
+    ];
+    let r = json(&base);
+    assert_eq!(r["gpus"], 8);
+    let ttft = r["ttft_ps"].as_u64().unwrap();
+    let first = r["decode_first"]["time_ps"].as_u64().unwrap();
+    let last = r["decode_last"]["time_ps"].as_u64().unwrap();
+    // A longer cache is read at the last step; the prefill of 1,024 tokens
+    // costs more than one decode step.
+    assert!(ttft > first && last > first, "{r}");
+    assert_eq!(
+        r["memory"]["kv_cache_bytes"].as_u64().unwrap(),
+        80 * 2 * 4 * (1024 + 15) * 128 * 2
+    );
+    // Faster HBM, faster decode; faster NVLink, faster tensor-parallel prefill.
+    let dir = std::env::temp_dir().join(format!("shardsim-infer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let preset = std::fs::read_to_string(crate::common::fixture("../../topologies/dgx-h100.toml"))
+        .unwrap()
+        .replace("bandwidth = \"3350GB/s\"", "bandwidth = \"6700GB/s\"");
+    let file = dir.join("fast-hbm.toml");
+    std::fs::write(&file, preset).unwrap();
+    let mut hbm = base.to_vec();
+    hbm.extend(["--topology", file.to_str().unwrap()]);
+    let h = json(&hbm);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        h["decode_first"]["time_ps"].as_u64().unwrap() < first,
+        "{h}"
+    );
+    let mut nvl = base.to_vec();
+    nvl.extend(["--set", "nvlink.bandwidth=1800GB/s"]);
+    assert!(json(&nvl)["ttft_ps"].as_u64().unwrap() < ttft);
+    // Two replicas serve twice the tokens in the same time.
+    let mut two = base.to_vec();
+    two.extend(["--dp", "2"]);
+    let t = json(&two);
+    assert_eq!(t["gpus"], 16);
+    let ratio =
+        t["decode_tokens_per_s"].as_f64().unwrap() / r["decode_tokens_per_s"].as_f64().unwrap();
+    assert!((ratio - 2.0).abs() < 1e-9, "{ratio}");
+}
+
+#[test]
+fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
+    let out = shardsim(&[
+        "infer",
+        "llama3-8b",
+        "--batch",
+        "512",
+        "--prompt",
+        "8192",
+        "--generate",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("OUT OF MEMORY"), "{text}");
+    for (args, says) in [
+        (
+            vec!["infer", "llama3-70b", "--tp", "3"],
+            "do not split over tp = 3",
+        ),
+        (
+            vec!["infer", "llama3-70b", "--pp", "3"],
+            "80 layers do not split over pp = 3",
+        ),
+        (
+            vec!["infer", "llama3-8b", "--batch", "0"],
+            "batch must be positive",
+        ),
+        (
+            vec!["infer", "llama3-8b", "--tp", "4", "--dp", "3"],
+            "not a whole number",
+        ),
+        (vec!["infer", "llama3-8b", "--batch", "-1"], "'-1'"),
     ] {
         let out = shardsim(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -3,6 +3,7 @@
 //! checked; analytic closed forms hold.
 
 mod cli;
+mod inference;
 mod pipeline;
 mod programs;
 mod step;

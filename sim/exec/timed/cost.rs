@@ -44,6 +44,15 @@ pub struct RooflineParams {
     /// (pipeline fill of each tile: `k / (k + k_half)`; 0: none).
     #[serde(default)]
     pub k_half: f64,
+    /// Fraction of the matmul peak a product reaches on the vector units,
+    /// without tiles (what the tiniest products run at, e.g. a query against
+    /// one key per head; 0: never).
+    #[serde(default)]
+    pub vector_rate: f64,
+    /// Launch overhead of a kernel replayed from a CUDA graph (how serving
+    /// engines run decode steps); `launch_us` when absent.
+    #[serde(default)]
+    pub graph_launch_us: Option<f64>,
 }
 
 fn default_tile() -> u64 {
@@ -55,22 +64,34 @@ impl RooflineParams {
     /// with `sms`, the best of the large tile (`tile_m x tile_n`), its
     /// transpose and a square tile of its shorter side (at 90% of the large tile's
     /// rate), as a library's heuristic picks the tile whose last wave
-    /// wastes least; then `k / (k + k_half)`.
+    /// wastes least (for a product narrower than a tile, also narrow
+    /// tiles), the contraction split over idle multiprocessors when there
+    /// are fewer tiles than them; then `k / (k + k_half)`.
     pub fn gemm_factor(&self, g: &Gemm) -> f64 {
         let mut f = 1.0;
         if self.sms > 0 && self.tile_m > 0 && self.tile_n > 0 {
             let (a, b) = (self.tile_m, self.tile_n);
             let side = a.min(b);
-            f = [(a, b, 1.0), (b, a, 1.0), (side, side, 0.9)]
+            let mut tiles = vec![(a, b, 1.0), (b, a, 1.0), (side, side, 0.9)];
+            if g.m.min(g.n) < side {
+                // A skinny product (decoding's matrix-vector work): narrow
+                // tiles, as a library's small-`m` kernels use.
+                tiles.extend([(SKINNY_TILE, side, 0.9), (side, SKINNY_TILE, 0.9)]);
+            }
+            f = tiles
                 .iter()
                 .map(|&(tm, tn, rate)| {
                     let tiles = g.batch * g.m.div_ceil(tm) * g.n.div_ceil(tn);
-                    let waves = tiles.div_ceil(self.sms).max(1);
-                    let useful = (g.batch * g.m * g.n) as f64;
+                    // Fewer tiles than multiprocessors: the contraction is
+                    // split over the idle ones (split-K), in pieces of at
+                    // least a tile's side.
+                    let splits = (self.sms / tiles.max(1)).clamp(1, g.k.div_ceil(side).max(1));
+                    let waves = (tiles * splits).div_ceil(self.sms).max(1);
+                    let useful = (g.batch * g.m * g.n * splits) as f64;
                     let padded = (waves * self.sms * tm * tn) as f64;
                     rate * (useful / padded).min(1.0)
                 })
-                .fold(0.0, f64::max);
+                .fold(self.vector_rate, f64::max);
         }
         if self.k_half > 0.0 {
             f *= g.k as f64 / (g.k as f64 + self.k_half);
@@ -78,6 +99,9 @@ impl RooflineParams {
         f
     }
 }
+
+/// The short side of the narrow output tiles of skinny products.
+const SKINNY_TILE: u64 = 16;
 
 /// The shape of a matmul: `batch` products of `m x k` by `k x n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,9 +120,14 @@ pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, Ti
         let eff_ok = [p.compute_efficiency, p.memory_efficiency]
             .iter()
             .all(|f| *f > 0.0 && *f <= 1.0);
-        if !eff_ok || !p.launch_us.is_finite() || p.launch_us < 0.0 {
+        let launch_ok = [Some(p.launch_us), p.graph_launch_us]
+            .iter()
+            .flatten()
+            .all(|l| l.is_finite() && *l >= 0.0);
+        let rate_ok = p.vector_rate.is_finite() && (0.0..=1.0).contains(&p.vector_rate);
+        if !eff_ok || !launch_ok || !rate_ok {
             return Err(TimedError::Roofline(format!(
-                "[{name}]: efficiencies must be in (0, 1] and launch_us >= 0"
+                "[{name}]: efficiencies must be in (0, 1], vector_rate in [0, 1], launch_us and graph_launch_us >= 0"
             )));
         }
     }
@@ -169,7 +198,16 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
                 .first()
                 .or(operands.first())
                 .map_or(DType::F32, |&s| program.values[s].global.dtype);
-            let moved: u64 = operands.iter().chain(results).map(|&s| bytes(s)).sum();
+            let moved: u64 = match kind {
+                // A lookup reads the rows it picks (as many bytes as it
+                // writes) and its indices, not the whole table.
+                OpKind::Gather { .. } | OpKind::DynamicSlice { .. } => {
+                    let out: u64 = results.iter().map(|&s| bytes(s)).sum();
+                    let indices: u64 = operands[1..].iter().map(|&s| bytes(s)).sum();
+                    2 * out + indices
+                }
+                _ => operands.iter().chain(results).map(|&s| bytes(s)).sum(),
+            };
             let out_elems = results.first().map_or(0, |&s| elems(s));
             let mut gemm = None;
             let (flops, kernel) = match kind {
