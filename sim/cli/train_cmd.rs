@@ -36,7 +36,7 @@ pub struct TrainArgs {
     /// Sequences per step over all replicas (default: dp x micro-batch x pp).
     #[arg(long)]
     global_batch: Option<u64>,
-    /// ZeRO stage (0 or 1).
+    /// ZeRO stage: 0, 1 (optimizer states sharded over dp), 2 (and gradients), 3 (and parameters: FSDP).
     #[arg(long)]
     zero: Option<u8>,
     #[arg(long, value_parser = ["none", "selective", "full"])]

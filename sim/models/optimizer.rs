@@ -3,7 +3,8 @@
 //! accumulated gradients summed: an all-reduce, or a reduce-scatter when
 //! ZeRO shards the optimizer) and Adam on fp32 master weights and moments,
 //! whose new bf16 parameters every replica gets back (an all-gather under
-//! ZeRO).
+//! ZeRO-1 and 2; ZeRO-3 keeps its shard and gathers the parameters before
+//! each pass, [`gather_program`]).
 
 use crate::base::DType;
 
@@ -85,9 +86,32 @@ pub fn optimizer_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &S
         let p = e.convert(&w, strategy.dtype());
         results.push((w, odims.clone()));
         results.push((m, odims.clone()));
-        results.push((v, odims));
-        results.push((p, dims.clone()));
+        results.push((v, odims.clone()));
+        // ZeRO-3 keeps only its shard of the parameters.
+        let pdims = if strategy.zero >= 3 {
+            odims
+        } else {
+            dims.clone()
+        };
+        results.push((p, pdims));
     }
     let r: Vec<(Val, Vec<&str>)> = results.into_iter().collect();
     e.finish("optimizer", &r)
+}
+
+/// ZeRO-3's parameter all-gather: each replica's shard of `weights` (in the
+/// optimizer's sharding) gathered whole over `data` before a pass uses them.
+pub fn gather_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Strategy) -> String {
+    let mut e = mesh(strategy);
+    let mut results: Vec<(Val, Vec<&str>)> = Vec::new();
+    for (shape, dims) in weights {
+        let w = e.arg(
+            shape,
+            strategy.dtype(),
+            &optimizer_dims(shape, dims, strategy),
+        );
+        let whole = e.constrain(&w, dims);
+        results.push((whole, dims.clone()));
+    }
+    e.finish("parameter_gather", &results)
 }

@@ -23,7 +23,7 @@ use crate::topology::Topology;
 
 use super::analytic;
 use super::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program, ChunkKind};
-use super::optimizer::{optimizer_program, reduce_program};
+use super::optimizer::{gather_program, optimizer_program, reduce_program};
 use super::pipeline::{run_schedule, schedule_order, PassTimes};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
@@ -44,7 +44,7 @@ pub fn model_timed_options() -> TimedOptions {
 }
 
 /// A program timed on the topology.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct TimedProgram {
     pub time_ps: u64,
     /// Bytes of the arguments on one device.
@@ -71,10 +71,21 @@ pub struct ChunkTiming {
     pub backward: TimedProgram,
     pub reduce: TimedProgram,
     pub optimizer: TimedProgram,
+    /// ZeRO-3's all-gather of the chunk's parameters (zero otherwise).
+    pub gather: TimedProgram,
     /// Activations the forward keeps for the backward (one microbatch).
     pub kept_bytes: u64,
     /// Parameters on one device.
     pub params: u64,
+    /// Bytes of the parameters (compute type) one device keeps between
+    /// steps: a shard under ZeRO-3.
+    pub param_bytes: u64,
+    /// Bytes of the gradient accumulators on one device: a shard under
+    /// ZeRO-2 and 3.
+    pub grad_bytes: u64,
+    /// Bytes of the whole parameters (compute type) of the chunk on one
+    /// device, as a pass uses them.
+    pub whole_param_bytes: u64,
 }
 
 /// Memory of the fullest device.
@@ -175,10 +186,10 @@ pub fn simulate_step(
             model.name
         )));
     }
-    if strategy.cp > 1 || strategy.zero > 1 {
+    if strategy.cp > 1 {
         return Err(ModelError::Strategy(format!(
-            "cp = {} and zero = {} are not built yet (cp 1, zero 0 or 1)",
-            strategy.cp, strategy.zero
+            "cp = {} is not built yet (context parallelism)",
+            strategy.cp
         )));
     }
     let gpus = strategy.devices();
@@ -216,8 +227,14 @@ pub fn simulate_step(
     let m = strategy.microbatches();
     let transfer_ps = transfer_time(model, strategy, topo)?;
     let times = PassTimes {
-        forward_ps: kinds.iter().map(|k| timing(k).forward.time_ps).collect(),
-        backward_ps: kinds.iter().map(|k| timing(k).backward.time_ps).collect(),
+        forward_ps: kinds
+            .iter()
+            .map(|k| timing(k).forward_pass_ps(strategy.zero))
+            .collect(),
+        backward_ps: kinds
+            .iter()
+            .map(|k| timing(k).backward_pass_ps(strategy.zero))
+            .collect(),
         transfer_ps,
     };
     let order = schedule_order(strategy.schedule, p, m, v);
@@ -229,7 +246,13 @@ pub fn simulate_step(
         let chunks: Vec<&ChunkTiming> = (0..v)
             .map(|c| timing(&kinds[(c * p + s) as usize]))
             .collect();
-        let reduce: u64 = chunks.iter().map(|c| c.reduce.time_ps).sum();
+        // ZeRO-2 and 3 reduce-scatter each microbatch's gradients during
+        // its backward (in the pass times); the others reduce once.
+        let reduce: u64 = if strategy.zero >= 2 {
+            0
+        } else {
+            chunks.iter().map(|c| c.reduce.time_ps).sum()
+        };
         let optimize: u64 = chunks.iter().map(|c| c.optimizer.time_ps).sum();
         let end = run.stage_end_ps[s as usize];
         let reduced = if strategy.overlap_grad_reduce {
@@ -238,7 +261,13 @@ pub fn simulate_step(
             end + reduce
         };
         step_time_ps = step_time_ps.max(reduced + optimize);
-        let mem = stage_memory(&chunks, run.max_in_flight[s as usize], s, topo);
+        let mem = stage_memory(
+            &chunks,
+            run.max_in_flight[s as usize],
+            s,
+            strategy.zero,
+            topo,
+        );
         if memory
             .as_ref()
             .map_or(true, |m| mem.peak_bytes > m.peak_bytes)
@@ -315,8 +344,12 @@ fn time_chunk_scaled(
         backward: prog(&one.backward, &two.backward),
         reduce: prog(&one.reduce, &two.reduce),
         optimizer: prog(&one.optimizer, &two.optimizer),
+        gather: prog(&one.gather, &two.gather),
         kept_bytes: ext(one.kept_bytes, two.kept_bytes),
         params: ext(one.params, two.params),
+        param_bytes: ext(one.param_bytes, two.param_bytes),
+        grad_bytes: ext(one.grad_bytes, two.grad_bytes),
+        whole_param_bytes: ext(one.whole_param_bytes, two.whole_param_bytes),
     })
 }
 
@@ -344,6 +377,23 @@ fn time_chunk(
     let weights = chunk_weights(model, strategy, kind);
     let r = partitioned(&reduce_program(&weights, strategy), "gradient reduction")?;
     let o = partitioned(&optimizer_program(&weights, strategy), "optimizer")?;
+    let gather = if strategy.zero >= 3 {
+        let g = partitioned(&gather_program(&weights, strategy), "parameter gather")?;
+        timed(&g, topo, opts, "parameter gather")?
+    } else {
+        TimedProgram::default()
+    };
+    // One replica's whole gradients (the reduction's stacked argument holds
+    // one replica's on each device), reduced into the optimizer's sharding.
+    let whole_param_bytes = bytes_of(&r, &r.args);
+    let reduced_bytes = bytes_of(&r, &r.results);
+    // The optimizer returns, per weight, master weights, moments and the
+    // parameters kept between steps (every fourth result).
+    let param_bytes: u64 = o.results[3..]
+        .iter()
+        .step_by(4)
+        .map(|&s| o.values[s].local_bytes())
+        .sum();
     // Results of the forward after its output (or loss): the kept activations.
     let kept_bytes = bytes_of(&f, &f.results[1..]);
     let params = weights
@@ -365,8 +415,16 @@ fn time_chunk(
         backward: timed(&b, topo, opts, "chunk backward")?,
         reduce: timed(&r, topo, opts, "gradient reduction")?,
         optimizer: timed(&o, topo, opts, "optimizer")?,
+        gather,
         kept_bytes,
         params,
+        param_bytes,
+        grad_bytes: if strategy.zero >= 2 {
+            reduced_bytes
+        } else {
+            whole_param_bytes
+        },
+        whole_param_bytes,
     })
 }
 
@@ -374,7 +432,13 @@ fn time_chunk(
 /// gradient accumulators (the backward's weight arguments), optimizer
 /// state (the optimizer's fp32 arguments), activations in flight and the
 /// largest transient of a pass.
-fn stage_memory(chunks: &[&ChunkTiming], in_flight: u64, s: u64, topo: &Topology) -> StepMemory {
+fn stage_memory(
+    chunks: &[&ChunkTiming],
+    in_flight: u64,
+    s: u64,
+    zero: u8,
+    topo: &Topology,
+) -> StepMemory {
     let params: u64 = chunks.iter().map(|c| c.params).sum();
     let states: u64 = chunks.iter().map(|c| c.model_state_bytes()).sum();
     let kept = chunks.iter().map(|c| c.kept_bytes).max().unwrap_or(0);
@@ -384,7 +448,16 @@ fn stage_memory(chunks: &[&ChunkTiming], in_flight: u64, s: u64, topo: &Topology
         .map(|c| {
             let b = c.backward.peak_bytes.saturating_sub(c.backward.arg_bytes);
             let f = c.forward.peak_bytes.saturating_sub(c.forward.arg_bytes);
-            b.max(f)
+            // Sharded states: a layer's gradient bucket before its
+            // reduce-scatter (ZeRO-2, 3) and two layers' gathered
+            // parameters, the one in use and the one prefetched (ZeRO-3).
+            let layer = c.whole_param_bytes / c.layers.max(1);
+            let sharded = match zero {
+                0 | 1 => 0,
+                2 => layer,
+                _ => 3 * layer,
+            };
+            b.max(f) + sharded
         })
         .max()
         .unwrap_or(0);
@@ -407,17 +480,10 @@ fn stage_memory(chunks: &[&ChunkTiming], in_flight: u64, s: u64, topo: &Topology
 
 impl ChunkTiming {
     /// Model-state bytes of the chunk on one device: parameters and
-    /// gradient accumulators in the compute type, fp32 master weights and
-    /// moments.
+    /// gradient accumulators in the compute type (shards as the ZeRO stage
+    /// says), fp32 master weights and moments.
     pub fn model_state_bytes(&self) -> u64 {
-        self.optimizer_state_bytes() + 2 * self.param_bytes()
-    }
-
-    /// Bytes of the parameters (compute type) on one device.
-    pub fn param_bytes(&self) -> u64 {
-        // The optimizer returns, per weight, master, moments and the
-        // parameters: the last are the compute-type copy.
-        self.optimizer.result_bytes - self.optimizer_state_bytes()
+        self.optimizer_state_bytes() + self.param_bytes + self.grad_bytes
     }
 
     /// Bytes of fp32 master weights and moments on one device.
@@ -425,6 +491,28 @@ impl ChunkTiming {
         // The optimizer takes the reduced gradients (the reduction's
         // results), master weights and both moments.
         self.optimizer.arg_bytes - self.reduce.result_bytes
+    }
+
+    /// A forward pass of one microbatch: under ZeRO-3 each layer's
+    /// parameters are gathered while the layer before computes (prefetch),
+    /// so only the first layer's gather is exposed.
+    pub fn forward_pass_ps(&self, zero: u8) -> u64 {
+        if zero < 3 {
+            return self.forward.time_ps;
+        }
+        let g = self.gather.time_ps;
+        self.forward.time_ps.max(g) + g / self.layers.max(1)
+    }
+
+    /// A backward pass of one microbatch: under ZeRO-2 and 3 its gradients
+    /// are reduce-scattered bucket by bucket as layers finish (the last
+    /// layer's exposed), after ZeRO-3's parameter gathers.
+    pub fn backward_pass_ps(&self, zero: u8) -> u64 {
+        if zero < 2 {
+            return self.backward.time_ps;
+        }
+        let comm = self.reduce.time_ps + if zero >= 3 { self.gather.time_ps } else { 0 };
+        self.backward.time_ps.max(comm) + comm / self.layers.max(1)
     }
 }
 

@@ -34,7 +34,18 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
 #[test]
 fn model_states_follow_zero_bytes_per_parameter() {
     let model = gpt(4, 2048, 16, 1024);
-    for (tp, dp, zero) in [(1, 8, 0), (1, 8, 1), (2, 4, 0), (2, 4, 1), (8, 2, 1)] {
+    for (tp, dp, zero) in [
+        (1, 8, 0),
+        (1, 8, 1),
+        (2, 4, 0),
+        (2, 4, 1),
+        (8, 2, 1),
+        (1, 8, 2),
+        (2, 4, 2),
+        (1, 8, 3),
+        (2, 4, 3),
+        (8, 2, 3),
+    ] {
         let s = strategy(&format!(
             "tp = {tp}\ndp = {dp}\nzero = {zero}\nglobal_batch = {dp}"
         ));
