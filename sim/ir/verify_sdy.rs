@@ -112,7 +112,7 @@ fn check_manual_axes(
         .iter()
         .filter(|s| {
             s.resolve_mesh(&m.meshes)
-                .is_none_or(|mesh| !mesh.axes().is_empty())
+                .map_or(true, |mesh| !mesh.axes().is_empty())
         })
         .map(|s| {
             s.mesh_name()
