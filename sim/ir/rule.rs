@@ -175,13 +175,16 @@ fn parse_mapping_list(
             loop {
                 c.ws();
                 let mut factors = Vec::new();
-                while matches!(c.peek_raw(), Some('i'..='z')) {
-                    let f = parse_factor(c)?;
-                    note(f);
-                    factors.push(f);
-                }
-                if factors.is_empty() {
-                    return Err(c.error("a factor name (i..z, z_1, ...)"));
+                // `*`: a null mapping, the dim maps to no factor.
+                if !c.eat("*") {
+                    while matches!(c.peek_raw(), Some('i'..='z')) {
+                        let f = parse_factor(c)?;
+                        note(f);
+                        factors.push(f);
+                    }
+                    if factors.is_empty() {
+                        return Err(c.error("a factor name (i..z, z_1, ...) or *"));
+                    }
                 }
                 dims.push(factors);
                 if c.eat("]") {
@@ -243,6 +246,9 @@ fn write_mappings(f: &mut fmt::Formatter<'_>, tensors: &[Vec<Vec<usize>>]) -> fm
         for (d, factors) in dims.iter().enumerate() {
             if d > 0 {
                 f.write_str(", ")?;
+            }
+            if factors.is_empty() {
+                f.write_str("*")?;
             }
             for &x in factors {
                 f.write_str(&factor_name(x))?;

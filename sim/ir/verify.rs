@@ -784,6 +784,7 @@ fn check_indices(t: &[&TensorType]) -> Result<(), String> {
 }
 
 fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
+    super::verify_sdy::check_sdy_op(m, f, op)?;
     let ins: Vec<&TensorType> = op.operands.iter().map(|&v| &f.value(v).ty).collect();
     let outs: Vec<&TensorType> = op.results.iter().map(|&v| &f.value(v).ty).collect();
     let inferred = infer_result_types(op, &ins, &outs).map_err(|e| err(op, e))?;

@@ -104,6 +104,33 @@ impl Unit {
             manual: None,
         }
     }
+
+    /// A data-flow edge with several sources (a case's branches) and one
+    /// target, all seen at once as Shardy does: where the sources conflict
+    /// the target gets their compatible major axes, not the first source's.
+    fn edge_from_many(
+        func: &Func,
+        op: OpId,
+        sources: Vec<ValueId>,
+        target: ValueId,
+        class: OpClass,
+    ) -> Unit {
+        let ty = &func.value(target).ty;
+        let mut rule = identity_rule_sized(&ty.shape, ty.rank());
+        rule.operand_mappings = vec![rule.result_mappings[0].clone(); sources.len()];
+        let n_operands = sources.len();
+        let mut tensors = sources;
+        tensors.push(target);
+        Unit {
+            op,
+            rule,
+            class,
+            tensors,
+            n_operands,
+            fixed_dir: Some(Direction::Both),
+            manual: None,
+        }
+    }
 }
 
 /// What the op-priority schedule needs to know about an op.
@@ -643,12 +670,17 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 }
             }
             OpKind::Case | OpKind::If => {
-                // Each branch's returned values are the results.
-                for r in &op.regions {
-                    if let Some(&ret) = r.ops.last() {
-                        for (&src, &res) in func.op(ret).operands.iter().zip(&op.results) {
-                            units.push(Unit::edge(func, id, src, res, Direction::Both, class));
-                        }
+                // One data-flow edge per result, its sources every branch's
+                // returned value at that position.
+                for (i, &res) in op.results.iter().enumerate() {
+                    let sources: Vec<ValueId> = op
+                        .regions
+                        .iter()
+                        .filter_map(|r| r.ops.last())
+                        .filter_map(|&ret| func.op(ret).operands.get(i).copied())
+                        .collect();
+                    if !sources.is_empty() {
+                        units.push(Unit::edge_from_many(func, id, sources, res, class));
                     }
                 }
             }

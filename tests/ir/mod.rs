@@ -8,4 +8,5 @@ mod fuzz;
 mod inline;
 mod interp;
 mod props;
+mod shardy_verify;
 mod snippets;

@@ -47,7 +47,7 @@ const IDENTICAL: &[(&str, &str, &str)] = &[
     (
         "sharding_group_barrier_edge",
         "%arg0: tensor<16x8xf32>",
-        "  sdy.sharding_group %arg0 group_id=3 : tensor<16x8xf32>\n  %0 = sdy.propagation_barrier %arg0 allowed_direction=BACKWARD : tensor<16x8xf32>\n  %1 = sdy.data_flow_edge %0 sharding=<@mesh, [{\"x\", ?}, {?}]> : tensor<16x8xf32>\n  %2 = sdy.data_flow_edge %1 : tensor<16x8xf32>\n  return %2 : tensor<16x8xf32>\n",
+        "  sdy.sharding_group %arg0 group_id=3 : tensor<16x8xf32>\n  %0 = sdy.propagation_barrier %arg0 allowed_direction=BACKWARD : tensor<16x8xf32>\n  %1 = stablehlo.negate %0 : tensor<16x8xf32>\n  %2 = sdy.data_flow_edge %1 sharding=<@mesh, [{\"x\", ?}, {?}]> : tensor<16x8xf32>\n  %3 = stablehlo.negate %2 : tensor<16x8xf32>\n  %4 = sdy.data_flow_edge %3 : tensor<16x8xf32>\n  return %4 : tensor<16x8xf32>\n",
     ),
     (
         "manual_computation",

@@ -3,4 +3,5 @@
 mod cases;
 mod core;
 mod fixtures;
+mod lit;
 mod props;

@@ -357,6 +357,18 @@ impl<'a> Parser<'a> {
             Vec::new()
         };
         skip_loc(&mut self.c)?;
+        // All meshes of a module have one device count, single-device ones aside.
+        if mesh.num_devices() > 1 {
+            if let Some((other, o)) = self.meshes.iter().find(|(_, o)| o.num_devices() > 1) {
+                if o.num_devices() != mesh.num_devices() {
+                    return Err(self.c.error_with(
+                        pos,
+                        format!("{} devices like @{other} (all meshes of a module have one device count)", o.num_devices()),
+                        format!("@{name} with {} devices", mesh.num_devices()),
+                    ));
+                }
+            }
+        }
         self.meshes.push((name, mesh));
         m.mesh_attrs.push(attrs);
         Ok(())

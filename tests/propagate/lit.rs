@@ -1,0 +1,175 @@
+//! Shardy's lit-test behaviours as programs of our own: for each lit file of
+//! `shardy/dialect/sdy/transforms/propagation/test/` there is
+//! `tests/fixtures/shardy_lit/<group>.mlir` (one function per lit case,
+//! written for shardsim, never copied) and `<group>.expect` (Shardy's answer
+//! as read from the lit file's CHECK lines: `case [@callee] value: axes | ...`,
+//! open/closed ignored). A case gives Shardy's answer when every one of its
+//! lines matches. The test prints the count table and checks that exactly the
+//! cases listed in `DIFFERS` differ, so a fix or a regression shows.
+//!
+//! shardsim runs JAX's whole pipeline (import, propagation, export) where a lit
+//! file runs one pass: data-flow edges are implicit (added at import) instead
+//! of written as `sdy.data_flow_edge` ops, and `sdy_testonly` custom calls that
+//! block propagation are written as `sdy.propagation_barrier
+//! allowed_direction=NONE`.
+
+use std::collections::BTreeMap;
+
+use shardsim::ir::mlir::parse_and_verify;
+use shardsim::ir::Module;
+use shardsim::propagate::{propagate_module, Strategy};
+use shardsim::sharding::TensorSharding;
+
+/// A lit file and its fixture group.
+struct Group {
+    /// `tests/fixtures/shardy_lit/<name>.mlir` and `.expect`.
+    name: &'static str,
+    /// The Shardy lit file the cases come from.
+    lit: &'static str,
+    /// Cases in the lit file.
+    total: usize,
+    /// Cases that gave Shardy's answer before these fixtures (issue 19's count).
+    before: usize,
+    /// The strategy the lit file's pass runs (`-sdy-basic-propagate`: basic).
+    strategy: Strategy,
+}
+
+const GROUPS: &[Group] = &[
+    Group {
+        name: "data_flow_edges",
+        lit: "basic_propagation_data_flow_edges.mlir",
+        total: 28,
+        before: 0,
+        strategy: Strategy::Basic,
+    },
+    Group {
+        name: "manual_computation",
+        lit: "basic_propagation_manual_computation.mlir",
+        total: 27,
+        before: 4,
+        strategy: Strategy::Basic,
+    },
+];
+
+/// Cases that differ from Shardy today, with the reason.
+const DIFFERS: &[(&str, &str, &str)] = &[];
+
+fn axes(s: Option<&TensorSharding>, rank: usize) -> String {
+    let dims: Vec<String> = match s {
+        Some(s) => s
+            .dims
+            .iter()
+            .map(|d| {
+                d.axes
+                    .iter()
+                    .map(|a| a.to_string().replace('"', ""))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect(),
+        None => vec![String::new(); rank],
+    };
+    dims.join(" | ")
+}
+
+/// One expectation line's answer from the propagated module.
+fn ours(m: &Module, func: &str, value: &str) -> Result<String, String> {
+    let f = m.func(func).ok_or_else(|| format!("no @{func}"))?;
+    if let Some(i) = value.strip_prefix("result") {
+        let i: usize = i.parse().map_err(|_| format!("bad result index {value}"))?;
+        return Ok(axes(
+            f.result_shardings[i].as_ref(),
+            f.result_types[i].rank(),
+        ));
+    }
+    let v = f
+        .values
+        .iter()
+        .find(|v| v.name == value)
+        .ok_or_else(|| format!("no {value} in @{func}"))?;
+    Ok(axes(v.sharding.as_ref(), v.ty.rank()))
+}
+
+/// Per case, the mismatches (empty: Shardy's answer).
+fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
+    let dir = crate::common::fixture("shardy_lit");
+    let text = std::fs::read_to_string(dir.join(format!("{group}.mlir"))).unwrap();
+    let mut m = parse_and_verify(&text).unwrap_or_else(|e| panic!("{group}: {e}"));
+    propagate_module(&mut m, strategy).unwrap_or_else(|e| panic!("{group}: {e}"));
+    let expect = std::fs::read_to_string(dir.join(format!("{group}.expect"))).unwrap();
+    let mut cases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in expect
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (lhs, want) = line.split_once(':').unwrap();
+        let mut words = lhs.split_whitespace();
+        let case = words.next().unwrap().to_string();
+        let (func, value) = match (words.next(), words.next()) {
+            (Some(callee), Some(v)) => (callee.trim_start_matches('@').to_string(), v),
+            (Some(v), None) => (case.clone(), v),
+            _ => panic!("bad line {line}"),
+        };
+        let entry = cases.entry(case.clone()).or_default();
+        match ours(&m, &func, value) {
+            Ok(got) if got.trim() == want.trim() => {}
+            Ok(got) => entry.push(format!(
+                "{func} {value}: shardy [{}], ours [{got}]",
+                want.trim()
+            )),
+            Err(e) => entry.push(e),
+        }
+    }
+    // Every public function is a case with at least one expectation.
+    for f in &m.funcs {
+        let called = m.funcs.iter().any(|g| {
+            g.ops.iter().any(
+                |op| matches!(&op.kind, shardsim::ir::OpKind::Call { callee } if *callee == f.name),
+            )
+        });
+        if !called {
+            assert!(
+                cases.contains_key(&f.name),
+                "{group}: @{} has no expectation",
+                f.name
+            );
+        }
+    }
+    cases
+}
+
+#[test]
+fn shardy_lit_behaviours_give_shardys_answers() {
+    let mut table = vec![format!(
+        "{:<18} {:<42} {:>9} {:>8} {:>8} {:>8}",
+        "group", "Shardy lit file", "lit cases", "before", "covered", "match"
+    )];
+    let mut wrong = Vec::new();
+    for g in GROUPS {
+        let (group, lit, total, before) = (g.name, g.lit, g.total, g.before);
+        let cases = run_group(group, g.strategy);
+        let matching = cases.values().filter(|f| f.is_empty()).count();
+        assert!(
+            cases.len() <= total,
+            "{group}: more cases than the lit file"
+        );
+        table.push(format!(
+            "{group:<18} {lit:<42} {total:>9} {before:>8} {:>8} {matching:>8}",
+            cases.len()
+        ));
+        for (case, failures) in &cases {
+            let listed = DIFFERS.iter().any(|(g, c, _)| *g == group && c == case);
+            match (failures.is_empty(), listed) {
+                (true, true) => {
+                    wrong.push(format!("{group}/{case}: matches now; drop it from DIFFERS"))
+                }
+                (false, false) => {
+                    wrong.push(format!("{group}/{case}:\n  {}", failures.join("\n  ")))
+                }
+                _ => {}
+            }
+        }
+    }
+    println!("{}", table.join("\n"));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
