@@ -100,16 +100,38 @@ pub fn load_path(path: &Path, overrides: &[Override]) -> Result<Topology, Topolo
 fn set(table: &mut toml::Table, o: &Override) -> Result<(), TopologyError> {
     let parts: Vec<&str> = o.key.split('.').collect();
     let mut t = table;
-    for p in &parts[..parts.len() - 1] {
+    let mut i = 0;
+    while i + 1 < parts.len() {
+        let p = parts[i];
         let entry = t
             .entry(p.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        // A list of tables named by `scope` (a device's memories): the next
+        // part picks one, `device.memory.global.bandwidth`.
+        if let toml::Value::Array(items) = entry {
+            let scope = parts.get(i + 1).filter(|_| i + 2 < parts.len());
+            let found = scope.and_then(|name| {
+                items.iter_mut().find_map(|v| {
+                    let t = v.as_table_mut()?;
+                    (t.get("scope").and_then(|s| s.as_str()) == Some(*name)).then_some(t)
+                })
+            });
+            t = found.ok_or_else(|| TopologyError::Override {
+                key: o.key.clone(),
+                message: format!(
+                    "'{p}' is a list: name an entry by its scope, e.g. {p}.global.bandwidth"
+                ),
+            })?;
+            i += 2;
+            continue;
+        }
         t = entry
             .as_table_mut()
             .ok_or_else(|| TopologyError::Override {
                 key: o.key.clone(),
                 message: format!("'{p}' is not a section, so it has no fields"),
             })?;
+        i += 1;
     }
     t.insert(parts[parts.len() - 1].to_string(), o.value());
     Ok(())

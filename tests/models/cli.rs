@@ -130,17 +130,9 @@ fn infer_reports_ttft_decode_and_memory_and_follows_the_machine() {
         80 * 2 * 4 * (1024 + 15) * 128 * 2
     );
     // Faster HBM, faster decode; faster NVLink, faster tensor-parallel prefill.
-    let dir = std::env::temp_dir().join(format!("shardsim-infer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let preset = std::fs::read_to_string(crate::common::fixture("../../topologies/dgx-h100.toml"))
-        .unwrap()
-        .replace("bandwidth = \"3350GB/s\"", "bandwidth = \"6700GB/s\"");
-    let file = dir.join("fast-hbm.toml");
-    std::fs::write(&file, preset).unwrap();
     let mut hbm = base.to_vec();
-    hbm.extend(["--topology", file.to_str().unwrap()]);
+    hbm.extend(["--set", "device.memory.global.bandwidth=6700GB/s"]);
     let h = json(&hbm);
-    std::fs::remove_dir_all(&dir).unwrap();
     assert!(
         h["decode_first"]["time_ps"].as_u64().unwrap() < first,
         "{h}"
@@ -191,6 +183,15 @@ fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
             "not a whole number",
         ),
         (vec!["infer", "llama3-8b", "--batch", "-1"], "'-1'"),
+        (
+            vec![
+                "infer",
+                "llama3-8b",
+                "--set",
+                "device.memory.bandwidth=1TB/s",
+            ],
+            "name an entry by its scope",
+        ),
     ] {
         let out = shardsim(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
