@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -12,7 +11,7 @@ use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::partition::{partition_with, text, PartitionOptions, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
-use shardsim::tensor::{max_abs_rel_error, npy, Tensor};
+use shardsim::tensor::{max_abs_rel_error, Tensor};
 
 use super::exec_timed::TimedSummary;
 use super::interp_cmd::read_inputs;
@@ -111,16 +110,10 @@ pub fn run_partition(args: PartitionArgs) -> anyhow::Result<()> {
     write_output(args.out.as_deref(), &out)
 }
 
-/// Write `out<i>.npy` into `dir` through temporary files and renames.
+/// Write `out<i>.npy` into `dir` as one unit (temporary files and renames;
+/// nothing is kept when one fails).
 fn write_outputs(dir: &Path, outs: &[Tensor]) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (i, t) in outs.iter().enumerate() {
-        let p = dir.join(format!("out{i}.npy"));
-        let tmp = dir.join(format!(".out{i}.npy.tmp"));
-        npy::write_npy(&tmp, t).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &p).with_context(|| format!("cannot write {}", p.display()))?;
-    }
-    Ok(())
+    super::interp_cmd::write_outputs(dir, outs).map(|_| ())
 }
 
 /// One output's error against the single-device interpreter.

@@ -71,7 +71,7 @@ pub struct TrainArgs {
 
 fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
     if name.ends_with(".toml") || Path::new(name).exists() {
-        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read {name}"))?;
+        let text = super::output::read_text(Path::new(name))?;
         return ModelSpec::from_toml(&text).with_context(|| name.to_string());
     }
     Ok(ModelSpec::preset(name)?)
@@ -80,8 +80,7 @@ fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
 fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     let mut s = match &args.strategy {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
+            let text = super::output::read_text(p)?;
             Strategy::from_toml(&text).with_context(|| p.display().to_string())?
         }
         None => Strategy::from_toml("global_batch = 1")?,
@@ -147,14 +146,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let mut opts = model_timed_options();
     if let Some(path) = &args.roofline {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = super::output::read_text(path)?;
         opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
     }
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", text(&report)),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => crate::cli::output::print_out(&format!("{}", text(&report)))?,
     }
     Ok(())
 }

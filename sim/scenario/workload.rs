@@ -113,12 +113,7 @@ impl ProgramCache {
             return Ok(m.clone());
         }
         let text = match source {
-            Source::File(p) => std::fs::read_to_string(p)
-                .map_err(|e| ScenarioError::Io {
-                    path: p.display().to_string(),
-                    message: e.to_string(),
-                })?
-                .into(),
+            Source::File(p) => crate::base::files::read_text(p)?.into(),
             Source::Text(t) => std::borrow::Cow::Borrowed(*t),
         };
         let program_error = |message: String| ScenarioError::Program {
