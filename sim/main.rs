@@ -10,6 +10,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: a subcommand is needed (see --help for the list)");
+            return ExitCode::from(2);
+        }
         Err(e) if e.use_stderr() => {
             eprintln!("{}", one_line(&e.render().to_string()));
             return ExitCode::from(2);
@@ -27,6 +31,8 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::from(if e.downcast_ref::<cli::Failed>().is_some() {
                 1
+            } else if e.downcast_ref::<cli::OutOfMemory>().is_some() {
+                3
             } else {
                 2
             })

@@ -188,13 +188,21 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
         );
     }
     let opts = args.options(&topo, program.num_devices())?;
-    let t = run_timed_classes(program, &topo, &opts)?;
+    let perturbations = describe_perturbations(&opts, &topo);
+    // A failed run still says what it drew, so a seeded failure can be reproduced.
+    let t = run_timed_classes(program, &topo, &opts).map_err(|e| {
+        if perturbations.is_empty() {
+            anyhow::Error::from(e)
+        } else {
+            anyhow::anyhow!("{e} (perturbations: {})", perturbations.join("; "))
+        }
+    })?;
     let summary = TimedSummary {
         nodes: args.nodes,
         overrides: args.set.iter().map(|s| s.trim().to_string()).collect(),
         mesh: program.mesh.to_string(),
         seed: args.seed,
-        perturbations: describe_perturbations(&opts, &topo),
+        perturbations,
         timing: report::summarize_classes(&t, &topo),
     };
     if let Some(dir) = &args.trace {

@@ -13,6 +13,7 @@ mod bench_cmd;
 mod bench_collective;
 mod bench_engine;
 mod bench_exec;
+mod bench_fuzz;
 mod bench_parse;
 mod bench_pipeline;
 mod bench_propagate;
@@ -115,3 +116,15 @@ impl std::fmt::Display for Failed {
 }
 
 impl std::error::Error for Failed {}
+
+/// A run that does not fit in memory (exit code 3, after its report is printed).
+#[derive(Debug)]
+pub struct OutOfMemory(pub String);
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "out of memory: {}", self.0)
+    }
+}
+
+impl std::error::Error for OutOfMemory {}

@@ -184,6 +184,12 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Inputs a shape-only run would not read are an error, not silently dropped.
+    if let (Some(why), false) = (&shape_only, args.inputs.is_empty()) {
+        anyhow::bail!(
+            "--inputs given but this run is shape-only ({why}), so they would be ignored: drop --inputs or --shape-only, or raise --max-data-bytes"
+        );
+    }
     let mut numerics = Vec::new();
     if shape_only.is_none() {
         let inputs = read_inputs(&args.inputs)?;
@@ -221,5 +227,26 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
         Format::Text => report.to_text(),
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
     };
-    write_output(None, &text)
+    write_output(None, &text)?;
+    // The report lists every out-of-memory event; the exit code says it too.
+    if let Some(t) = report.timed.as_ref().filter(|t| !t.timing.ooms.is_empty()) {
+        let first = &t.timing.ooms[0];
+        let more = (t.timing.ooms.len() - 1) as u64 + t.timing.ooms_dropped;
+        return Err(super::OutOfMemory(format!(
+            "device {} scope {}: {} needs {} bytes with {} of {} in use{}",
+            first.device,
+            first.scope,
+            first.value,
+            first.bytes,
+            first.in_use,
+            first.capacity,
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+        .into());
+    }
+    Ok(())
 }

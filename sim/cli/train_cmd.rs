@@ -154,6 +154,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
         Format::Text => crate::cli::output::print_out(&format!("{}", text(&report)))?,
     }
+    if !report.memory.fits {
+        return Err(super::OutOfMemory(format!(
+            "stage {} needs {:.2} GiB per GPU, the device has {:.0} GiB",
+            report.memory.stage,
+            report.memory.peak_bytes as f64 / (1u64 << 30) as f64,
+            report.memory.capacity_bytes as f64 / (1u64 << 30) as f64
+        ))
+        .into());
+    }
     Ok(())
 }
 

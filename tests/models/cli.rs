@@ -57,8 +57,13 @@ fn train_says_when_a_step_does_not_fit() {
         "--global-batch",
         "2",
     ]);
-    assert!(out.status.success());
+    // The report is printed, and the exit code (3) says the step does not fit.
+    assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("error: out of memory: stage"),
+        "{out:?}"
+    );
     assert!(
         text.contains("OUT OF MEMORY") && text.contains("the device has 80 GiB"),
         "{text}"

@@ -90,8 +90,8 @@ pub struct Gemm {
 
 /// Parse a roofline table (model name -> parameters), checking every figure.
 pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, TimedError> {
-    let t: BTreeMap<String, RooflineParams> =
-        toml::from_str(text).map_err(|e| TimedError::Roofline(e.to_string()))?;
+    let t: BTreeMap<String, RooflineParams> = toml::from_str(text)
+        .map_err(|e| TimedError::Roofline(crate::base::cursor::toml_located(&e, text)))?;
     for (name, p) in &t {
         let eff_ok = [p.compute_efficiency, p.memory_efficiency]
             .iter()
