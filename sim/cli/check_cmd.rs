@@ -96,7 +96,9 @@ fn summarize(file: &str, m: &Module) -> Summary {
 
 pub fn run(args: CheckArgs) -> anyhow::Result<()> {
     let text = super::output::read_text(std::path::Path::new(&args.input))?;
-    let module = parse_and_verify(&text).map_err(|e| anyhow::anyhow!(e.in_file(&args.input)))?;
+    let module = parse_and_verify(&text)
+        .and_then(|m| shardsim::ir::verify::require_functions(&m).map(|()| m))
+        .map_err(|e| anyhow::anyhow!(e.in_file(&args.input)))?;
     let s = summarize(&args.input, &module);
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&s)?)?,

@@ -52,6 +52,7 @@ pub fn print_out(content: &str) -> anyhow::Result<()> {
 pub fn read_module(path: &std::path::Path) -> anyhow::Result<shardsim::ir::Module> {
     let text = read_text(path)?;
     shardsim::ir::mlir::parse_and_verify(&text)
+        .and_then(|m| shardsim::ir::verify::require_functions(&m).map(|()| m))
         .map_err(|e| anyhow::anyhow!("{}", e.in_file(&path.display().to_string())))
 }
 

@@ -11,6 +11,17 @@ use super::IrError;
 
 /// Verify every function of a module.
 pub fn verify_module(m: &Module) -> Result<(), IrError> {
+    // First, so a long call chain fails fast, before any per-call work.
+    check_call_graph(m)?;
+    for f in &m.funcs {
+        verify_func(m, f)?;
+    }
+    Ok(())
+}
+
+/// A program to run must have a function: an empty (or truncated) file is an
+/// error, not "ok" (a module of only meshes is fine for the library).
+pub fn require_functions(m: &Module) -> Result<(), IrError> {
     if m.funcs.is_empty() {
         return Err(IrError::Verify {
             loc: super::model::Loc { line: 1, col: 1 },
@@ -18,11 +29,6 @@ pub fn verify_module(m: &Module) -> Result<(), IrError> {
             message: "has no func.func: there is nothing to run (an empty or truncated file?)"
                 .into(),
         });
-    }
-    // First, so a long call chain fails fast, before any per-call work.
-    check_call_graph(m)?;
-    for f in &m.funcs {
-        verify_func(m, f)?;
     }
     Ok(())
 }

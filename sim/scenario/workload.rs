@@ -120,7 +120,9 @@ impl ProgramCache {
             file: key.to_string(),
             message,
         };
-        let mut module = mlir::parse_and_verify(&text).map_err(|e| program_error(e.to_string()))?;
+        let mut module = mlir::parse_and_verify(&text)
+            .and_then(|m| crate::ir::verify::require_functions(&m).map(|()| m))
+            .map_err(|e| program_error(e.to_string()))?;
         if inline::has_calls(&module) {
             module = inline::inline_calls(&module).map_err(|e| program_error(e.to_string()))?;
         }
