@@ -152,7 +152,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Text => crate::cli::output::print_out(&format!("{}", text(&report)))?,
+        Format::Text => crate::cli::output::print_out(&text(&report))?,
     }
     if !report.memory.fits {
         return Err(super::OutOfMemory(format!(

@@ -148,3 +148,39 @@ proptest! {
         let _ = shardsim::report::collective_plot::measured_curve_from(&b, "m.csv", "m");
     }
 }
+
+#[test]
+fn bench_fuzz_covers_every_format_and_counts_no_panics() {
+    let out = crate::common::shardsim(&["bench", "fuzz", "--cases", "40", "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["format"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mlir",
+            "sharding",
+            "mesh",
+            "topology-toml",
+            "scenario-toml",
+            "model-toml",
+            "npy",
+            "measured-csv",
+            "cli-args"
+        ]
+    );
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["cases"], 40, "{r}");
+        assert_eq!(r["panics"], 0, "{r}");
+        // Mutations must not all be rejected (or all accepted): both paths run.
+        let ok = r["ok"].as_u64().unwrap();
+        let errors = r["errors"].as_u64().unwrap();
+        assert_eq!(ok + errors, 40, "{r}");
+        assert!(errors > 0, "{r}");
+    }
+}

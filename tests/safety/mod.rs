@@ -9,12 +9,28 @@ mod values;
 
 use std::path::PathBuf;
 
-/// A fresh, empty scratch folder for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh, empty scratch folder for one test, removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh, empty scratch folder named after the test.
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("shardsim-safety-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// Run `shardsim`, expect a user error: exit 2 and one line on stderr that

@@ -138,7 +138,7 @@ fn npy_inputs_are_checked_magic_first_then_header_then_size() {
     }
     // A file larger than the cap is refused before its data is read.
     let mut big = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1048576,), }");
-    big.resize(big.len() + 4 << 20, 0);
+    big.resize(big.len() + (4 << 20), 0);
     let p = write("big.npy", &big);
     user_error(
         &[
@@ -283,4 +283,46 @@ fn a_failed_run_still_says_what_it_drew() {
             "{out:?}"
         );
     }
+}
+
+#[test]
+fn roofline_figures_that_would_speed_compute_up_are_refused() {
+    use shardsim::exec::timed::parse_roofline;
+    let base = "[default]\ncompute_efficiency = 0.75\nmemory_efficiency = 0.85\nlaunch_us = 2.0\n";
+    assert!(parse_roofline(base).is_ok());
+    for (extra, says) in [
+        ("k_half = -100.0\n", "k_half"),
+        ("k_half = nan\n", "k_half"),
+        ("k_half = inf\n", "k_half"),
+    ] {
+        let err = parse_roofline(&format!("{base}{extra}"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{extra}: {err}");
+    }
+    for (field, value) in [
+        ("compute_efficiency", "0.0"),
+        ("compute_efficiency", "nan"),
+        ("memory_efficiency", "-0.5"),
+        ("launch_us", "-1.0"),
+        ("launch_us", "inf"),
+    ] {
+        let text = base
+            .lines()
+            .map(|l| {
+                if l.starts_with(field) {
+                    format!("{field} = {value}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(parse_roofline(&text).is_err(), "{field} = {value}");
+    }
+    // TOML errors in it are located.
+    let err = parse_roofline("[default]\ncompute_efficiency = \n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("2:22"), "{err}");
 }

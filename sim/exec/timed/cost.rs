@@ -101,6 +101,13 @@ pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, Ti
                 "[{name}]: efficiencies must be in (0, 1] and launch_us >= 0"
             )));
         }
+        // A negative or NaN k_half would make compute faster or undefined.
+        if !p.k_half.is_finite() || p.k_half < 0.0 {
+            return Err(TimedError::Roofline(format!(
+                "[{name}]: k_half must be finite and >= 0, got {}",
+                p.k_half
+            )));
+        }
     }
     if !t.contains_key("default") {
         return Err(TimedError::Roofline("no [default] entry".into()));
