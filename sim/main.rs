@@ -10,10 +10,18 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: a subcommand is needed (see --help for the list)");
+            return ExitCode::from(2);
+        }
+        Err(e) if e.use_stderr() => {
+            eprintln!("{}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            // clap prints help/version on stdout and usage errors on stderr (exit 2).
+            // Help and version go to stdout; a closed stdout is not worth a panic.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
         }
     };
     match cli::run(args) {
@@ -23,9 +31,28 @@ fn main() -> ExitCode {
             eprintln!("error: {msg}");
             ExitCode::from(if e.downcast_ref::<cli::Failed>().is_some() {
                 1
+            } else if e.downcast_ref::<cli::OutOfMemory>().is_some() {
+                3
             } else {
                 2
             })
         }
     }
+}
+
+/// A clap usage error on one line: its message and tips, without the usage
+/// block and the "For more information" line.
+fn one_line(rendered: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.starts_with("Usage:") {
+            break;
+        }
+        if !line.is_empty() && !line.starts_with("For more information") {
+            parts.push(line);
+        }
+    }
+    let mut msg = parts.join(" ");
+    msg.push_str(" (see --help)");
+    msg
 }

@@ -11,6 +11,7 @@ mod mesh;
 mod models;
 mod partition;
 mod propagate;
+mod safety;
 mod scenario;
 mod sharding;
 mod strategies;

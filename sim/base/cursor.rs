@@ -35,6 +35,19 @@ impl TextError {
     }
 }
 
+/// A TOML error as `line:col: message` (one line; the toml crate's own text
+/// spans several lines with a snippet of the file).
+pub fn toml_located(e: &toml::de::Error, src: &str) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(src, span.start);
+            format!("{line}:{col}: {message}")
+        }
+        None => message,
+    }
+}
+
 /// Line and column (both 1-based) of byte offset `pos` in `src`.
 pub fn line_col(src: &str, pos: usize) -> (usize, usize) {
     let pos = pos.min(src.len());

@@ -105,14 +105,28 @@ impl TensorType {
         self.shape.len()
     }
 
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar); saturates at `u64::MAX` (parsed
+    /// types are checked with [`TensorType::checked_size_bytes`], so only a
+    /// type built in code could get there).
     pub fn num_elements(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
     }
 
-    /// Size in bytes.
+    /// Size in bytes (saturating, as [`TensorType::num_elements`]).
     pub fn size_bytes(&self) -> u64 {
-        self.num_elements() * self.dtype.size_bytes()
+        self.num_elements().saturating_mul(self.dtype.size_bytes())
+    }
+
+    /// Size in bytes when the element count and the byte size both fit in an
+    /// `i64` (as MLIR requires of a shape), else `None`.
+    pub fn checked_size_bytes(&self) -> Option<u64> {
+        let n = self
+            .shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .filter(|&n| n <= i64::MAX as u64)?;
+        n.checked_mul(self.dtype.size_bytes())
+            .filter(|&b| b <= i64::MAX as u64)
     }
 
     /// Parse the shape part of a type written as `16x32` (empty string: scalar).
@@ -120,13 +134,24 @@ impl TensorType {
         if text.trim().is_empty() {
             return Ok(Vec::new());
         }
-        text.split('x')
+        let dims = text
+            .split('x')
             .map(|d| {
                 d.trim().parse::<u64>().map_err(|_| {
                     format!("bad dimension '{d}' in shape '{text}' (expected e.g. 16x32)")
                 })
             })
-            .collect()
+            .collect::<Result<Vec<u64>, String>>()?;
+        let fits = dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d))
+            .is_some_and(|n| n <= i64::MAX as u64);
+        if !fits {
+            return Err(format!(
+                "shape '{text}' is too large: its element count does not fit in a signed 64-bit integer"
+            ));
+        }
+        Ok(dims)
     }
 }
 

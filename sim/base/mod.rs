@@ -3,6 +3,7 @@
 
 pub mod cursor;
 pub mod dtype;
+pub mod files;
 
 pub use cursor::{Cursor, TextError};
 pub use dtype::{DType, TensorType};

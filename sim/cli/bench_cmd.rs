@@ -4,8 +4,8 @@
 use clap::{Args, Subcommand};
 
 use super::{
-    bench_collective, bench_engine, bench_exec, bench_parse, bench_pipeline, bench_propagate,
-    bench_scale,
+    bench_collective, bench_engine, bench_exec, bench_fuzz, bench_parse, bench_pipeline,
+    bench_propagate, bench_scale,
 };
 
 #[derive(Debug, Args)]
@@ -31,6 +31,9 @@ pub enum BenchCommand {
     /// Parse, inline, propagate and partition exported programs (e.g. a scanned
     /// and an unrolled GPT-3 training step).
     Pipeline(bench_pipeline::BenchPipelineArgs),
+    /// Mutated inputs per input format through the parsers: throughput and
+    /// panics (exit 1 if any).
+    Fuzz(bench_fuzz::FuzzBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -42,5 +45,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Exec(a) => bench_exec::run(a),
         BenchCommand::Scale(a) => bench_scale::run(a),
         BenchCommand::Pipeline(a) => bench_pipeline::run(a),
+        BenchCommand::Fuzz(a) => bench_fuzz::run(a),
     }
 }

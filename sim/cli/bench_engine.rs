@@ -90,7 +90,7 @@ pub fn run(a: EngineBenchArgs) -> anyhow::Result<()> {
     }
     if a.ring_only {
         let r = ring(&a, a.devices)?;
-        println!("{}", serde_json::to_string(&r)?);
+        outln!("{}", serde_json::to_string(&r)?)?;
         return Ok(());
     }
     let queue = parse_u64_list(&a.queue_sizes, "--queue-sizes")?
@@ -110,8 +110,8 @@ pub fn run(a: EngineBenchArgs) -> anyhow::Result<()> {
         memory,
     };
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print_text(&report),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => print_text(&report)?,
     }
     Ok(())
 }
@@ -222,10 +222,10 @@ fn vm_hwm_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn print_text(r: &Report) {
-    println!("event queue (hold model, pop + push = 1 event):");
+fn print_text(r: &Report) -> anyhow::Result<()> {
+    outln!("event queue (hold model, pop + push = 1 event):")?;
     for q in &r.queue {
-        println!(
+        outln!(
             "  queue size {:>9}: {:>11} events in {:.3} s wall, {:.3} s CPU = {:.2} M events/s wall, {:.2} M events/CPU-s",
             q.queue_size,
             q.events,
@@ -233,22 +233,23 @@ fn print_text(r: &Report) {
             q.cpu_seconds,
             q.events_per_sec / 1e6,
             q.events_per_cpu_sec / 1e6
-        );
+        )?;
     }
     let g = &r.ring;
-    println!("ring allreduce:");
-    print_ring(g);
+    outln!("ring allreduce:")?;
+    print_ring(g)?;
     if !r.memory.is_empty() {
-        println!("memory versus devices (fresh process each):");
+        outln!("memory versus devices (fresh process each):")?;
         for m in &r.memory {
-            print_ring(m);
+            print_ring(m)?;
         }
     }
+    Ok(())
 }
 
-fn print_ring(g: &RingFigure) {
+fn print_ring(g: &RingFigure) -> anyhow::Result<()> {
     let diff = g.simulated_ps as f64 / g.closed_form_ps.max(1) as f64 - 1.0;
-    println!(
+    outln!(
         "  {} devices x {} chunks: {} chunk transfers as {} flows, {} events in {:.3} s wall, {:.3} s CPU ({:.2} M events/CPU-s); simulated {} ps vs closed form {} ps ({:+.2e}); peak RSS {} KiB",
         g.devices,
         g.chunks,
@@ -262,5 +263,5 @@ fn print_ring(g: &RingFigure) {
         g.closed_form_ps,
         diff,
         g.vm_hwm_kib
-    );
+    )
 }

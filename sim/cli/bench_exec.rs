@@ -36,10 +36,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn run(args: BenchExecArgs) -> anyhow::Result<()> {
     let sizes = super::output::parse_u64_list(&args.blocks, "--blocks")?;
     let topo = topology::load(&args.topology, &[])?;
-    println!(
+    outln!(
         "{:>8} {:>8} {:>12} {:>10} {:>12} {:>14} {:>14}",
-        "blocks", "steps", "partition_s", "timed_s", "events", "events_per_s", "step_time_us"
-    );
+        "blocks",
+        "steps",
+        "partition_s",
+        "timed_s",
+        "events",
+        "events_per_s",
+        "step_time_us"
+    )?;
     for blocks in sizes {
         let text = transformer_like(blocks as usize);
         let mut m =
@@ -58,11 +64,11 @@ pub fn run(args: BenchExecArgs) -> anyhow::Result<()> {
         }
         let (steps, events, makespan) = last.unwrap_or_default();
         let (p, q) = (median(part), median(timed));
-        println!(
+        outln!(
             "{blocks:>8} {steps:>8} {p:>12.3} {q:>10.3} {events:>12} {:>14.0} {:>14.1}",
             events as f64 / q,
             makespan as f64 / 1e6
-        );
+        )?;
     }
     Ok(())
 }

@@ -60,7 +60,7 @@ pub fn run(p: ParseBenchArgs) -> anyhow::Result<()> {
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
-    println!(
+    outln!(
         "parse+verify {} ops ({:.1} MB): median {:.3} s over {} runs (min {:.3} s, max {:.3} s), {:.0} ops/s",
         p.ops,
         text.len() as f64 / 1e6,
@@ -69,14 +69,14 @@ pub fn run(p: ParseBenchArgs) -> anyhow::Result<()> {
         times[0],
         times[times.len() - 1],
         p.ops as f64 / median
-    );
+    )?;
     if !cpu.is_empty() {
         // CPU time is what the parser used, whatever else runs on the machine.
         let c = cpu[cpu.len() / 2];
-        println!(
+        outln!(
             "  cpu time: median {c:.3} s ({:.0} ops per cpu-second)",
             p.ops as f64 / c
-        );
+        )?;
     }
     Ok(())
 }

@@ -63,7 +63,7 @@ pub fn run(args: BenchPipelineArgs) -> anyhow::Result<()> {
         let [parse, inline, prop, part] = times.map(median);
         let total = parse + inline + prop + part;
         let base = *first_total.get_or_insert(total);
-        println!(
+        outln!(
             "{}: {} ops after inlining, {} steps, {} collective bytes per device; median of {}: \
              parse {:.3} s, inline {:.3} s, propagate {:.3} s, partition {:.3} s, total {:.3} s ({:.2}x the first)",
             path.display(),
@@ -77,7 +77,7 @@ pub fn run(args: BenchPipelineArgs) -> anyhow::Result<()> {
             part,
             total,
             total / base
-        );
+        )?;
     }
     Ok(())
 }

@@ -71,10 +71,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 pub fn run(args: BenchPropagateArgs) -> anyhow::Result<()> {
     let sizes = super::output::parse_u64_list(&args.ops, "--ops")?;
-    println!(
+    outln!(
         "{:>10} {:>12} {:>12} {:>14}",
-        "ops", "parse_s", "propagate_s", "ops_per_s"
-    );
+        "ops",
+        "parse_s",
+        "propagate_s",
+        "ops_per_s"
+    )?;
     let mut first: Option<(f64, f64)> = None;
     for n in sizes {
         let blocks = (n as usize).div_ceil(OPS_PER_BLOCK).max(1);
@@ -92,14 +95,14 @@ pub fn run(args: BenchPropagateArgs) -> anyhow::Result<()> {
             prop.push(t1.elapsed().as_secs_f64());
         }
         let (p, q) = (median(parse), median(prop));
-        println!("{ops:>10} {p:>12.3} {q:>12.3} {:>14.0}", ops as f64 / q);
+        outln!("{ops:>10} {p:>12.3} {q:>12.3} {:>14.0}", ops as f64 / q)?;
         if let Some((n0, t0)) = first {
-            println!(
+            outln!(
                 "{:>10} propagation time ratio vs first size: {:.2}x for {:.2}x ops",
                 "",
                 q / t0,
                 ops as f64 / n0
-            );
+            )?;
         } else {
             first = Some((ops as f64, q));
         }

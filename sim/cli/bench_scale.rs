@@ -80,7 +80,7 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
         let text = gpt3_step(&ModelDims::gpt3_175b(l as usize, n / 8), n / 8, 8);
         return super::output::write_output(Some(path), &text);
     }
-    println!(
+    outln!(
         "{:>6} {:>7} {:>7} {:>8} {:>9} {:>12} {:>9} {:>8} {:>12} {:>12} {:>12}",
         "gpus",
         "layers",
@@ -93,7 +93,7 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
         "step_time_ms",
         "hbm_peak_gib",
         "peak_rss_mib"
-    );
+    )?;
     for &layer_count in &layers {
         for &n in &gpus {
             reset_peak_rss();
@@ -132,14 +132,14 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 last = Some((program.steps.len(), t.classes.len(), t.makespan_ps, hbm));
             }
             let (steps, classes, makespan, hbm) = last.unwrap_or_default();
-            println!(
+            outln!(
                 "{n:>6} {layer_count:>7} {ops:>7} {steps:>8} {parse_s:>9.3} {:>12.3} {:>9.3} {classes:>8} {:>12.3} {:>12.1} {:>12.1}",
                 median(part),
                 median(timed),
                 makespan as f64 / 1e9,
                 hbm as f64 / (1u64 << 30) as f64,
                 status_kib("VmHWM:") as f64 / 1024.0
-            );
+            )?;
         }
     }
     Ok(())

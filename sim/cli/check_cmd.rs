@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
@@ -96,36 +95,44 @@ fn summarize(file: &str, m: &Module) -> Summary {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.input)
-        .with_context(|| format!("cannot read {}", args.input))?;
-    let module = parse_and_verify(&text).map_err(|e| anyhow::anyhow!(e.in_file(&args.input)))?;
+    let text = super::output::read_text(std::path::Path::new(&args.input))?;
+    let module = parse_and_verify(&text)
+        .and_then(|m| shardsim::ir::verify::require_functions(&m).map(|()| m))
+        .map_err(|e| anyhow::anyhow!(e.in_file(&args.input)))?;
     let s = summarize(&args.input, &module);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&s)?)?,
         Format::Text => {
-            println!(
+            outln!(
                 "{}: ok ({} ops, {} values)",
                 s.file,
                 module.num_ops(),
                 s.values
-            );
+            )?;
             for m in &s.meshes {
-                println!("mesh @{} = {} ({} devices)", m.name, m.mesh, m.devices);
+                outln!("mesh @{} = {} ({} devices)", m.name, m.mesh, m.devices)?;
             }
             for f in &s.functions {
-                println!(
+                outln!(
                     "func @{}: {} args ({} sharded), {} results ({} sharded), {} ops",
-                    f.name, f.args, f.sharded_args, f.results, f.sharded_results, f.ops
-                );
+                    f.name,
+                    f.args,
+                    f.sharded_args,
+                    f.results,
+                    f.sharded_results,
+                    f.ops
+                )?;
             }
-            println!("ops by kind:");
+            outln!("ops by kind:")?;
             for (k, n) in &s.ops_by_kind {
-                println!("  {k:<32} {n}");
+                outln!("  {k:<32} {n}")?;
             }
-            println!(
+            outln!(
                 "sharded values: {} of {}; ops with sharding rules: {}",
-                s.sharded_values, s.values, s.ops_with_rules
-            );
+                s.sharded_values,
+                s.values,
+                s.ops_with_rules
+            )?;
         }
     }
     Ok(())

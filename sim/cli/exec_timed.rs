@@ -10,7 +10,6 @@ use clap::{Args, ValueEnum};
 
 use serde::Serialize;
 
-use shardsim::engine::log::write_atomically;
 use shardsim::exec::timed::{
     parse_roofline, report, run_timed_classes, trace, ClassTimeline, TimedOptions,
 };
@@ -94,8 +93,7 @@ impl TimedArgs {
         let mut opts = timed_options(&self.run_spec(), topo, devices)?;
         opts.trip_count = self.trip_count;
         if let Some(p) = &self.roofline {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
+            let text = super::output::read_text(p)?;
             opts.roofline =
                 parse_roofline(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
         }
@@ -157,12 +155,11 @@ fn write_trace(
             serde_json::to_string_pretty(summary)? + "\n",
         ),
     ];
+    let mut set = shardsim::base::files::OutputSet::new();
     for (name, text) in files {
-        let p = dir.join(name);
-        write_atomically(&p, text.as_bytes())
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        set.write(&dir.join(name), text.as_bytes())?;
     }
-    Ok(())
+    Ok(set.commit()?)
 }
 
 /// Refuse option combinations that cannot work, before any work is done.
@@ -191,13 +188,21 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
         );
     }
     let opts = args.options(&topo, program.num_devices())?;
-    let t = run_timed_classes(program, &topo, &opts)?;
+    let perturbations = describe_perturbations(&opts, &topo);
+    // A failed run still says what it drew, so a seeded failure can be reproduced.
+    let t = run_timed_classes(program, &topo, &opts).map_err(|e| {
+        if perturbations.is_empty() {
+            anyhow::Error::from(e)
+        } else {
+            anyhow::anyhow!("{e} (perturbations: {})", perturbations.join("; "))
+        }
+    })?;
     let summary = TimedSummary {
         nodes: args.nodes,
         overrides: args.set.iter().map(|s| s.trim().to_string()).collect(),
         mesh: program.mesh.to_string(),
         seed: args.seed,
-        perturbations: describe_perturbations(&opts, &topo),
+        perturbations,
         timing: report::summarize_classes(&t, &topo),
     };
     if let Some(dir) = &args.trace {

@@ -2,7 +2,7 @@
 //! `.toml`): the prefill of a batch of prompts and the decode steps that
 //! follow, with tensor and pipeline parallelism and independent replicas, on
 //! a topology sized to the devices; print time to first token, decode step
-//! time, tokens/s and memory per GPU (weights, key/value cache); exit 1
+//! time, tokens/s and memory per GPU (weights, key/value cache); exit 3
 //! when it does not fit.
 
 use anyhow::Context;
@@ -86,33 +86,23 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
     }
     let mut opts = model_timed_options();
     if let Some(path) = &args.roofline {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = super::output::read_text(path)?;
         opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
     }
     let report = simulate_inference(&model, &serving, &topo, &opts)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", text(&report)),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => super::output::print_out(&text(&report))?,
     }
-    out_of_memory(
-        report.memory.fits,
-        report.memory.peak_bytes,
-        report.memory.capacity_bytes,
-    )
-}
-
-/// Exit 1 (an expectation failed, as `run`'s) when the peak does not fit.
-pub(super) fn out_of_memory(fits: bool, peak: u64, capacity: u64) -> anyhow::Result<()> {
-    if fits {
-        return Ok(());
+    if !report.memory.fits {
+        return Err(super::OutOfMemory(format!(
+            "{:.2} GiB per GPU needed, the device has {:.0} GiB",
+            gib(report.memory.peak_bytes),
+            gib(report.memory.capacity_bytes)
+        ))
+        .into());
     }
-    Err(super::Failed(format!(
-        "out of memory: {:.2} GiB per GPU needed, the device has {:.0} GiB",
-        gib(peak),
-        gib(capacity)
-    ))
-    .into())
+    Ok(())
 }
 
 /// Write one layer, the embedding and the head of the prefill and of the

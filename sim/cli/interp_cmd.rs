@@ -24,23 +24,23 @@ pub struct InterpArgs {
 
 /// Read `.npy` inputs, naming the file in errors.
 pub fn read_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Tensor>> {
-    paths
-        .iter()
-        .map(|p| npy::read_npy(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display())))
-        .collect()
+    paths.iter().map(|p| Ok(npy::read_npy(p)?)).collect()
 }
 
-/// Write `out<i>.npy` files into `dir` (created if missing).
+/// Write `out<i>.npy` files into `dir` (created if missing) as one unit: when
+/// one cannot be written, none is (no partial outputs, no temporary files).
 pub fn write_outputs(dir: &std::path::Path, outs: &[Tensor]) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    outs.iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let p = dir.join(format!("out{i}.npy"));
-            npy::write_npy(&p, t).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-            Ok(p)
-        })
-        .collect()
+    let mut set = shardsim::base::files::OutputSet::new();
+    let mut paths = Vec::new();
+    for (i, t) in outs.iter().enumerate() {
+        let p = dir.join(format!("out{i}.npy"));
+        let bytes = npy::to_npy_bytes(t).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        set.write(&p, &bytes)?;
+        paths.push(p);
+    }
+    set.commit()?;
+    Ok(paths)
 }
 
 pub fn run(args: InterpArgs) -> anyhow::Result<()> {
@@ -48,7 +48,7 @@ pub fn run(args: InterpArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(&args.inputs)?;
     let outs = interpret(&module, &inputs)?;
     for (p, t) in write_outputs(&args.out, &outs)?.iter().zip(&outs) {
-        println!(
+        outln!(
             "{}: tensor<{}x{}>",
             p.display(),
             t.shape()
@@ -57,7 +57,7 @@ pub fn run(args: InterpArgs) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join("x"),
             t.dtype()
-        );
+        )?;
     }
     Ok(())
 }

@@ -30,11 +30,11 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
     let bytes = to_csv(&header, &rows)?;
     write_atomically(&args.out, &bytes)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.out.display()))?;
-    println!(
+    outln!(
         "{} points from {} files: {}",
         rows.len(),
         args.inputs.len(),
         args.out.display()
-    );
+    )?;
     Ok(())
 }

@@ -1,10 +1,19 @@
 //! Subcommands of the `shardsim` binary: argument parsing (clap derive) and
 //! dispatch. Each subcommand lives in its own module.
 
+/// `println!` that returns an error instead of panicking when stdout fails
+/// (a full disk, a closed pipe): use it as `outln!(...)?`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        crate::cli::output::print_out(&(format!($($arg)*) + "\n"))
+    };
+}
+
 mod bench_cmd;
 mod bench_collective;
 mod bench_engine;
 mod bench_exec;
+mod bench_fuzz;
 mod bench_parse;
 mod bench_pipeline;
 mod bench_propagate;
@@ -35,6 +44,9 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Refuse input files larger than this (programs, TOML, CSV, .npy).
+    #[arg(long, global = true, value_name = "SIZE", default_value = "256MiB")]
+    pub max_input_size: shardsim::topology::units::ByteSize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +90,7 @@ pub enum Command {
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    shardsim::base::files::set_input_limit(cli.max_input_size.0);
     match cli.command {
         Command::Run(args) => run_cmd::run(args),
         Command::Sweep(args) => sweep_cmd::run(args),
@@ -108,3 +121,15 @@ impl std::fmt::Display for Failed {
 }
 
 impl std::error::Error for Failed {}
+
+/// A run that does not fit in memory (exit code 3, after its report is printed).
+#[derive(Debug)]
+pub struct OutOfMemory(pub String);
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "out of memory: {}", self.0)
+    }
+}
+
+impl std::error::Error for OutOfMemory {}

@@ -23,39 +23,42 @@ pub fn parse_u64_list(text: &str, what: &str) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
-/// Write `content` to `path` through a temporary file and a rename (never
-/// half-written), or to stdout when there is no path.
+/// Write `content` to `path` without destroying what it replaces (through a
+/// temporary file and a rename for a regular file, through a symlink to its
+/// target, directly into a FIFO or device file), or to stdout when there is no path.
 pub fn write_output(path: Option<&std::path::Path>, content: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
     match path {
-        None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            // A reader that stops early (`| head`) is not an error.
-            match out.write_all(content.as_bytes()).and_then(|()| out.flush()) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-                _ => {}
-            }
-        }
-        Some(p) => {
-            let tmp = p.with_extension(format!(
-                "{}.tmp",
-                p.extension().and_then(|e| e.to_str()).unwrap_or("out")
-            ));
-            std::fs::write(&tmp, content)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("cannot write {}", p.display()))?;
-        }
+        None => print_out(content),
+        Some(p) => Ok(shardsim::base::files::write_file(p, content.as_bytes())?),
     }
-    Ok(())
+}
+
+/// Print `content` on stdout. A full disk or a reader that went away (`| head`)
+/// is an error (exit 2), never a panic.
+pub fn print_out(content: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(content.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => {
+                anyhow::anyhow!("cannot write to stdout: the reader closed the pipe")
+            }
+            _ => anyhow::anyhow!("cannot write to stdout: {e}"),
+        })
 }
 
 /// Read a program file and parse and verify it; errors name the file, line and column.
 pub fn read_module(path: &std::path::Path) -> anyhow::Result<shardsim::ir::Module> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let text = read_text(path)?;
     shardsim::ir::mlir::parse_and_verify(&text)
+        .and_then(|m| shardsim::ir::verify::require_functions(&m).map(|()| m))
         .map_err(|e| anyhow::anyhow!("{}", e.in_file(&path.display().to_string())))
+}
+
+/// Read a text input (capped by `--max-input-size`; bad UTF-8 is an error at its line:col).
+pub fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
+    Ok(shardsim::base::files::read_text(path)?)
 }
 
 /// A topology preset or file with `--nodes N` and `--set key=value` overrides.

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -12,7 +11,7 @@ use shardsim::ir::inline;
 use shardsim::ir::interp::interpret;
 use shardsim::partition::{partition_with, text, PartitionOptions, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
-use shardsim::tensor::{max_abs_rel_error, npy, Tensor};
+use shardsim::tensor::{max_abs_rel_error, Tensor};
 
 use super::exec_timed::TimedSummary;
 use super::interp_cmd::read_inputs;
@@ -111,16 +110,10 @@ pub fn run_partition(args: PartitionArgs) -> anyhow::Result<()> {
     write_output(args.out.as_deref(), &out)
 }
 
-/// Write `out<i>.npy` into `dir` through temporary files and renames.
+/// Write `out<i>.npy` into `dir` as one unit (temporary files and renames;
+/// nothing is kept when one fails).
 fn write_outputs(dir: &Path, outs: &[Tensor]) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (i, t) in outs.iter().enumerate() {
-        let p = dir.join(format!("out{i}.npy"));
-        let tmp = dir.join(format!(".out{i}.npy.tmp"));
-        npy::write_npy(&tmp, t).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &p).with_context(|| format!("cannot write {}", p.display()))?;
-    }
-    Ok(())
+    super::interp_cmd::write_outputs(dir, outs).map(|_| ())
 }
 
 /// One output's error against the single-device interpreter.
@@ -191,6 +184,12 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Inputs a shape-only run would not read are an error, not silently dropped.
+    if let (Some(why), false) = (&shape_only, args.inputs.is_empty()) {
+        anyhow::bail!(
+            "--inputs given but this run is shape-only ({why}), so they would be ignored: drop --inputs or --shape-only, or raise --max-data-bytes"
+        );
+    }
     let mut numerics = Vec::new();
     if shape_only.is_none() {
         let inputs = read_inputs(&args.inputs)?;
@@ -228,5 +227,26 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
         Format::Text => report.to_text(),
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
     };
-    write_output(None, &text)
+    write_output(None, &text)?;
+    // The report lists every out-of-memory event; the exit code says it too.
+    if let Some(t) = report.timed.as_ref().filter(|t| !t.timing.ooms.is_empty()) {
+        let first = &t.timing.ooms[0];
+        let more = (t.timing.ooms.len() - 1) as u64 + t.timing.ooms_dropped;
+        return Err(super::OutOfMemory(format!(
+            "device {} scope {}: {} needs {} bytes with {} of {} in use{}",
+            first.device,
+            first.scope,
+            first.value,
+            first.bytes,
+            first.in_use,
+            first.capacity,
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+        .into());
+    }
+    Ok(())
 }

@@ -50,7 +50,7 @@ pub fn set_value(text: &str) -> anyhow::Result<(String, toml::Value)> {
 pub fn load_scenario(path: Option<&Path>, sets: &[String]) -> anyhow::Result<Scenario> {
     let (text, file, base) = match path {
         Some(p) => (
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+            super::output::read_text(p)?,
             p.display().to_string(),
             Some(p.parent().map(Path::to_path_buf).unwrap_or_default()),
         ),

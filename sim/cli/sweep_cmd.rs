@@ -78,13 +78,13 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         .values()
         .filter(|r| r.iter().any(|c| c == "error"))
         .count();
-    println!(
+    outln!(
         "{} points ({} failed to run) in {:.2} s with {jobs} jobs: {}",
         rows.len(),
         errors,
         start.elapsed().as_secs_f64(),
         out.display()
-    );
+    )?;
     if shard.is_none() && !args.no_plots {
         let dir = out.parent().map(PathBuf::from).unwrap_or_default();
         let files = write_sweep_report(
@@ -95,11 +95,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
             sweep.file.plots.heatmap.clone(),
             sweep.file.plots.scaling.clone(),
         )?;
-        println!(
+        outln!(
             "plots: {} (SVG and PNG), report: {}",
             files.join(", "),
             dir.join("report.html").display()
-        );
+        )?;
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! links and figures, and the route between two components.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
@@ -94,12 +93,9 @@ struct PresetRow {
     description: String,
 }
 
-/// Write `text` to stdout; a closed pipe (`| head`) is not an error.
+/// Write `text` to stdout (a full disk or closed pipe is an error, exit 2).
 fn emit(text: &str) -> anyhow::Result<()> {
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    super::output::print_out(text)
 }
 
 fn list(format: ShowFormat) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! `shardsim train MODEL`: simulate one training step of a model preset (or a
 //! model `.toml`) under a parallel strategy on a topology sized to the
 //! strategy's devices; print step time, pipeline bubble, TFLOP/s per GPU,
-//! MFU, tokens/s and memory per GPU; exit 1 when it does not fit.
+//! MFU, tokens/s and memory per GPU; exit 3 when it does not fit.
 
 use std::path::Path;
 
@@ -71,7 +71,7 @@ pub struct TrainArgs {
 
 pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
     if name.ends_with(".toml") || Path::new(name).exists() {
-        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read {name}"))?;
+        let text = super::output::read_text(Path::new(name))?;
         return ModelSpec::from_toml(&text).with_context(|| name.to_string());
     }
     Ok(ModelSpec::preset(name)?)
@@ -80,8 +80,7 @@ pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
 fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     let mut s = match &args.strategy {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
+            let text = super::output::read_text(p)?;
             Strategy::from_toml(&text).with_context(|| p.display().to_string())?
         }
         None => Strategy::from_toml("global_batch = 1")?,
@@ -147,20 +146,24 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let mut opts = model_timed_options();
     if let Some(path) = &args.roofline {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = super::output::read_text(path)?;
         opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
     }
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", text(&report)),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Text => crate::cli::output::print_out(&text(&report))?,
     }
-    super::infer_cmd::out_of_memory(
-        report.memory.fits,
-        report.memory.peak_bytes,
-        report.memory.capacity_bytes,
-    )
+    if !report.memory.fits {
+        return Err(super::OutOfMemory(format!(
+            "stage {} needs {:.2} GiB per GPU, the device has {:.0} GiB",
+            report.memory.stage,
+            report.memory.peak_bytes as f64 / (1u64 << 30) as f64,
+            report.memory.capacity_bytes as f64 / (1u64 << 30) as f64
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// The topology `name` at `nodes` nodes with overrides `set` (switches

@@ -100,8 +100,8 @@ pub fn table() -> Result<BTreeMap<String, Calibration>, CollectiveError> {
 
 /// Parse a calibration table from TOML text, checking every figure.
 pub fn parse_table(text: &str) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
-    let t: BTreeMap<String, Calibration> =
-        toml::from_str(text).map_err(|e| CollectiveError::Calibration(e.to_string()))?;
+    let t: BTreeMap<String, Calibration> = toml::from_str(text)
+        .map_err(|e| CollectiveError::Calibration(crate::base::cursor::toml_located(&e, text)))?;
     for (name, c) in &t {
         for p in [c.ll, c.ll128, c.simple, c.nvls] {
             let fractions_ok = [p.nvlink_fraction, p.network_fraction]

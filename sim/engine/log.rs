@@ -83,11 +83,14 @@ impl EventLog {
     }
 }
 
-/// Write `bytes` to `path.tmp` then rename it over `path`, so readers never see
-/// a half-written file.
+/// Write `bytes` to `path` without destroying what it replaces: through a
+/// temporary file in the same folder and a rename (readers never see a
+/// half-written file), through symlinks, directly into FIFOs and devices; see
+/// [`crate::base::files::write_file`].
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    use crate::base::files::FileError;
+    crate::base::files::write_file(path, bytes).map_err(|e| match e {
+        FileError::Io { kind, message, .. } => io::Error::new(kind, message),
+        other => io::Error::other(other.to_string()),
+    })
 }

@@ -11,8 +11,104 @@ use super::IrError;
 
 /// Verify every function of a module.
 pub fn verify_module(m: &Module) -> Result<(), IrError> {
+    // First, so a long call chain fails fast, before any per-call work.
+    check_call_graph(m)?;
     for f in &m.funcs {
         verify_func(m, f)?;
+    }
+    Ok(())
+}
+
+/// A program to run must have a function: an empty (or truncated) file is an
+/// error, not "ok" (a module of only meshes is fine for the library).
+pub fn require_functions(m: &Module) -> Result<(), IrError> {
+    if m.funcs.is_empty() {
+        return Err(IrError::Verify {
+            loc: super::model::Loc { line: 1, col: 1 },
+            op: "module".into(),
+            message: "has no func.func: there is nothing to run (an empty or truncated file?)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// The longest chain of nested calls a program may have: inlining and every
+/// walk that follows calls recurse once per level.
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// Calls may not recurse (nothing could run them: StableHLO has no recursion)
+/// and may nest at most [`MAX_CALL_DEPTH`] deep. Iterative, so a chain of any
+/// length is an error, not a stack overflow.
+fn check_call_graph(m: &Module) -> Result<(), IrError> {
+    let index: std::collections::BTreeMap<&str, usize> = m
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.as_str(), i))
+        .collect();
+    // Callees of each function with the calling op (for the error's location).
+    let callees: Vec<Vec<(usize, &Op)>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            f.ops
+                .iter()
+                .filter_map(|op| match &op.kind {
+                    OpKind::Call { callee } => index.get(callee.as_str()).map(|&g| (g, op)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    // Depth-first from each function with an explicit stack: 0 unvisited,
+    // 1 on the stack, 2 done; `height[f]` = longest call chain below f.
+    let n = m.funcs.len();
+    let mut state = vec![0u8; n];
+    let mut height = vec![0usize; n];
+    for root in 0..n {
+        if state[root] != 0 {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        state[root] = 1;
+        while let Some(&mut (f, ref mut next)) = stack.last_mut() {
+            if let Some(&(g, op)) = callees[f].get(*next) {
+                *next += 1;
+                match state[g] {
+                    1 => {
+                        return Err(err(
+                            op,
+                            format!(
+                                "calls @{} recursively (@{} is already being called): recursion cannot run",
+                                m.funcs[g].name, m.funcs[g].name
+                            ),
+                        ))
+                    }
+                    0 => {
+                        state[g] = 1;
+                        stack.push((g, 0));
+                    }
+                    _ => {}
+                }
+            } else {
+                stack.pop();
+                state[f] = 2;
+                height[f] = callees[f]
+                    .iter()
+                    .map(|&(g, _)| height[g] + 1)
+                    .max()
+                    .unwrap_or(0);
+                if height[f] > MAX_CALL_DEPTH {
+                    let f = &m.funcs[f];
+                    return Err(IrError::Verify {
+                        loc: f.loc,
+                        op: "func.func".into(),
+                        message: format!("@{}: calls nest more than {MAX_CALL_DEPTH} deep", f.name),
+                    });
+                }
+            }
+        }
     }
     Ok(())
 }

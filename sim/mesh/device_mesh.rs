@@ -22,11 +22,19 @@ impl DeviceIds {
                 if *step == 0 {
                     return Err(MeshError::Other("Range step must be positive".into()));
                 }
+                let count = stop.saturating_sub(*start).div_ceil(*step);
+                if count > MAX_DEVICES {
+                    return Err(MeshError::TooManyDevices(count));
+                }
                 Ok((*start..*stop).step_by(*step as usize).collect())
             }
         }
     }
 }
+
+/// The most devices a mesh may have (as many as the largest topology): larger
+/// meshes are refused before anything per device is allocated.
+pub const MAX_DEVICES: u64 = 1 << 16;
 
 /// A device mesh. Device ids are `None` when they are `iota(product(axes))`
 /// (Shardy's implicit order); a mesh without axes is the maximal mesh of one device.
@@ -79,6 +87,9 @@ impl Mesh {
             .iter()
             .try_fold(1u64, |acc, a| acc.checked_mul(a.size))
             .ok_or_else(|| MeshError::Other("mesh size overflows 64 bits".into()))?;
+        if total > MAX_DEVICES {
+            return Err(MeshError::TooManyDevices(total));
+        }
         if let Some(ids) = &device_ids {
             if axes.is_empty() {
                 if ids.len() != 1 {
@@ -115,7 +126,11 @@ impl Mesh {
     /// Like [`Mesh::with_device_ids`] but an explicit list equal to iota is
     /// accepted and dropped (for front ends other than Shardy's text).
     pub fn with_device_order(axes: Vec<MeshAxis>, device_ids: Vec<u64>) -> Result<Mesh, MeshError> {
-        let iota = device_ids.iter().enumerate().all(|(i, &d)| d == i as u64);
+        // Only a complete iota list is dropped: a short one (`0,1,2` for 8
+        // devices) must reach the count check.
+        let total = axes.iter().try_fold(1u64, |acc, a| acc.checked_mul(a.size));
+        let iota = total == Some(device_ids.len() as u64)
+            && device_ids.iter().enumerate().all(|(i, &d)| d == i as u64);
         if iota && !axes.is_empty() {
             Mesh::with_device_ids(axes, None)
         } else {

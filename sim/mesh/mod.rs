@@ -38,6 +38,8 @@ pub enum MeshError {
     OverlappingAxes(String, String),
     #[error("device {0} is not in the mesh")]
     UnknownDevice(u64),
+    #[error("mesh has {0} devices; at most 65536 are supported")]
+    TooManyDevices(u64),
     #[error("{0}")]
     Other(String),
 }

@@ -266,7 +266,7 @@ fn propagate_func(
     import(func, &mut st)?;
     build_units(func, &mut st);
 
-    let max_priority = max_user_priority(func);
+    let levels = user_priorities(func);
     match strategy {
         Strategy::Basic => run(func, &mut st, FactorStrategy::Basic, None, "basic"),
         Strategy::Aggressive => run(
@@ -277,14 +277,17 @@ fn propagate_func(
             "aggressive",
         ),
         Strategy::OpPriority => op_priority(func, &mut st, ""),
-        Strategy::UserPriority => match max_priority {
-            None => op_priority(func, &mut st, ""),
-            Some(max) => {
+        Strategy::UserPriority => match levels.is_empty() {
+            true => op_priority(func, &mut st, ""),
+            false => {
                 // Each level sees only dims of priority <= level; the rest wait.
+                // Only the levels some dim uses (and 0) run, as in Shardy: a
+                // level no dim names changes nothing, so `p4294967295` costs
+                // one level, not four billion.
                 let saved: Vec<Option<TensorSharding>> =
                     func.values.iter().map(|v| v.sharding.clone()).collect();
                 let saved_results = func.result_shardings.clone();
-                for level in 0..=max {
+                for level in levels {
                     restrict_to_priority(func, &saved, &saved_results, level);
                     op_priority(func, &mut st, &format!("user priority p{level}, "));
                 }
@@ -295,14 +298,24 @@ fn propagate_func(
     Ok(st.steps)
 }
 
-/// The highest `p<N>` in any sharding of the function.
-fn max_user_priority(func: &Func) -> Option<i64> {
-    func.values
+/// The `p<N>` levels the function's shardings use, ascending, with 0 first
+/// (empty when no sharding has a priority).
+fn user_priorities(func: &Func) -> Vec<i64> {
+    let used: std::collections::BTreeSet<i64> = func
+        .values
         .iter()
         .filter_map(|v| v.sharding.as_ref())
         .chain(func.result_shardings.iter().flatten())
         .flat_map(|s| s.dims.iter().filter_map(|d| d.priority))
-        .max()
+        .collect();
+    if used.is_empty() {
+        return Vec::new();
+    }
+    std::iter::once(0)
+        .chain(used)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// Shardy's user priorities: before level 0, every dim with a priority above

@@ -85,36 +85,58 @@ fn size_label(b: f64) -> String {
 /// columns `size_bytes` and `busbw_gbs`), named "measured (file stem)".
 pub fn measured_curve(path: &Path) -> Result<Curve, ReportError> {
     let file = path.display().to_string();
-    let err = |message: String| ReportError::Data {
+    let bytes = crate::base::files::read_bytes(path).map_err(|e| ReportError::Data {
         file: file.clone(),
+        message: format!("cannot read the measured curve: {e}"),
+    })?;
+    let stem = path
+        .file_stem()
+        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
+    measured_curve_from(&bytes, &file, &stem)
+}
+
+/// [`measured_curve`] of CSV text in memory; `file` names it in errors, which
+/// carry `file:line:col`.
+pub fn measured_curve_from(bytes: &[u8], file: &str, stem: &str) -> Result<Curve, ReportError> {
+    let at = |line: u64, col: usize, message: String| ReportError::Data {
+        file: format!("{file}:{line}:{col}"),
         message,
+    };
+    let csv_err = |e: csv::Error| {
+        let line = e.position().map_or(1, |p| p.line());
+        at(line, 1, e.to_string())
     };
     let mut r = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .trim(csv::Trim::All)
-        .from_path(path)
-        .map_err(|e| err(format!("cannot read the measured curve: {e}")))?;
-    let header = r.headers().map_err(|e| err(e.to_string()))?.clone();
+        .from_reader(bytes);
+    let header = r.headers().map_err(csv_err)?.clone();
+    let header_line = header.position().map_or(1, |p| p.line());
     let col = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
-            err(format!(
-                "no `{name}` column (the header is `{}`)",
-                header.iter().collect::<Vec<_>>().join(",")
-            ))
+            at(
+                header_line,
+                1,
+                format!(
+                    "no `{name}` column (the header is `{}`)",
+                    header.iter().collect::<Vec<_>>().join(",")
+                ),
+            )
         })
     };
     let (size, busbw) = (col("size_bytes")?, col("busbw_gbs")?);
     let mut pts = Vec::new();
     for rec in r.records() {
-        let rec = rec.map_err(|e| err(e.to_string()))?;
+        let rec = rec.map_err(csv_err)?;
         let line = rec.position().map_or(0, |p| p.line());
         let num = |c: usize, what: &str| {
             rec.get(c)
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| ReportError::Data {
-                    file: format!("{file}:{line}"),
-                    message: format!("{what} is not a non-negative number"),
+                .ok_or_else(|| {
+                    // Fields are stored without their commas: add one per field before.
+                    let column = rec.range(c).map_or(1, |r| r.start + c + 1);
+                    at(line, column, format!("{what} is not a non-negative number"))
                 })
         };
         let s = num(size, "size_bytes")?;
@@ -125,10 +147,10 @@ pub fn measured_curve(path: &Path) -> Result<Curve, ReportError> {
         }
     }
     if pts.is_empty() {
-        return Err(err("no rows".into()));
+        return Err(ReportError::Data {
+            file: file.to_string(),
+            message: "no rows".into(),
+        });
     }
-    let stem = path
-        .file_stem()
-        .map_or("measured".into(), |s| s.to_string_lossy().into_owned());
     Ok((format!("measured ({stem})"), pts))
 }

@@ -95,7 +95,12 @@ pub fn render(plot: &impl Plot, dir: &Path, name: &str) -> Result<String, Report
             return Err(e);
         }
     }
-    std::fs::rename(&tmp, &png_path).map_err(|e| io(&png_path, e))?;
+    // Read the drawing back and write it as every output is written (never
+    // replacing a symlink or a device file).
+    let png = std::fs::read(&tmp);
+    let _ = std::fs::remove_file(&tmp);
+    let png = png.map_err(|e| io(&png_path, e))?;
+    write_atomically(&png_path, &png).map_err(|e| io(&png_path, e))?;
     Ok(svg)
 }
 

@@ -33,6 +33,9 @@ pub enum ScenarioError {
     },
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
+    /// An input file that could not be read (too large, not UTF-8...).
+    #[error(transparent)]
+    Read(#[from] crate::base::files::FileError),
     #[error("mesh: {0}")]
     Mesh(String),
     #[error("workload: {0}")]
@@ -141,10 +144,7 @@ impl Scenario {
 
     /// Read a scenario file; relative paths in it start from its directory.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::base::files::read_text(path)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Scenario::parse(&text, &path.display().to_string(), Some(base))
     }

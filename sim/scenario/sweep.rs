@@ -159,10 +159,7 @@ pub fn assign(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<
 impl Sweep {
     /// Read a sweep file (its scenario relative to it).
     pub fn load(path: &Path) -> Result<Sweep, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::base::files::read_text(path)?;
         let file_name = path.display().to_string();
         let file: SweepFile =
             toml::from_str(&text).map_err(|e| toml_error(&e, &text, &file_name))?;
@@ -182,10 +179,7 @@ impl Sweep {
             )
         } else {
             let p = dir.join(&file.scenario);
-            let t = std::fs::read_to_string(&p).map_err(|e| ScenarioError::Io {
-                path: p.display().to_string(),
-                message: e.to_string(),
-            })?;
+            let t = crate::base::files::read_text(&p)?;
             let d = p.parent().map(Path::to_path_buf).unwrap_or_default();
             (t, p.display().to_string(), Some(d))
         };

@@ -113,19 +113,16 @@ impl ProgramCache {
             return Ok(m.clone());
         }
         let text = match source {
-            Source::File(p) => std::fs::read_to_string(p)
-                .map_err(|e| ScenarioError::Io {
-                    path: p.display().to_string(),
-                    message: e.to_string(),
-                })?
-                .into(),
+            Source::File(p) => crate::base::files::read_text(p)?.into(),
             Source::Text(t) => std::borrow::Cow::Borrowed(*t),
         };
         let program_error = |message: String| ScenarioError::Program {
             file: key.to_string(),
             message,
         };
-        let mut module = mlir::parse_and_verify(&text).map_err(|e| program_error(e.to_string()))?;
+        let mut module = mlir::parse_and_verify(&text)
+            .and_then(|m| crate::ir::verify::require_functions(&m).map(|()| m))
+            .map_err(|e| program_error(e.to_string()))?;
         if inline::has_calls(&module) {
             module = inline::inline_calls(&module).map_err(|e| program_error(e.to_string()))?;
         }

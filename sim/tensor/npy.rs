@@ -27,12 +27,10 @@ pub enum NpyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
-    InFile {
-        path: String,
-        #[source]
-        source: Box<NpyError>,
-    },
+    /// An error in a named file (the message carries the inner one, so it
+    /// is not also a `source`: anyhow would print it twice).
+    #[error("{path}: {error}")]
+    InFile { path: String, error: Box<NpyError> },
     #[error("not a .npy file: expected the magic bytes \\x93NUMPY, found {found}")]
     BadMagic { found: String },
     #[error("unsupported .npy format version {major}.{minor} (expected 1.0, 2.0 or 3.0)")]
@@ -58,6 +56,10 @@ pub enum NpyError {
     NoNpyDType(DType),
     #[error("header of {len} bytes does not fit a version {major}.0 .npy file")]
     HeaderTooLong { len: usize, major: u8 },
+    #[error("larger than the input size limit of {limit} bytes (raise it with --max-input-size)")]
+    TooLarge { limit: u64 },
+    #[error(transparent)]
+    File(crate::base::files::FileError),
     #[error(transparent)]
     Tensor(#[from] TensorError),
 }
@@ -366,16 +368,64 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
     Ok(Tensor::from_le_bytes(header.shape, header.dtype, data)?)
 }
 
-/// Read a `.npy` file.
+/// Read a `.npy` file: the magic and version first, then the header, then
+/// exactly the bytes the header's shape and dtype need (so `/dev/zero` or a
+/// huge file is refused before anything large is read; the whole file is
+/// capped by [`crate::base::files::input_limit`]).
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
-    let bytes = std::fs::read(path).map_err(|source| NpyError::Io {
-        path: path.display().to_string(),
+    use std::io::Read;
+    let shown = || path.display().to_string();
+    let io = |source| NpyError::Io {
+        path: shown(),
         source,
-    })?;
-    parse_npy(&bytes).map_err(|e| NpyError::InFile {
-        path: path.display().to_string(),
-        source: Box::new(e),
-    })
+    };
+    let in_file = |e: NpyError| NpyError::InFile {
+        path: shown(),
+        error: Box::new(e),
+    };
+    if path.is_dir() {
+        return Err(in_file(header_err("a file", "a directory")));
+    }
+    let limit = crate::base::files::input_limit();
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    let mut more = |bytes: &mut Vec<u8>, n: u64| -> Result<bool, NpyError> {
+        let want = bytes.len() as u64 + n;
+        if want > limit {
+            return Err(in_file(NpyError::TooLarge { limit }));
+        }
+        (&mut file).take(n).read_to_end(bytes).map_err(io)?;
+        Ok(bytes.len() as u64 == want)
+    };
+    // Magic and version: every error below is parse_npy's own on a short prefix.
+    if !more(&mut bytes, 8)? || &bytes[..6] != MAGIC {
+        return parse_npy(&bytes).map_err(in_file);
+    }
+    let len_size = if bytes[6] == 1 { 2 } else { 4 };
+    if !more(&mut bytes, len_size)? {
+        return parse_npy(&bytes).map_err(in_file);
+    }
+    let mut len_bytes = [0u8; 4];
+    len_bytes[..len_size as usize].copy_from_slice(&bytes[8..]);
+    if !more(&mut bytes, u64::from(u32::from_le_bytes(len_bytes)))? {
+        return parse_npy(&bytes).map_err(in_file);
+    }
+    let data_len = match data_size(&bytes) {
+        Ok(n) => n as u64,
+        Err(e) => return Err(in_file(e)),
+    };
+    // One byte more than needed tells trailing bytes apart.
+    let _ = more(&mut bytes, data_len.saturating_add(1))?;
+    parse_npy(&bytes).map_err(in_file)
+}
+
+/// The data size the header at the start of `bytes` announces.
+fn data_size(bytes: &[u8]) -> Result<usize, NpyError> {
+    match parse_npy(bytes) {
+        Err(NpyError::Truncated { expected, .. }) => Ok(expected),
+        Err(e) => Err(e),
+        Ok(_) => Ok(0),
+    }
 }
 
 /// The header dict exactly as NumPy formats it.
@@ -435,21 +485,9 @@ pub fn to_npy_bytes(t: &Tensor) -> Result<Vec<u8>, NpyError> {
     }
 }
 
-/// Write `t` to `path` as `.npy` (via a temporary file in the same folder and a rename).
+/// Write `t` to `path` as `.npy` (via a temporary file in the same folder and
+/// a rename; see [`crate::base::files::write_file`]).
 pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
     let bytes = to_npy_bytes(t)?;
-    let io = |source| NpyError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
-    })
+    crate::base::files::write_file(path, &bytes).map_err(NpyError::File)
 }

@@ -95,9 +95,51 @@ fn check_figures(f: &TopologyFile) -> Result<(), SemanticError> {
     }
     for m in &f.device.memory {
         nonzero("device.memory.bandwidth", m.bandwidth)?;
+        if m.capacity.0 == 0 {
+            return fail("device.memory.capacity", "capacity must be positive");
+        }
+    }
+    // A zero compute rate would make compute free (or divide by zero).
+    for (dtype, rate) in &f.device.flops {
+        if rate.0 == 0 {
+            return fail(
+                &format!("device.flops.{dtype}"),
+                "compute rate must be positive",
+            );
+        }
+    }
+    if let Some(h) = &f.host {
+        nonzero("host.memory_bandwidth", h.memory_bandwidth)?;
+        if h.memory.0 == 0 {
+            return fail("host.memory", "capacity must be positive");
+        }
+        for (dtype, rate) in &h.flops {
+            if rate.0 == 0 {
+                return fail(
+                    &format!("host.flops.{dtype}"),
+                    "compute rate must be positive",
+                );
+            }
+        }
+    }
+    // A zero latency is as unphysical as a zero bandwidth.
+    let latencies = [
+        ("nvlink.latency", f.nvlink.as_ref().map(|x| x.latency)),
+        ("ici.latency", f.ici.as_ref().map(|x| x.latency)),
+        ("pcie.latency", f.pcie.as_ref().map(|x| x.latency)),
+        ("nic.latency", f.nic.as_ref().map(|x| x.latency)),
+        ("network.latency", f.network.as_ref().map(|x| x.latency)),
+    ];
+    for (field, lat) in latencies {
+        if lat.is_some_and(|l| l.0 == 0) {
+            return fail(field, "latency must be positive");
+        }
     }
     for l in &f.links {
         nonzero("link.bandwidth", l.bandwidth)?;
+        if l.latency.0 == 0 {
+            return fail("link.latency", "latency must be positive");
+        }
         if l.lanes == 0 {
             return fail("link.lanes", "lanes must be at least 1");
         }

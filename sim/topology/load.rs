@@ -90,10 +90,7 @@ pub fn load_text(
 
 /// Read and build a topology file from disk.
 pub fn load_path(path: &Path, overrides: &[Override]) -> Result<Topology, TopologyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::base::files::read_text(path)?;
     load_text(&text, &path.display().to_string(), overrides)
 }
 

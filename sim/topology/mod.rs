@@ -43,6 +43,9 @@ pub enum TopologyError {
     UnknownPreset { name: String, known: String },
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
+    /// An input file that could not be read (too large, not UTF-8...).
+    #[error(transparent)]
+    Read(#[from] crate::base::files::FileError),
     #[error("no route from {from} to {to}")]
     NoRoute { from: String, to: String },
     #[error("no component {0}")]

@@ -57,9 +57,13 @@ fn train_says_when_a_step_does_not_fit() {
         "--global-batch",
         "2",
     ]);
-    // The figures still print; the exit code says it does not fit.
-    assert_eq!(out.status.code(), Some(1));
+    // The report is printed, and the exit code (3) says the step does not fit.
+    assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("error: out of memory: stage"),
+        "{out:?}"
+    );
     assert!(
         text.contains("OUT OF MEMORY") && text.contains("the device has 80 GiB"),
         "{text}"
@@ -162,7 +166,7 @@ fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
         "--generate",
         "2",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("OUT OF MEMORY"), "{text}");
     for (args, says) in [

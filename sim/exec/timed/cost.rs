@@ -114,8 +114,8 @@ pub struct Gemm {
 
 /// Parse a roofline table (model name -> parameters), checking every figure.
 pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, TimedError> {
-    let t: BTreeMap<String, RooflineParams> =
-        toml::from_str(text).map_err(|e| TimedError::Roofline(e.to_string()))?;
+    let t: BTreeMap<String, RooflineParams> = toml::from_str(text)
+        .map_err(|e| TimedError::Roofline(crate::base::cursor::toml_located(&e, text)))?;
     for (name, p) in &t {
         let eff_ok = [p.compute_efficiency, p.memory_efficiency]
             .iter()
@@ -128,6 +128,13 @@ pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, Ti
         if !eff_ok || !launch_ok || !rate_ok {
             return Err(TimedError::Roofline(format!(
                 "[{name}]: efficiencies must be in (0, 1], vector_rate in [0, 1], launch_us and graph_launch_us >= 0"
+            )));
+        }
+        // A negative or NaN k_half would make compute faster or undefined.
+        if !p.k_half.is_finite() || p.k_half < 0.0 {
+            return Err(TimedError::Roofline(format!(
+                "[{name}]: k_half must be finite and >= 0, got {}",
+                p.k_half
             )));
         }
     }

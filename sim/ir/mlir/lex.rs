@@ -92,7 +92,16 @@ pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
         return Err(c.error_at(c.pos(), "'>' closing the tensor type"));
     }
     c.set_pos(c.pos() + 1);
-    Ok(TensorType::new(shape, dtype))
+    let t = TensorType::new(shape, dtype);
+    // Every later size computation may then multiply without overflow.
+    if t.checked_size_bytes().is_none() {
+        return Err(c.error_with(
+            start,
+            "a tensor type whose element count and byte size fit in a signed 64-bit integer",
+            c.src()[start..c.pos()].to_string(),
+        ));
+    }
+    Ok(t)
 }
 
 /// `(T, T)` → the types.

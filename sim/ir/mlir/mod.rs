@@ -8,7 +8,7 @@ mod printer;
 mod structured;
 
 pub use dense::format_float;
-pub use parser::parse_module;
+pub use parser::{parse_module, MAX_REGION_DEPTH};
 pub use printer::{print_canonical, print_module};
 
 use super::{verify_module, IrError, Module};

@@ -31,6 +31,7 @@ pub fn parse_module(text: &str) -> Result<Module, TextError> {
         c: Cursor::new(text),
         line_starts: line_starts(text),
         meshes: Vec::new(),
+        depth: 0,
     };
     p.module()
 }
@@ -46,10 +47,18 @@ fn line_starts(text: &str) -> Vec<usize> {
     v
 }
 
+/// The deepest nesting of ops in regions a program may have. Every later walk
+/// (verifier, propagation, partitioner, interpreter) recurses over regions, so
+/// bounding the depth here keeps all of them within the stack; JAX programs
+/// nest a few levels (a `while` in a `case` in a `while`...).
+pub const MAX_REGION_DEPTH: usize = 64;
+
 struct Parser<'a> {
     c: Cursor<'a>,
     line_starts: Vec<usize>,
     meshes: Vec<(String, Mesh)>,
+    /// Ops being parsed, outermost first (regions nest ops in ops).
+    depth: usize,
 }
 
 /// A function being built: the function and the names in scope.
@@ -310,6 +319,9 @@ impl<'a> Parser<'a> {
     }
 
     fn items(&mut self, m: &mut Module, wrapped: bool) -> Result<(), TextError> {
+        // Names seen so far: a set, so many functions parse in linear time.
+        let mut names: std::collections::BTreeSet<String> =
+            m.funcs.iter().map(|g| g.name.clone()).collect();
         loop {
             self.skip_aliases()?;
             if wrapped && self.c.eat("}") {
@@ -321,10 +333,11 @@ impl<'a> Parser<'a> {
             if self.c.eat_keyword("sdy.mesh") {
                 self.mesh_decl(m)?;
             } else if self.c.eat_keyword("func.func") {
+                let at = self.c.pos();
                 let f = self.func()?;
-                if m.funcs.iter().any(|g| g.name == f.name) {
+                if !names.insert(f.name.clone()) {
                     return Err(self.c.error_with(
-                        0,
+                        at,
                         "distinct function names",
                         format!("a second @{}", f.name),
                     ));
@@ -614,6 +627,20 @@ impl<'a> Parser<'a> {
     }
 
     fn op(&mut self, fb: &mut FuncBuilder<'a>) -> Result<OpId, TextError> {
+        if self.depth >= MAX_REGION_DEPTH {
+            return Err(self.c.error_with(
+                self.c.pos(),
+                format!("at most {MAX_REGION_DEPTH} levels of nested regions"),
+                format!("an op nested {} deep", self.depth + 1),
+            ));
+        }
+        self.depth += 1;
+        let op = self.op_at_depth(fb);
+        self.depth -= 1;
+        op
+    }
+
+    fn op_at_depth(&mut self, fb: &mut FuncBuilder<'a>) -> Result<OpId, TextError> {
         let start = self.here();
         let loc = self.loc_at(start);
         // Results: `%0 =`, `%1:2 =`, `%a, %b =`.

@@ -1,0 +1,186 @@
+//! Fuzz targets, one per input format: mutated copies of real inputs (byte
+//! flips, insertions of hostile tokens, deletions, duplications, truncation)
+//! must give `Ok` or a typed error, never a panic. Seeded and deterministic
+//! (proptest's fixed seed); `shardsim bench fuzz` runs 10,000 cases per format.
+
+use proptest::prelude::*;
+
+use shardsim::ir::mlir::parse_and_verify;
+use shardsim::mesh::Mesh;
+use shardsim::sharding::TensorSharding;
+use shardsim::tensor::npy;
+
+use crate::common::fixture;
+
+/// Tokens that broke parsers before: huge numbers, deep nesting, bad UTF-8.
+const HOSTILE: &[&[u8]] = &[
+    b"4294967296",
+    b"9223372036854775807",
+    b"18446744073709551616",
+    b"-1",
+    b"0",
+    b"nan",
+    b"inf",
+    b"((((((((",
+    b"[[[[[[[[",
+    b"{{{{{{{{",
+    b"\xff\xfe",
+    b"\"",
+    b"\n",
+    b"p4294967295",
+    b"x99999999999x",
+];
+
+/// One edit of a byte string.
+#[derive(Debug, Clone)]
+enum Edit {
+    Flip(usize, u8),
+    Insert(usize, usize),
+    Delete(usize, usize),
+    Duplicate(usize, usize),
+    Truncate(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), 0..HOSTILE.len()).prop_map(|(i, k)| Edit::Insert(i, k)),
+        (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (any::<usize>(), 1usize..256).prop_map(|(i, n)| Edit::Duplicate(i, n)),
+        any::<usize>().prop_map(Edit::Truncate),
+    ]
+}
+
+fn apply(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
+    let mut b = seed.to_vec();
+    for e in edits {
+        let at = |i: usize, b: &Vec<u8>| if b.is_empty() { 0 } else { i % (b.len() + 1) };
+        match *e {
+            Edit::Flip(i, x) if !b.is_empty() => {
+                let n = b.len();
+                b[i % n] = x;
+            }
+            Edit::Insert(i, k) => {
+                let i = at(i, &b);
+                b.splice(i..i, HOSTILE[k].iter().copied());
+            }
+            Edit::Delete(i, n) => {
+                let i = at(i, &b);
+                let end = (i + n).min(b.len());
+                b.drain(i..end);
+            }
+            Edit::Duplicate(i, n) => {
+                let i = at(i, &b);
+                let end = (i + n).min(b.len());
+                let part = b[i..end].to_vec();
+                b.splice(i..i, part);
+            }
+            Edit::Truncate(i) => {
+                let i = at(i, &b);
+                b.truncate(i);
+            }
+            Edit::Flip(..) => {}
+        }
+    }
+    b
+}
+
+fn mutated(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(edit(), 1..6).prop_map(move |edits| apply(&seed, &edits))
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(fixture(rel)).unwrap()
+}
+
+fn repo(rel: &str) -> Vec<u8> {
+    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mlir_text_never_panics(b in mutated(read("jax/megatron_mlp/lowered.mlir"))) {
+        // Parse and verify, then propagate what parses: typed errors only.
+        if let Ok(mut m) = parse_and_verify(&text(&b)) {
+            let _ = shardsim::propagate::propagate_module(&mut m, shardsim::propagate::Strategy::UserPriority);
+        }
+    }
+
+    #[test]
+    fn sharding_text_never_panics(b in mutated(br#"#sdy.sharding<@mesh, [{"x", ?}, {"y":(1)2}p1], replicated={"z"}, unreduced={"w"}>"#.to_vec())) {
+        let _ = TensorSharding::parse(&text(&b));
+    }
+
+    #[test]
+    fn mesh_text_never_panics(b in mutated(br#"<["a"=3, "b"=2], device_ids=[0, 2, 4, 1, 3, 5]>"#.to_vec())) {
+        let _ = Mesh::parse(&text(&b));
+    }
+
+    #[test]
+    fn topology_toml_never_panics(b in mutated(repo("topologies/dgx-h100.toml"))) {
+        let _ = shardsim::topology::load_text(&text(&b), "t.toml", &[]);
+    }
+
+    #[test]
+    fn scenario_toml_never_panics(b in mutated(repo("scenarios/default.toml"))) {
+        let _ = shardsim::scenario::Scenario::parse(&text(&b), "s.toml", None);
+    }
+
+    #[test]
+    fn model_and_strategy_toml_never_panic(b in mutated(b"global_batch = 512\ntp = 8\npp = 2\nschedule = \"1f1b\"\nmicro_batch = 1\n".to_vec())) {
+        let _ = shardsim::models::Strategy::from_toml(&text(&b));
+        let _ = shardsim::models::ModelSpec::from_toml(&text(&b));
+    }
+
+    #[test]
+    fn npy_never_panics(b in mutated(read("jax/add_relu/in0.npy"))) {
+        let _ = npy::parse_npy(&b);
+    }
+
+    #[test]
+    fn measured_csv_never_panics(b in mutated(b"# nccl-tests\nsize_bytes,busbw_gbs\n1024,3.5\n1048576,120.25\n".to_vec())) {
+        let _ = shardsim::report::collective_plot::measured_curve_from(&b, "m.csv", "m");
+    }
+}
+
+#[test]
+fn bench_fuzz_covers_every_format_and_counts_no_panics() {
+    let out = crate::common::shardsim(&["bench", "fuzz", "--cases", "40", "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["format"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mlir",
+            "sharding",
+            "mesh",
+            "topology-toml",
+            "scenario-toml",
+            "model-toml",
+            "npy",
+            "measured-csv",
+            "cli-args"
+        ]
+    );
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["cases"], 40, "{r}");
+        assert_eq!(r["panics"], 0, "{r}");
+        // Mutations must not all be rejected (or all accepted): both paths run.
+        let ok = r["ok"].as_u64().unwrap();
+        let errors = r["errors"].as_u64().unwrap();
+        assert_eq!(ok + errors, 40, "{r}");
+        assert!(errors > 0, "{r}");
+    }
+}

@@ -1,0 +1,328 @@
+//! Bad values: rates, capacities and latencies that are zero are refused with
+//! the field named; `.npy` inputs are checked magic first; text formats locate
+//! their errors; the silent wrong answers of issue 19 are errors or warnings;
+//! an out-of-memory run exits 3.
+
+use std::path::Path;
+
+use shardsim::report::collective_plot::measured_curve_from;
+use shardsim::tensor::npy;
+
+use super::{scratch, user_error};
+use crate::common::{fixture, shardsim};
+
+fn add_relu() -> String {
+    fixture("jax/add_relu/lowered.mlir").display().to_string()
+}
+
+#[test]
+fn zero_rates_capacities_and_latencies_are_refused_with_the_field_named() {
+    for (set, field) in [
+        ("device.flops.bf16=0TFLOP/s", "device.flops.bf16"),
+        ("nvlink.bandwidth=0GB/s", "nvlink.bandwidth"),
+        ("nvlink.latency=0us", "nvlink.latency"),
+        ("nic.latency=0ns", "nic.latency"),
+        ("nic.bandwidth=0Gb/s", "nic.bandwidth"),
+        ("host.memory=0GB", "host.memory"),
+        (
+            "device.memory=[{scope=\"global\",capacity=\"0GiB\",bandwidth=\"1TB/s\"}]",
+            "device.memory.capacity",
+        ),
+    ] {
+        for cmd in [
+            vec!["topology", "show", "dgx-h100", "--set", set],
+            vec!["exec", &add_relu(), "--topology", "dgx-h100", "--set", set],
+        ] {
+            let err = user_error(&cmd, field);
+            assert!(err.contains("must be positive"), "{err}");
+        }
+    }
+    // Negative and non-finite values do not parse as quantities at all.
+    for (set, field) in [
+        ("nvlink.bandwidth=-1GB/s", "nvlink.bandwidth"),
+        ("nvlink.bandwidth=NaNGB/s", "nvlink.bandwidth"),
+        ("nvlink.bandwidth=infGB/s", "nvlink.bandwidth"),
+        ("device.flops.bf16=-5TFLOP/s", "device.flops.bf16"),
+    ] {
+        user_error(&["topology", "show", "dgx-h100", "--set", set], field);
+    }
+}
+
+#[test]
+fn bad_perturbation_values_are_refused() {
+    let a = add_relu();
+    for (flag, value, says) in [
+        ("--straggler", "99:2", "there are 8 devices"),
+        ("--straggler", "1:0", "straggler factor"),
+        ("--straggler", "1:inf", "straggler factor"),
+        ("--jitter", "nan", "jitter"),
+        ("--jitter", "1.5", "jitter"),
+    ] {
+        user_error(&["exec", &a, "--topology", "ring:8", flag, value], says);
+    }
+}
+
+fn npy_bytes(header: &str) -> Vec<u8> {
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    b.extend_from_slice(h.as_bytes());
+    b
+}
+
+#[test]
+fn npy_inputs_are_checked_magic_first_then_header_then_size() {
+    let dir = scratch("npy");
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    // /dev/zero fails on its magic at once (it used to be read whole).
+    let err = npy::read_npy(Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("magic"), "{err}");
+    let cases = [
+        ("text.npy", b"hello world, not numpy".to_vec(), "magic"),
+        ("short.npy", b"\x93NUM".to_vec(), "magic"),
+        (
+            "version.npy",
+            b"\x93NUMPY\x09\x00\x10\x00".to_vec(),
+            "version 9.0",
+        ),
+        (
+            "header.npy",
+            b"\x93NUMPY\x01\x00\xff\x7f{'descr'".to_vec(),
+            "header of 32767 bytes",
+        ),
+        (
+            "dtype.npy",
+            npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }"),
+            "'<c8' is not supported",
+        ),
+        (
+            "huge.npy",
+            npy_bytes(
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }",
+            ),
+            "elements",
+        ),
+        (
+            "trunc.npy",
+            npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"),
+            "needs 16 bytes, found 0",
+        ),
+    ];
+    for (name, bytes, says) in cases {
+        let p = write(name, &bytes);
+        let err = npy::read_npy(&p).unwrap_err().to_string();
+        assert!(err.starts_with(&p.display().to_string()), "{err}");
+        assert!(err.contains(says), "{name}: {err}");
+        // And through the command line: one line, exit 2, the same words.
+        user_error(
+            &[
+                "interp",
+                &add_relu(),
+                "--inputs",
+                &format!("{},{}", p.display(), p.display()),
+                "--out",
+                dir.join("o").to_str().unwrap(),
+            ],
+            says,
+        );
+    }
+    // A file larger than the cap is refused before its data is read.
+    let mut big = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1048576,), }");
+    big.resize(big.len() + (4 << 20), 0);
+    let p = write("big.npy", &big);
+    user_error(
+        &[
+            "interp",
+            &add_relu(),
+            "--inputs",
+            &format!("{0},{0}", p.display()),
+            "--out",
+            dir.join("o").to_str().unwrap(),
+            "--max-input-size",
+            "1MiB",
+        ],
+        "input size limit",
+    );
+}
+
+#[test]
+fn measured_csv_errors_carry_line_and_column() {
+    let err = measured_curve_from(b"size_bytes,busbw_gbs\n1024,3.5\n2048,abc\n", "m.csv", "m")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("m.csv:3:6:"), "{err}");
+    let err = measured_curve_from(b"# c\nsize_bytes,busbw_gbs\n1024,3.5,9\n", "m.csv", "m")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("m.csv:3:1:"), "{err}");
+    let err = measured_curve_from(b"size,bw\n1,2\n", "m.csv", "m")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("m.csv:1:1:") && err.contains("size_bytes"),
+        "{err}"
+    );
+    let ok = measured_curve_from(b"size_bytes,busbw_gbs\n1024,3.5\n", "m.csv", "m").unwrap();
+    assert_eq!(ok.1, vec![(1024.0, 3.5)]);
+}
+
+#[test]
+fn clap_errors_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (vec!["frobnicate"], "unrecognized subcommand"),
+        (vec!["check"], "<INPUT>"),
+        (vec!["check", "x.mlir", "--bogus"], "--bogus"),
+        (
+            vec!["check", "x.mlir", "--format", "xml"],
+            "possible values",
+        ),
+        (
+            vec!["mesh", "--shape", "2", "--max-input-size", "12"],
+            "--max-input-size",
+        ),
+        (vec![], "subcommand"),
+    ] {
+        let err = user_error(&args, says);
+        assert!(
+            !err.contains("Usage:") && !err.contains("For more information"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn silent_wrong_answers_are_errors() {
+    // A device list that does not cover the mesh was dropped.
+    user_error(
+        &["mesh", "--shape", "2,4", "--device-ids", "0,1,2"],
+        "device_ids lists 3",
+    );
+    // A mesh smaller than the machine left devices idle.
+    user_error(
+        &[
+            "exec",
+            &add_relu(),
+            "--topology",
+            "dgx-h100",
+            "--nodes",
+            "4",
+        ],
+        "has 32",
+    );
+    // Inputs a shape-only run would ignore.
+    let case = fixture("jax/add_relu");
+    let inputs = format!(
+        "{},{}",
+        case.join("in0.npy").display(),
+        case.join("in1.npy").display()
+    );
+    user_error(
+        &["exec", &add_relu(), "--shape-only", "--inputs", &inputs],
+        "would be ignored",
+    );
+    user_error(
+        &[
+            "exec",
+            &add_relu(),
+            "--inputs",
+            &inputs,
+            "--max-data-bytes",
+            "1",
+        ],
+        "would be ignored",
+    );
+}
+
+#[test]
+fn an_out_of_memory_run_exits_3_after_its_report() {
+    let tiny = "device.memory=[{scope=\"global\",capacity=\"1KiB\",bandwidth=\"1TB/s\"}]";
+    let out = shardsim(&[
+        "exec",
+        fixture("jax/megatron_mlp/lowered.mlir").to_str().unwrap(),
+        "--topology",
+        "ring:8",
+        "--set",
+        tiny,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: out of memory: device "), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OUT OF MEMORY"));
+}
+
+#[test]
+fn a_failed_run_still_says_what_it_drew() {
+    // Fail every link early: the collectives cannot finish, and the error
+    // names the links drawn, so the seed's draw can be reproduced.
+    let out = shardsim(&[
+        "exec",
+        fixture("jax/megatron_mlp/lowered.mlir").to_str().unwrap(),
+        "--topology",
+        "ring:8",
+        "--random-link-failures",
+        "16@1ns",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        assert!(err.contains("perturbations: link"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    } else {
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("link"),
+            "{out:?}"
+        );
+    }
+}
+
+#[test]
+fn roofline_figures_that_would_speed_compute_up_are_refused() {
+    use shardsim::exec::timed::parse_roofline;
+    let base = "[default]\ncompute_efficiency = 0.75\nmemory_efficiency = 0.85\nlaunch_us = 2.0\n";
+    assert!(parse_roofline(base).is_ok());
+    for (extra, says) in [
+        ("k_half = -100.0\n", "k_half"),
+        ("k_half = nan\n", "k_half"),
+        ("k_half = inf\n", "k_half"),
+    ] {
+        let err = parse_roofline(&format!("{base}{extra}"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{extra}: {err}");
+    }
+    for (field, value) in [
+        ("compute_efficiency", "0.0"),
+        ("compute_efficiency", "nan"),
+        ("memory_efficiency", "-0.5"),
+        ("launch_us", "-1.0"),
+        ("launch_us", "inf"),
+    ] {
+        let text = base
+            .lines()
+            .map(|l| {
+                if l.starts_with(field) {
+                    format!("{field} = {value}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(parse_roofline(&text).is_err(), "{field} = {value}");
+    }
+    // TOML errors in it are located.
+    let err = parse_roofline("[default]\ncompute_efficiency = \n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("2:22"), "{err}");
+}
