@@ -118,6 +118,13 @@ proptest! {
     }
 
     #[test]
+    fn goal_directed_routes_equal_the_full_search(t in topology_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), flow in any::<u64>()) {
+        let ends = endpoints(&t);
+        let (src, dst) = (ends[a.index(ends.len())], ends[b.index(ends.len())]);
+        prop_assert_eq!(t.route(src, dst, flow).unwrap(), t.route_reference(src, dst, flow).unwrap());
+    }
+
+    #[test]
     fn detours_avoid_failed_links_and_are_valid(t in topology_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), k in any::<prop::sample::Index>()) {
         let ends = endpoints(&t);
         let (src, dst) = (ends[a.index(ends.len())], ends[b.index(ends.len())]);
@@ -226,5 +233,41 @@ fn nvlink_is_preferred_over_pcie_inside_a_node() {
         assert!(r
             .iter()
             .all(|&l| t.link(l).class == topology::LinkClass::Nvlink));
+    }
+}
+
+/// Fat trees with several leaves per rail and a spine layer (dgx-h100 at 24
+/// to 72 nodes, small switches), where the goal-directed search prunes most
+/// of the machine: every device pair of a sample routes as the full search.
+#[test]
+fn goal_directed_routes_equal_the_full_search_on_fat_trees() {
+    for (nodes, radix) in [(24u32, 64u32), (40, 64), (72, 128), (9, 16)] {
+        let t = topology::load(
+            "dgx-h100",
+            &[
+                Override {
+                    key: "nodes".into(),
+                    value: nodes.to_string(),
+                },
+                Override {
+                    key: "network.switch_radix".into(),
+                    value: radix.to_string(),
+                },
+            ],
+        )
+        .unwrap();
+        let ends = endpoints(&t);
+        let n = ends.len();
+        for i in (0..n).step_by(7) {
+            for j in [0, 1, 8, 9, 63, n / 2 + 3, n - 1] {
+                let (s, d) = (ends[i], ends[(i + j) % n]);
+                let flow = ((i as u64) << 32) | j as u64;
+                assert_eq!(
+                    t.route(s, d, flow).unwrap(),
+                    t.route_reference(s, d, flow).unwrap(),
+                    "{nodes} nodes: {s:?} -> {d:?}"
+                );
+            }
+        }
     }
 }
