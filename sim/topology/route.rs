@@ -150,7 +150,7 @@ impl Topology {
     }
 
     /// The lowest-id device-fabric link from device `a` to device `b`.
-    fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
+    pub(super) fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
         let to = self.devices[b as usize];
         self.out_links(self.devices[a as usize])
             .into_iter()

@@ -271,3 +271,39 @@ fn goal_directed_routes_equal_the_full_search_on_fat_trees() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// `neighbour_classes` on grids extends routes one link at a time
+    /// instead of walking each: the same classes as grouping every route.
+    #[test]
+    fn grid_neighbour_classes_equal_grouped_routes(
+        spec in prop_oneof![
+            (2u32..40).prop_map(|n| format!("ring:{n}")),
+            (1u32..6, 1u32..6).prop_map(|(r, c)| format!("mesh2d:{r}x{c}")),
+            (1u32..4, 1u32..4, 1u32..5).prop_map(|(a, b, c)| format!("tpu-v4:{a}x{b}x{c}")),
+        ],
+        from in any::<prop::sample::Index>(),
+    ) {
+        let t = topology::load(&spec, &[]).unwrap();
+        let from = from.index(t.num_devices() as usize) as u32;
+        let mut expected: std::collections::BTreeMap<_, u32> = std::collections::BTreeMap::new();
+        for to in (0..t.num_devices()).filter(|&d| d != from) {
+            let route = t.route_devices(from, to, 0).unwrap();
+            let mut classes = Vec::new();
+            for &l in &route {
+                if !classes.contains(&t.link(l).class) {
+                    classes.push(t.link(l).class);
+                }
+            }
+            let bw = route.iter().map(|&l| t.link(l).bandwidth).min().unwrap();
+            let lat: u64 = route.iter().map(|&l| t.link(l).latency.0).sum();
+            *expected.entry((*classes.iter().max().unwrap(), classes, route.len() as u32, bw, lat)).or_default() += 1;
+        }
+        let got: Vec<_> = t.neighbour_classes(from).unwrap().into_iter()
+            .map(|c| ((c.class, c.path_classes, c.hops, c.bandwidth, c.latency.0), c.peers))
+            .collect();
+        prop_assert_eq!(got, expected.into_iter().collect::<Vec<_>>());
+    }
+}
