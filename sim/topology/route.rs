@@ -410,11 +410,8 @@ impl Topology {
         let mut fheap = BinaryHeap::from([Reverse((0u64, src))]);
         let mut bheap = BinaryHeap::from([Reverse((0u64, dst))]);
         let mut best = if src == dst { 0 } else { u64::MAX };
-        loop {
-            let (Some(&Reverse((tf, _))), Some(&Reverse((tb, _)))) = (fheap.peek(), bheap.peek())
-            else {
-                break;
-            };
+        while let (Some(&Reverse((tf, _))), Some(&Reverse((tb, _)))) = (fheap.peek(), bheap.peek())
+        {
             if tf.saturating_add(tb) >= best {
                 break;
             }

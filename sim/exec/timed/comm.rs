@@ -30,7 +30,10 @@ type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 /// round's groups, operations, element count and element size, so a hit is
 /// the very computation it replaces. Only looked up, never iterated.
 #[derive(Default)]
-pub struct CommMemo(std::sync::Mutex<BTreeMap<(Vec<Vec<u32>>, String, u64, u64), GroupsTiming>>);
+pub struct CommMemo(std::sync::Mutex<BTreeMap<MemoKey, GroupsTiming>>);
+
+/// Groups, operations (as printed), elements per rank, bytes per element.
+type MemoKey = (Vec<Vec<u32>>, String, u64, u64);
 
 impl std::fmt::Debug for CommMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
