@@ -1,10 +1,16 @@
-//! `shardsim bench scale`: a GPT-3 175B training step (bf16, Megatron
-//! sharding: weights split on a `model` axis of 8 inside a node, the batch on
-//! `data` across nodes; see [`super::scale_model`]) propagated, partitioned
-//! and timed (shape-only) on `dgx-h100 --nodes N/8`, for several device counts
-//! and layer counts. Prints the medians of propagate + partition and of the
-//! timed run, and the peak resident memory of each size (VmHWM, reset between
+//! `shardsim bench scale`: a GPT-3 175B training step (bf16) on 1,024 to
+//! 16,384 GPUs, for several device counts and layer counts, with the median
+//! wall time and the peak resident memory of each size (VmHWM, reset between
 //! sizes), so growth with devices and with layers can be read off.
+//!
+//! By default the step is the models part's ([`shardsim::models::step`], as
+//! `shardsim train gpt3-175b` runs it): Megatron-LM's layout, tensor-parallel
+//! 8 inside a node, pipeline 8 interleaved over 2 virtual stages, the rest
+//! data-parallel, full recomputation, 96 sequences per replica; every chunk
+//! program propagated, partitioned and timed on `dgx-h100` with the node
+//! count the GPUs need. `--program` times instead one whole-step program
+//! (weights split on a `model` axis of 8, the batch on `data` across nodes;
+//! see [`super::scale_model`]) propagated, partitioned and timed shape-only.
 
 use std::time::Instant;
 
@@ -28,9 +34,14 @@ pub struct BenchScaleArgs {
     /// Repetitions per size (the median is reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Write the program of the first size and layer count to this file and stop.
+    /// Write the program of the first size and layer count to this file and
+    /// stop (with --program).
     #[arg(long)]
     emit: Option<std::path::PathBuf>,
+    /// Time one whole-step program (propagate, partition, timed run) instead
+    /// of the models part's training step.
+    #[arg(long)]
+    program: bool,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -69,6 +80,9 @@ fn radix_for(nodes: u64) -> u64 {
 pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
     let gpus = super::output::parse_u64_list(&args.gpus, "--gpus")?;
     let layers = super::output::parse_u64_list(&args.layers, "--layers")?;
+    if !args.program {
+        return run_steps(&gpus, &layers, args.runs);
+    }
     if let Some(&g) = gpus.iter().find(|&&g| g < 16 || g % 8 != 0) {
         anyhow::bail!("--gpus: {g} is not a multiple of 8 of at least 16");
     }
@@ -140,6 +154,71 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 hbm as f64 / (1u64 << 30) as f64,
                 status_kib("VmHWM:") as f64 / 1024.0
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// Tensor- and pipeline-parallel degrees and virtual stages of the step.
+const TP: u64 = 8;
+const PP: u64 = 8;
+const VIRTUAL: u64 = 2;
+/// Sequences per data-parallel replica per step (GPT-3's batch of 1,536 at
+/// 16 replicas).
+const SEQS_PER_REPLICA: u64 = 96;
+
+/// The models part's GPT-3 175B step at every size: medians of the whole
+/// simulation (all chunk programs built, partitioned and timed) and VmHWM.
+fn run_steps(gpus: &[u64], layers: &[u64], runs: usize) -> anyhow::Result<()> {
+    use shardsim::models::step::{model_timed_options, simulate_step};
+    use shardsim::models::{ModelSpec, Recompute, Schedule, Strategy};
+    let per_group = TP * PP;
+    if let Some(&g) = gpus.iter().find(|&&g| g == 0 || g % per_group != 0) {
+        anyhow::bail!("--gpus: {g} is not a positive multiple of {per_group} (tp {TP} x pp {PP})");
+    }
+    if let Some(&l) = layers.iter().find(|&&l| l == 0 || l % (PP * VIRTUAL) != 0) {
+        anyhow::bail!(
+            "--layers: {l} is not a positive multiple of {}",
+            PP * VIRTUAL
+        );
+    }
+    println!(
+        "{:>6} {:>7} {:>5} {:>9} {:>12} {:>8} {:>12}",
+        "gpus", "layers", "dp", "median_s", "step_time_ms", "mfu_pct", "peak_rss_mib"
+    );
+    let opts = model_timed_options();
+    for &layer_count in layers {
+        for &n in gpus {
+            reset_peak_rss();
+            let mut model = ModelSpec::preset("gpt3-175b")?;
+            model.layers = layer_count;
+            let dp = n / per_group;
+            let mut strategy = Strategy::from_toml("global_batch = 1")?;
+            strategy.tp = TP;
+            strategy.pp = PP;
+            strategy.dp = dp;
+            strategy.virtual_stages = VIRTUAL;
+            strategy.schedule = Schedule::Interleaved;
+            strategy.recompute = Recompute::Full;
+            strategy.global_batch = SEQS_PER_REPLICA * dp;
+            let nodes = u32::try_from(n / 8)?;
+            let mut times = Vec::new();
+            let mut last = None;
+            for _ in 0..runs.max(1) {
+                let t0 = Instant::now();
+                let topo = shardsim::topology::load_nodes("dgx-h100", nodes, &[])?;
+                let r = simulate_step(&model, &strategy, &topo, &opts)?;
+                times.push(t0.elapsed().as_secs_f64());
+                last = Some(r);
+            }
+            let r = last.expect("at least one run");
+            println!(
+                "{n:>6} {layer_count:>7} {dp:>5} {:>9.3} {:>12.3} {:>8.1} {:>12.1}",
+                median(times),
+                r.step_time_ps as f64 / 1e9,
+                100.0 * r.mfu,
+                status_kib("VmHWM:") as f64 / 1024.0
+            );
         }
     }
     Ok(())

@@ -172,6 +172,7 @@ fn time_independent(
     let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
     let mut all_bytes: BTreeMap<usize, u64> = BTreeMap::new();
     let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
+    let mut class_of = Vec::with_capacity(groups.len());
     for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
         for (l, b) in link_bytes(topo, group, plan, elem_bytes)? {
             if owner.insert(l, g).is_some_and(|o| o != g) {
@@ -179,7 +180,7 @@ fn time_independent(
             }
             *all_bytes.entry(l).or_default() += b;
         }
-        classes.entry(shape_of(topo, group, plan)?).or_insert(g);
+        class_of.push(*classes.entry(shape_of(topo, group, plan)?).or_insert(g));
     }
     let mut time = Time::ZERO;
     let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
@@ -198,11 +199,7 @@ fn time_independent(
         flows_of.insert(g, t.flows);
     }
     // Flows: every group's, each as many as its class representative's.
-    let mut flows = 0;
-    for (group, plan) in groups.iter().zip(plans) {
-        let rep = classes[&shape_of(topo, group, plan)?];
-        flows += flows_of[&rep];
-    }
+    let flows = class_of.iter().map(|rep| flows_of[rep]).sum();
     Ok(Some(GroupsTiming {
         time,
         algo: choice.algo,

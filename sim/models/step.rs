@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::base::DType;
-use crate::exec::timed::{run_timed_classes, OomPolicy, TimedOptions};
+use crate::exec::timed::{run_timed_classes, CommMemo, OomPolicy, TimedOptions};
 use crate::ir::mlir::parse_and_verify;
 use crate::partition::{partition, SpmdProgram};
 use crate::propagate::{propagate_module, Strategy as Propagation};
@@ -207,6 +207,8 @@ pub fn simulate_step(
         on_oom: OomPolicy::Continue,
         record_memory: false,
         fuse_attention: base.fusion && strategy.flash_attention,
+        // Every program of the step runs on `topo` with one calibration.
+        comm_memo: Some(std::sync::Arc::new(CommMemo::default())),
         ..base.clone()
     };
     let kinds = chunk_kinds(model, strategy);

@@ -16,6 +16,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use petgraph::graph::NodeIndex;
+
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
 use super::TopologyError;
 
@@ -148,7 +150,7 @@ impl Topology {
     }
 
     /// The lowest-id device-fabric link from device `a` to device `b`.
-    fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
+    pub(super) fn fabric_link(&self, a: u32, b: u32) -> Option<LinkId> {
         let to = self.devices[b as usize];
         self.out_links(self.devices[a as usize])
             .into_iter()
@@ -165,7 +167,20 @@ impl Topology {
         flow_id: u64,
         ecmp: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
-        let dist = self.costs_to_until(dst, src);
+        let dist = self.costs_on_paths(src, dst);
+        self.shortest_with(src, dst, flow_id, ecmp, dist)
+    }
+
+    /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
+    /// every least-cost route, at least the true cost elsewhere).
+    fn shortest_with(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        flow_id: u64,
+        ecmp: bool,
+        dist: HashMap<u32, u64>,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let cost = |c: ComponentId| dist.get(&c.0).copied().unwrap_or(u64::MAX);
         let no_route = || TopologyError::NoRoute {
             from: self.component(src).name.clone(),
@@ -305,6 +320,142 @@ impl Topology {
             }
         }
         dist
+    }
+
+    /// [`Self::route`] computed from a full reverse search (every component
+    /// at most as far from `dst` as `src` is): the plain reference the
+    /// goal-directed search must equal (tests compare them), uncached.
+    pub fn route_reference(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        flow_id: u64,
+    ) -> Result<Vec<LinkId>, TopologyError> {
+        if src == dst {
+            return Ok(Vec::new());
+        }
+        if let RoutingPolicy::DimensionOrder { dims, wrap } = &self.routing {
+            if let (Some(a), Some(b)) = (self.device_index(src), self.device_index(dst)) {
+                return self.dimension_order(a, b, dims, *wrap);
+            }
+        }
+        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
+        self.shortest_with(src, dst, flow_id, ecmp, self.costs_to_until(dst, src))
+    }
+
+    /// May a least-cost route pass through `c` from `src` to `dst`? Only
+    /// forwarding components, besides the two ends.
+    fn passable(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> bool {
+        c == src || c == dst || self.component(c).forwards
+    }
+
+    /// Exact least costs to `dst` of every component on a least-cost route
+    /// from `src` (the only ones a least-cost walk from `src` matches; any
+    /// other entry is at least its true cost, so it never matches), found
+    /// by a reverse A* search whose estimate of the rest of the way is the
+    /// cost from `src`, known exactly up to a radius `r` (a bidirectional
+    /// search's forward half) and taken as `r` beyond: consistent, so what it
+    /// settles is exact, and it settles only components within the least
+    /// cost `D` by cost-to-`dst` + estimate. On a fat tree of thousands of
+    /// devices that is the spines and the two ends' surroundings instead of
+    /// every component within `D` of `dst`. Looked up by key only.
+    fn costs_on_paths(&self, src: ComponentId, dst: ComponentId) -> HashMap<u32, u64> {
+        let (ahead, radius) = self.forward_half(src, dst);
+        let estimate = |c: u32| ahead.get(&c).map_or(radius, |&d| d.min(radius));
+        let mut dist: HashMap<u32, u64> = HashMap::new();
+        dist.insert(dst.0, 0);
+        let mut heap = BinaryHeap::from([Reverse((estimate(dst.0), 0u64, dst))]);
+        let mut limit = u64::MAX;
+        while let Some(Reverse((f, g, c))) = heap.pop() {
+            if f > limit {
+                break;
+            }
+            if g > dist.get(&c.0).copied().unwrap_or(u64::MAX) {
+                continue;
+            }
+            if c == src {
+                limit = f;
+            }
+            if c != dst && !self.component(c).forwards {
+                continue;
+            }
+            for e in self
+                .graph
+                .edges_directed(NodeIndex::new(c.0 as usize), petgraph::Direction::Incoming)
+            {
+                let l = *e.weight();
+                let from = self.link(l).from;
+                if !self.passable(from, src, dst) {
+                    continue;
+                }
+                let ng = g + self.link_cost(l);
+                let old = dist.entry(from.0).or_insert(u64::MAX);
+                if ng < *old {
+                    *old = ng;
+                    heap.push(Reverse((ng.saturating_add(estimate(from.0)), ng, from)));
+                }
+            }
+        }
+        dist
+    }
+
+    /// The forward half of a bidirectional least-cost search from `src` to
+    /// `dst`, run until the two halves prove the least cost: costs from
+    /// `src` (tentative entries are at least the true cost) and the radius
+    /// below which every cost from `src` is settled (`u64::MAX` when the
+    /// forward half ran out: everything reachable is settled).
+    fn forward_half(&self, src: ComponentId, dst: ComponentId) -> (HashMap<u32, u64>, u64) {
+        let mut fwd: HashMap<u32, u64> = HashMap::from([(src.0, 0)]);
+        let mut bwd: HashMap<u32, u64> = HashMap::from([(dst.0, 0)]);
+        let mut fheap = BinaryHeap::from([Reverse((0u64, src))]);
+        let mut bheap = BinaryHeap::from([Reverse((0u64, dst))]);
+        let mut best = if src == dst { 0 } else { u64::MAX };
+        while let (Some(&Reverse((tf, _))), Some(&Reverse((tb, _)))) = (fheap.peek(), bheap.peek())
+        {
+            if tf.saturating_add(tb) >= best {
+                break;
+            }
+            let forward = tf <= tb;
+            let (heap, own, other) = if forward {
+                (&mut fheap, &mut fwd, &bwd)
+            } else {
+                (&mut bheap, &mut bwd, &fwd)
+            };
+            let Some(Reverse((d, c))) = heap.pop() else {
+                break;
+            };
+            if d > own.get(&c.0).copied().unwrap_or(u64::MAX) {
+                continue;
+            }
+            let start = if forward { src } else { dst };
+            if c != start && !self.component(c).forwards {
+                continue;
+            }
+            let dir = if forward {
+                petgraph::Direction::Outgoing
+            } else {
+                petgraph::Direction::Incoming
+            };
+            for e in self.graph.edges_directed(NodeIndex::new(c.0 as usize), dir) {
+                let l = *e.weight();
+                let link = self.link(l);
+                let next = if forward { link.to } else { link.from };
+                if !self.passable(next, src, dst) {
+                    continue;
+                }
+                let nd = d + self.link_cost(l);
+                let old = own.entry(next.0).or_insert(u64::MAX);
+                if nd < *old {
+                    *old = nd;
+                    heap.push(Reverse((nd, next)));
+                    if let Some(&o) = other.get(&next.0) {
+                        best = best.min(nd.saturating_add(o));
+                    }
+                }
+            }
+        }
+        let radius = fheap.peek().map_or(u64::MAX, |&Reverse((d, _))| d);
+        (fwd, radius)
     }
 
     /// Routing cost of a link: inversely proportional to its bandwidth, four

@@ -118,6 +118,13 @@ proptest! {
     }
 
     #[test]
+    fn goal_directed_routes_equal_the_full_search(t in topology_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), flow in any::<u64>()) {
+        let ends = endpoints(&t);
+        let (src, dst) = (ends[a.index(ends.len())], ends[b.index(ends.len())]);
+        prop_assert_eq!(t.route(src, dst, flow).unwrap(), t.route_reference(src, dst, flow).unwrap());
+    }
+
+    #[test]
     fn detours_avoid_failed_links_and_are_valid(t in topology_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), k in any::<prop::sample::Index>()) {
         let ends = endpoints(&t);
         let (src, dst) = (ends[a.index(ends.len())], ends[b.index(ends.len())]);
@@ -226,5 +233,77 @@ fn nvlink_is_preferred_over_pcie_inside_a_node() {
         assert!(r
             .iter()
             .all(|&l| t.link(l).class == topology::LinkClass::Nvlink));
+    }
+}
+
+/// Fat trees with several leaves per rail and a spine layer (dgx-h100 at 24
+/// to 72 nodes, small switches), where the goal-directed search prunes most
+/// of the machine: every device pair of a sample routes as the full search.
+#[test]
+fn goal_directed_routes_equal_the_full_search_on_fat_trees() {
+    for (nodes, radix) in [(24u32, 64u32), (40, 64), (72, 128), (9, 16)] {
+        let t = topology::load(
+            "dgx-h100",
+            &[
+                Override {
+                    key: "nodes".into(),
+                    value: nodes.to_string(),
+                },
+                Override {
+                    key: "network.switch_radix".into(),
+                    value: radix.to_string(),
+                },
+            ],
+        )
+        .unwrap();
+        let ends = endpoints(&t);
+        let n = ends.len();
+        for i in (0..n).step_by(7) {
+            for j in [0, 1, 8, 9, 63, n / 2 + 3, n - 1] {
+                let (s, d) = (ends[i], ends[(i + j) % n]);
+                let flow = ((i as u64) << 32) | j as u64;
+                assert_eq!(
+                    t.route(s, d, flow).unwrap(),
+                    t.route_reference(s, d, flow).unwrap(),
+                    "{nodes} nodes: {s:?} -> {d:?}"
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// `neighbour_classes` on grids extends routes one link at a time
+    /// instead of walking each: the same classes as grouping every route.
+    #[test]
+    fn grid_neighbour_classes_equal_grouped_routes(
+        spec in prop_oneof![
+            (2u32..40).prop_map(|n| format!("ring:{n}")),
+            (1u32..6, 1u32..6).prop_map(|(r, c)| format!("mesh2d:{r}x{c}")),
+            (1u32..4, 1u32..4, 1u32..5).prop_map(|(a, b, c)| format!("tpu-v4:{a}x{b}x{c}")),
+        ],
+        from in any::<prop::sample::Index>(),
+    ) {
+        let t = topology::load(&spec, &[]).unwrap();
+        let from = from.index(t.num_devices() as usize) as u32;
+        let mut expected: std::collections::BTreeMap<_, u32> = std::collections::BTreeMap::new();
+        for to in (0..t.num_devices()).filter(|&d| d != from) {
+            let route = t.route_devices(from, to, 0).unwrap();
+            let mut classes = Vec::new();
+            for &l in &route {
+                if !classes.contains(&t.link(l).class) {
+                    classes.push(t.link(l).class);
+                }
+            }
+            let bw = route.iter().map(|&l| t.link(l).bandwidth).min().unwrap();
+            let lat: u64 = route.iter().map(|&l| t.link(l).latency.0).sum();
+            *expected.entry((*classes.iter().max().unwrap(), classes, route.len() as u32, bw, lat)).or_default() += 1;
+        }
+        let got: Vec<_> = t.neighbour_classes(from).unwrap().into_iter()
+            .map(|c| ((c.class, c.path_classes, c.hops, c.bandwidth, c.latency.0), c.peers))
+            .collect();
+        prop_assert_eq!(got, expected.into_iter().collect::<Vec<_>>());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp};
+use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp, GroupsTiming};
 use crate::engine::{LinkFault, Time};
 use crate::partition::{window, Collective, CollectiveKind, SpmdProgram, Traffic};
 use crate::topology::Topology;
@@ -24,12 +24,51 @@ pub struct CommTiming {
 /// One round: groups, their operations, elements per rank.
 type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 
+/// Fault-free collective times shared by several timed runs on one topology
+/// with one calibration (the programs of a training step reduce the same
+/// gradient sizes over the same groups again and again): keyed by the
+/// round's groups, operations, element count and element size, so a hit is
+/// the very computation it replaces. Only looked up, never iterated.
+#[derive(Default)]
+pub struct CommMemo(std::sync::Mutex<BTreeMap<MemoKey, GroupsTiming>>);
+
+/// Groups, operations (as printed), elements per rank, bytes per element.
+type MemoKey = (Vec<Vec<u32>>, String, u64, u64);
+
+impl std::fmt::Debug for CommMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommMemo")
+    }
+}
+
+impl CommMemo {
+    fn time(
+        &self,
+        topo: &Topology,
+        (groups, ops, total): (&[Vec<u32>], &[CollectiveOp], u64),
+        elem_bytes: u64,
+        cal: &Calibration,
+    ) -> Result<GroupsTiming, CollectiveError> {
+        let key = (groups.to_vec(), format!("{ops:?}"), total, elem_bytes);
+        if let Some(t) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(t);
+        }
+        let t = time_groups(topo, groups, ops, total, elem_bytes, cal, &[])?;
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(key, t.clone());
+        }
+        Ok(t)
+    }
+}
+
 pub struct CommModel<'t> {
     topo: &'t Topology,
     cal: Calibration,
     /// Link faults at absolute run times.
     faults: Vec<LinkFault>,
     cache: BTreeMap<String, CommTiming>,
+    /// Shared with other runs on the same topology and calibration.
+    memo: Option<std::sync::Arc<CommMemo>>,
 }
 
 impl<'t> CommModel<'t> {
@@ -58,7 +97,15 @@ impl<'t> CommModel<'t> {
             cal,
             faults,
             cache: BTreeMap::new(),
+            memo: None,
         })
+    }
+
+    /// Share fault-free collective times with other runs through `memo`
+    /// (runs on the same topology with the same calibration only).
+    pub fn with_memo(mut self, memo: Option<std::sync::Arc<CommMemo>>) -> Self {
+        self.memo = memo;
+        self
     }
 
     /// Time collective `c` of `program` starting at `now`: the fault-free
@@ -208,7 +255,10 @@ impl<'t> CommModel<'t> {
             if *total == 0 || groups.iter().all(|g| g.len() < 2) {
                 continue;
             }
-            let t = time_groups(self.topo, groups, ops, *total, elem_bytes, &self.cal, &[])?;
+            let t = match &self.memo {
+                Some(memo) => memo.time(self.topo, (groups, ops, *total), elem_bytes, &self.cal)?,
+                None => time_groups(self.topo, groups, ops, *total, elem_bytes, &self.cal, &[])?,
+            };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
             for (l, b) in t.link_bytes {

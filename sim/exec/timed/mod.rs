@@ -36,6 +36,7 @@ pub mod unroll;
 use crate::collective::CollectiveError;
 use crate::engine::{EngineError, Time};
 
+pub use comm::CommMemo;
 pub use cost::{parse_roofline, step_cost, DeviceRoofline, OpCost, RooflineParams, ROOFLINE_TOML};
 pub use memory::{LiveBuffer, MemorySample, MemoryTracker, OomReport, ScopePeak};
 pub use options::{OomPolicy, TimedOptions};

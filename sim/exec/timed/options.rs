@@ -47,6 +47,9 @@ pub struct TimedOptions {
     /// Simulate every device on its own instead of one per class of devices
     /// with identical timelines (the results are the same; for checking that).
     pub per_device: bool,
+    /// Fault-free collective times shared between runs (a training step's
+    /// programs): only for runs on one topology with one calibration.
+    pub comm_memo: Option<std::sync::Arc<super::comm::CommMemo>>,
 }
 
 impl Default for TimedOptions {
@@ -64,6 +67,7 @@ impl Default for TimedOptions {
             fusion: false,
             fuse_attention: false,
             per_device: false,
+            comm_memo: None,
         }
     }
 }

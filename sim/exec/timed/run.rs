@@ -397,7 +397,8 @@ impl<'a> Run<'a> {
             state,
             arrived: BTreeMap::new(),
             comm_progress: BTreeMap::new(),
-            comm: CommModel::new(topo, opts.calibration, opts.faults.clone())?,
+            comm: CommModel::new(topo, opts.calibration, opts.faults.clone())?
+                .with_memo(opts.comm_memo.clone()),
             memory,
             engine: Engine::new(),
             spans: Vec::new(),

@@ -1,5 +1,7 @@
 //! Op-by-op evaluation of a function body over an environment of tensors.
 
+use std::collections::BTreeMap;
+
 use crate::base::DType;
 use crate::tensor::{self, DotDims as TDotDims, ReduceKind, Scalar as TScalar, Tensor};
 
@@ -10,19 +12,22 @@ use super::InterpError;
 
 /// Values computed so far, by value id.
 pub(super) struct Env {
-    values: Vec<Option<Tensor>>,
+    /// Only the values set so far: evaluating one op of a long function
+    /// (as lockstep execution does, op by op) must not cost the function's
+    /// length.
+    values: BTreeMap<u32, Tensor>,
 }
 
 impl Env {
-    /// No values yet, room for every value of `func`.
-    pub(super) fn new(func: &Func) -> Env {
+    /// No values yet.
+    pub(super) fn new(_func: &Func) -> Env {
         Env {
-            values: vec![None; func.values.len()],
+            values: BTreeMap::new(),
         }
     }
 
     pub(super) fn get(&self, v: ValueId, op: &Op) -> Result<&Tensor, InterpError> {
-        self.values[v.0 as usize].as_ref().ok_or_else(|| {
+        self.values.get(&v.0).ok_or_else(|| {
             InterpError::op(
                 op.loc,
                 op.kind.name(),
@@ -40,7 +45,7 @@ impl Env {
     }
 
     pub(super) fn set(&mut self, v: ValueId, t: Tensor) {
-        self.values[v.0 as usize] = Some(t);
+        self.values.insert(v.0, t);
     }
 }
 
@@ -50,9 +55,7 @@ pub fn eval_func(
     func: &Func,
     args: Vec<Tensor>,
 ) -> Result<Vec<Tensor>, InterpError> {
-    let mut env = Env {
-        values: vec![None; func.values.len()],
-    };
+    let mut env = Env::new(func);
     for (&a, t) in func.args.iter().zip(args) {
         env.set(a, t);
     }
@@ -69,9 +72,7 @@ pub fn eval_single_op(
     operands: Vec<Tensor>,
 ) -> Result<Vec<Tensor>, InterpError> {
     let op = func.op(id);
-    let mut env = Env {
-        values: vec![None; func.values.len()],
-    };
+    let mut env = Env::new(func);
     for (&v, t) in op.operands.iter().zip(operands) {
         env.set(v, t);
     }
