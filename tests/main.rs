@@ -11,6 +11,7 @@ mod mesh;
 mod models;
 mod partition;
 mod propagate;
+mod runtime;
 mod scenario;
 mod sharding;
 mod strategies;

@@ -9,6 +9,7 @@ mod bench_parse;
 mod bench_pipeline;
 mod bench_propagate;
 mod bench_scale;
+mod calibrate_cmd;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
@@ -25,6 +26,7 @@ mod scale_model;
 mod sweep_cmd;
 mod topology_cmd;
 mod train_cmd;
+mod worker_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -70,6 +72,13 @@ pub enum Command {
     /// Simulate one training step of a model under a parallel strategy: step
     /// time, pipeline bubble, TFLOP/s per GPU, MFU, tokens/s, memory per GPU.
     Train(train_cmd::TrainArgs),
+    /// Measure this machine with real worker threads or processes, fit link
+    /// latency/bandwidth and compute efficiency, write a topology file and
+    /// print predicted vs measured on held-out sizes.
+    Calibrate(calibrate_cmd::CalibrateArgs),
+    /// A process-session worker (started by the session; speaks the worker protocol on stdin/stdout).
+    #[command(hide = true)]
+    Worker(worker_cmd::WorkerArgs),
 }
 
 /// Run a parsed command line.
@@ -89,6 +98,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Partition(args) => partition_cmd::run_partition(args),
         Command::Exec(args) => partition_cmd::run_exec(args),
         Command::Train(args) => train_cmd::run(args),
+        Command::Calibrate(args) => calibrate_cmd::run(args),
+        Command::Worker(args) => worker_cmd::run(args),
     }
 }
 
