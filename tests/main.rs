@@ -2,6 +2,7 @@
 //! tests one part of shardsim against data in `tests/fixtures/`.
 
 mod architecture;
+mod calibrate;
 mod cli;
 mod collective;
 mod common;
