@@ -196,7 +196,7 @@ pub fn run_benchmarks(
         }
         s.shutdown()?;
     }
-    out.sort_by(|a, b| (a.op, a.ranks, a.size).cmp(&(b.op, b.ranks, b.size)));
+    out.sort_by_key(|a| (a.op, a.ranks, a.size));
     Ok(out)
 }
 

@@ -28,12 +28,14 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Result<Vec<f64>, FitError> {
         }
         a.swap(c, p);
         b.swap(c, p);
-        for r in c + 1..n {
-            let f = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+        let (top, rest) = a.split_at_mut(c + 1);
+        let pivot = &top[c];
+        for (r, row) in rest.iter_mut().enumerate() {
+            let f = row[c] / pivot[c];
+            for (x, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *x -= f * p;
             }
-            b[r] -= f * b[c];
+            b[c + 1 + r] -= f * b[c];
         }
     }
     let mut x = vec![0.0; n];
@@ -75,7 +77,7 @@ pub fn least_squares(rows: &[Vec<f64>], y: &[f64]) -> Result<Vec<f64>, FitError>
     let norms: Vec<f64> = (0..cols)
         .map(|c| rows.iter().map(|r| r[c] * r[c]).sum::<f64>().sqrt())
         .collect();
-    if norms.iter().any(|&n| n == 0.0) {
+    if norms.contains(&0.0) {
         return Err(FitError::Singular);
     }
     let scaled: Vec<Vec<f64>> = rows

@@ -51,7 +51,7 @@ pub struct CalibrateArgs {
     pub ranks: String,
     /// Message sizes: START:END:xF or a comma-separated list (fit on every
     /// other size from the smallest, error reported on the rest).
-    #[arg(long, default_value = "4KiB:2MiB:x2")]
+    #[arg(long, default_value = "4KiB:1MiB:x2")]
     pub sizes: String,
     /// GEMM dimensions m (m x m by m x m, f32), comma-separated.
     #[arg(long, default_value = "16,32,48,64,96,128")]

@@ -13,7 +13,7 @@ fn point(
     size: u64,
     ranks: usize,
     messages: u64,
-    moved: u64,
+    moved: (u64, u64),
     work: f64,
     t: f64,
 ) -> Measured {
