@@ -6,6 +6,7 @@
 //! topology, engine, collectives, execution, calibration, scenarios: added by later work).
 
 pub mod base;
+pub mod calibrate;
 pub mod collective;
 pub mod engine;
 pub mod exec;

@@ -2,6 +2,7 @@
 //! tests one part of shardsim against data in `tests/fixtures/`.
 
 mod architecture;
+mod calibrate;
 mod cli;
 mod collective;
 mod common;
@@ -11,6 +12,7 @@ mod mesh;
 mod models;
 mod partition;
 mod propagate;
+mod runtime;
 mod safety;
 mod scenario;
 mod sharding;

@@ -182,10 +182,16 @@ fn run_steps(gpus: &[u64], layers: &[u64], runs: usize) -> anyhow::Result<()> {
             PP * VIRTUAL
         );
     }
-    println!(
+    outln!(
         "{:>6} {:>7} {:>5} {:>9} {:>12} {:>8} {:>12}",
-        "gpus", "layers", "dp", "median_s", "step_time_ms", "mfu_pct", "peak_rss_mib"
-    );
+        "gpus",
+        "layers",
+        "dp",
+        "median_s",
+        "step_time_ms",
+        "mfu_pct",
+        "peak_rss_mib"
+    )?;
     let opts = model_timed_options();
     for &layer_count in layers {
         for &n in gpus {
@@ -212,13 +218,13 @@ fn run_steps(gpus: &[u64], layers: &[u64], runs: usize) -> anyhow::Result<()> {
                 last = Some(r);
             }
             let r = last.expect("at least one run");
-            println!(
+            outln!(
                 "{n:>6} {layer_count:>7} {dp:>5} {:>9.3} {:>12.3} {:>8.1} {:>12.1}",
                 median(times),
                 r.step_time_ps as f64 / 1e9,
                 100.0 * r.mfu,
                 status_kib("VmHWM:") as f64 / 1024.0
-            );
+            )?;
         }
     }
     Ok(())

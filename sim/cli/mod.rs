@@ -18,6 +18,7 @@ mod bench_parse;
 mod bench_pipeline;
 mod bench_propagate;
 mod bench_scale;
+mod calibrate_cmd;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;
@@ -35,6 +36,7 @@ mod scale_model;
 mod sweep_cmd;
 mod topology_cmd;
 mod train_cmd;
+mod worker_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -86,6 +88,13 @@ pub enum Command {
     /// Simulate serving a model: prefill and decode with a key/value cache;
     /// time to first token, decode step time, tokens/s, memory per GPU.
     Infer(infer_cmd::InferArgs),
+    /// Measure this machine with real worker threads or processes, fit link
+    /// latency/bandwidth and compute efficiency, write a topology file and
+    /// print predicted vs measured on held-out sizes.
+    Calibrate(calibrate_cmd::CalibrateArgs),
+    /// A process-session worker (started by the session; speaks the worker protocol on stdin/stdout).
+    #[command(hide = true)]
+    Worker(worker_cmd::WorkerArgs),
 }
 
 /// Run a parsed command line.
@@ -107,6 +116,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Exec(args) => partition_cmd::run_exec(args),
         Command::Train(args) => train_cmd::run(args),
         Command::Infer(args) => infer_cmd::run(args),
+        Command::Calibrate(args) => calibrate_cmd::run(args),
+        Command::Worker(args) => worker_cmd::run(args),
     }
 }
 

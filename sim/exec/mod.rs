@@ -14,7 +14,7 @@ pub mod timed;
 mod window;
 
 use crate::ir::interp::{check_inputs, eval_single_op, taken_branch, InterpError};
-use crate::partition::{Mask, SpmdProgram, Step};
+use crate::partition::{Collective, Mask, SpmdProgram, Step};
 use crate::tensor::{extract_block, insert_block, pad_to_shape, Scalar, Tensor, TensorError};
 
 /// Why a partitioned program could not be run.
@@ -74,7 +74,14 @@ pub struct Executor<'p> {
     devices: Vec<DeviceState>,
     pc: usize,
     loops: Vec<LoopFrame>,
+    /// The device whose (replicated) predicates and selectors drive control
+    /// flow: 0 in lockstep, the worker's own device in a distributed run.
+    control: usize,
 }
+
+/// Fills in, before collective step `c` runs, the input buffers of the
+/// devices a distributed worker does not compute itself.
+pub type Exchange<'a> = dyn FnMut(&Collective, &mut [DeviceState]) -> Result<(), ExecError> + 'a;
 
 fn step_error(step: usize, what: &str, device: u64, e: impl ToString) -> ExecError {
     ExecError::Step {
@@ -117,12 +124,18 @@ impl<'p> Executor<'p> {
             devices,
             pc: 0,
             loops: Vec::new(),
+            control: 0,
         })
     }
 
     /// The devices' states (buffers by program value).
     pub fn devices(&self) -> &[DeviceState] {
         &self.devices
+    }
+
+    /// The devices' states, for a distributed worker to fill in what it receives.
+    pub fn devices_mut(&mut self) -> &mut [DeviceState] {
+        &mut self.devices
     }
 
     /// The step the program is at.
@@ -206,7 +219,7 @@ impl<'p> Executor<'p> {
                 self.pc = frame.at + 1;
             } else if !frame.in_body && self.pc == l.cond_end {
                 // The predicate is replicated: every device holds the same value.
-                let dev = &self.devices[0];
+                let dev = &self.devices[self.control];
                 let go = dev.buffers[l.pred]
                     .as_ref()
                     .ok_or_else(|| step_error(frame.at, "while", dev.device, "no predicate"))?
@@ -328,15 +341,40 @@ impl<'p> Executor<'p> {
 
     /// Run the next step on every device; false when the program is done.
     pub fn step(&mut self) -> Result<bool, ExecError> {
+        self.step_inner(None)
+    }
+
+    /// Run the next step as the worker that owns device index `me` alone:
+    /// local steps run only there, and before a collective `exchange` fills
+    /// the other devices' inputs (what the worker received from its peers).
+    /// The collective then runs as in lockstep and the worker keeps its own
+    /// output, so a distributed run computes exactly what [`Executor::step`] does.
+    pub fn step_as(&mut self, me: usize, exchange: &mut Exchange) -> Result<bool, ExecError> {
+        self.control = me;
+        self.step_inner(Some((me, exchange)))
+    }
+
+    fn step_inner(&mut self, mut only: Option<(usize, &mut Exchange)>) -> Result<bool, ExecError> {
         self.settle()?;
         match self.next_step() {
             NextStep::Done => return Ok(false),
-            NextStep::Local(pc) => {
-                for d in 0..self.devices.len() {
-                    self.run_local(pc, d)?;
+            NextStep::Local(pc) => match only {
+                Some((me, _)) => self.run_local(pc, me)?,
+                None => {
+                    for d in 0..self.devices.len() {
+                        self.run_local(pc, d)?;
+                    }
                 }
+            },
+            NextStep::Collective(pc) => {
+                if let Some((_, exchange)) = only.as_mut() {
+                    let Some(Step::Collective(c)) = self.program.steps.get(pc) else {
+                        return Err(ExecError::Finished);
+                    };
+                    exchange(c, &mut self.devices)?;
+                }
+                self.run_collective(pc)?
             }
-            NextStep::Collective(pc) => self.run_collective(pc)?,
             NextStep::Loop(pc) => {
                 let Some(Step::Loop(l)) = self.program.steps.get(pc) else {
                     return Err(ExecError::Finished);
@@ -360,7 +398,7 @@ impl<'p> Executor<'p> {
                     return Err(ExecError::Finished);
                 };
                 // The selector is replicated: every device holds the same value.
-                let dev = &self.devices[0];
+                let dev = &self.devices[self.control];
                 let sel = dev.buffers[c.selector]
                     .as_ref()
                     .ok_or_else(|| step_error(pc, "case", dev.device, "no selector"))?

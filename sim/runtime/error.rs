@@ -24,6 +24,20 @@ pub enum SessionError {
     Ccl(String),
     #[error("{op}: {message}")]
     Shape { op: &'static str, message: String },
+    #[error("worker {worker}: {message}")]
+    Worker { worker: usize, message: String },
+    #[error("worker {worker} died: {detail}")]
+    WorkerDied { worker: usize, detail: String },
+    #[error("worker(s) {workers:?} sent nothing for {ms} ms: hung (the session stopped them)")]
+    WorkerTimeout { ms: u64, workers: Vec<usize> },
+    #[error("the session is unusable: {0}")]
+    Broken(String),
+    #[error("cannot start a worker: {0}")]
+    Spawn(String),
+    #[error("worker protocol: {0}")]
+    Protocol(String),
+    #[error("module: {0}")]
+    Module(String),
     #[error(transparent)]
     Collective(#[from] crate::collective::CollectiveError),
     #[error(transparent)]
