@@ -81,6 +81,15 @@ fn calibrate_cli_writes_a_topology_the_tool_accepts() {
         dir.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("the fit gives no usable") {
+        // A loaded machine can drown the per-byte cost in noise; the tool
+        // then refuses to write a topology (exit 2), which is right.
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        eprintln!("skipped: measurements too noisy to fit here: {stderr}");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     assert!(
         out.status.success(),
         "{}{stdout}",
