@@ -8,12 +8,10 @@
 use anyhow::Context;
 use clap::Args;
 
-use shardsim::exec::timed::parse_roofline;
 use shardsim::models::inference::{simulate_inference, InferenceReport, PassTiming, Serving};
-use shardsim::models::step::model_timed_options;
 
-use super::output::{load_topology, Format};
-use super::train_cmd::{model_of, sized_topology};
+use super::output::Format;
+use super::train_cmd::{model_of, MachineArgs};
 
 #[derive(Debug, Args)]
 pub struct InferArgs {
@@ -37,20 +35,13 @@ pub struct InferArgs {
     generate: u64,
     #[arg(long, value_parser = ["bf16", "f32"], default_value = "bf16")]
     precision: String,
-    /// Topology preset or file; nodes follow the devices (one node when
-    /// fewer devices than a node has; the others stay idle).
-    #[arg(long, default_value = "dgx-h100")]
-    topology: String,
-    /// Topology overrides (KEY=VALUE), as `topology --set` takes them.
-    #[arg(long)]
-    set: Vec<String>,
+    /// (one node when fewer devices than a node has: the others stay idle)
+    #[command(flatten)]
+    machine: MachineArgs,
     /// Write the programs timed (`prefill_layer`, `decode_layer`,
     /// `embedding`, `head` for each pass, `.mlir`) into this directory.
     #[arg(long)]
     emit: Option<std::path::PathBuf>,
-    /// Kernel efficiency table (the form of sim/models/kernels.toml).
-    #[arg(long)]
-    roofline: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
 }
@@ -71,24 +62,13 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
         },
     };
     serving.check(&model)?;
-    let per_node = u64::from(load_topology(&args.topology, Some(1), &args.set)?.num_devices());
-    let gpus = serving.devices();
-    if per_node == 0 || (gpus > per_node && gpus % per_node != 0) {
-        anyhow::bail!(
-            "the serving layout uses {gpus} devices, not a whole number of {per_node}-device {} nodes",
-            args.topology
-        );
-    }
-    let nodes = u32::try_from(gpus.div_ceil(per_node)).context("too many nodes")?;
-    let topo = sized_topology(&args.topology, &args.set, nodes)?;
+    let topo = args
+        .machine
+        .sized(serving.devices(), true, "the serving layout")?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &serving, dir)?;
     }
-    let mut opts = model_timed_options();
-    if let Some(path) = &args.roofline {
-        let text = super::output::read_text(path)?;
-        opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
-    }
+    let opts = args.machine.timed_options()?;
     let report = simulate_inference(&model, &serving, &topo, &opts)?;
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,

@@ -52,21 +52,66 @@ pub struct TrainArgs {
     /// Training sequence length (the model's by default).
     #[arg(long)]
     seq: Option<u64>,
-    /// Topology preset or file; its node count follows the strategy's devices.
+    #[command(flatten)]
+    machine: MachineArgs,
+    /// Write each chunk's forward and backward programs, the gradient
+    /// reduction and the optimizer (`.mlir`) into this directory.
+    #[arg(long)]
+    emit: Option<std::path::PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// The machine a model runs on: `train` and `infer` alike.
+#[derive(Debug, Args)]
+pub(super) struct MachineArgs {
+    /// Topology preset or file; its node count follows the devices used.
     #[arg(long, default_value = "dgx-h100")]
     topology: String,
     /// Topology overrides (KEY=VALUE), as `topology --set` takes them.
     #[arg(long)]
     set: Vec<String>,
-    /// Write each chunk's forward and backward programs, the gradient
-    /// reduction and the optimizer (`.mlir`) into this directory.
-    #[arg(long)]
-    emit: Option<std::path::PathBuf>,
     /// Kernel efficiency table (the form of sim/models/kernels.toml).
     #[arg(long)]
     roofline: Option<std::path::PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+}
+
+impl MachineArgs {
+    /// The topology at as many nodes as `gpus` devices fill (switches grown
+    /// to fit, see [`shardsim::topology::load_nodes`]); fewer devices than
+    /// one node only when `part_of_a_node` (the others stay idle).
+    pub(super) fn sized(
+        &self,
+        gpus: u64,
+        part_of_a_node: bool,
+        what: &str,
+    ) -> anyhow::Result<shardsim::topology::Topology> {
+        let per_node = u64::from(load_topology(&self.topology, Some(1), &self.set)?.num_devices());
+        let partial = part_of_a_node && gpus < per_node;
+        if per_node == 0 || (!partial && gpus % per_node != 0) {
+            anyhow::bail!(
+                "{what} uses {gpus} devices, not a whole number of {per_node}-device {} nodes",
+                self.topology
+            );
+        }
+        let nodes = u32::try_from(gpus.div_ceil(per_node)).context("too many nodes")?;
+        let set = self
+            .set
+            .iter()
+            .map(|s| shardsim::topology::Override::parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(shardsim::topology::load_nodes(&self.topology, nodes, &set)?)
+    }
+
+    /// The models' timed-run options with `--roofline`'s table.
+    pub(super) fn timed_options(&self) -> anyhow::Result<shardsim::exec::timed::TimedOptions> {
+        let mut opts = model_timed_options();
+        if let Some(path) = &self.roofline {
+            let text = super::output::read_text(path)?;
+            opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
+        }
+        Ok(opts)
+    }
 }
 
 pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
@@ -130,25 +175,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let strategy = strategy_of(&args)?;
     strategy.check(&model)?;
-    let per_node = u64::from(load_topology(&args.topology, Some(1), &args.set)?.num_devices());
-    let gpus = strategy.devices();
-    if per_node == 0 || gpus % per_node != 0 {
-        anyhow::bail!(
-            "the strategy uses {gpus} devices, not a whole number of {}-device {} nodes",
-            per_node,
-            args.topology
-        );
-    }
-    let nodes = u32::try_from(gpus / per_node).context("too many nodes")?;
-    let topo = sized_topology(&args.topology, &args.set, nodes)?;
+    let topo = args
+        .machine
+        .sized(strategy.devices(), false, "the strategy")?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &strategy, dir)?;
     }
-    let mut opts = model_timed_options();
-    if let Some(path) = &args.roofline {
-        let text = super::output::read_text(path)?;
-        opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
-    }
+    let opts = args.machine.timed_options()?;
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
@@ -164,20 +197,6 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         .into());
     }
     Ok(())
-}
-
-/// The topology `name` at `nodes` nodes with overrides `set` (switches
-/// grown to fit, see [`shardsim::topology::load_nodes`]).
-pub(super) fn sized_topology(
-    name: &str,
-    set: &[String],
-    nodes: u32,
-) -> anyhow::Result<shardsim::topology::Topology> {
-    let set = set
-        .iter()
-        .map(|s| shardsim::topology::Override::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(shardsim::topology::load_nodes(name, nodes, &set)?)
 }
 
 /// Write the programs of every chunk class into `dir`.

@@ -47,8 +47,17 @@ pub struct Ctx {
 impl Ctx {
     pub fn new(model: &ModelSpec, strategy: &Strategy) -> Ctx {
         Ctx {
-            b: strategy.micro_batch,
-            s: model.seq,
+            sequence_parallel: strategy.sequence_parallel,
+            ..Ctx::of(model, strategy.micro_batch, model.seq, strategy.dtype())
+        }
+    }
+
+    /// `b` sequences of `s` tokens of `model` (dropout as the model says,
+    /// no sequence parallelism).
+    pub fn of(model: &ModelSpec, b: u64, s: u64, dtype: DType) -> Ctx {
+        Ctx {
+            b,
+            s,
             h: model.hidden,
             heads: model.heads,
             kv: model.kv_heads(),
@@ -60,8 +69,8 @@ impl Ctx {
             norm: model.norm,
             rope: model.rope,
             dropout: model.dropout,
-            sequence_parallel: strategy.sequence_parallel,
-            dtype: strategy.dtype(),
+            sequence_parallel: false,
+            dtype,
         }
     }
 

@@ -93,20 +93,7 @@ impl Serving {
                 model.name
             ));
         }
-        if model.heads % self.tp != 0 || model.kv_heads() % self.tp != 0 {
-            return bad(format!(
-                "{} heads ({} key/value heads) do not split over tp = {}",
-                model.heads,
-                model.kv_heads(),
-                self.tp
-            ));
-        }
-        if model.ffn_hidden % self.tp != 0 || model.vocab % self.tp != 0 {
-            return bad(format!(
-                "ffn_hidden {} or vocab {} does not split over tp = {}",
-                model.ffn_hidden, model.vocab, self.tp
-            ));
-        }
+        super::strategy::check_tensor_split(model, self.tp)?;
         if model.layers % self.pp != 0 {
             return bad(format!(
                 "{} layers do not split over pp = {}",
@@ -147,21 +134,8 @@ pub struct Part {
 
 fn ctx(model: &ModelSpec, serving: &Serving, tokens: u64) -> Ctx {
     Ctx {
-        b: serving.batch,
-        s: tokens,
-        h: model.hidden,
-        heads: model.heads,
-        kv: model.kv_heads(),
-        g: model.heads / model.kv_heads(),
-        d: model.head_dim(),
-        f: model.ffn_hidden,
-        vocab: model.vocab,
-        mlp: model.mlp,
-        norm: model.norm,
-        rope: model.rope,
         dropout: false,
-        sequence_parallel: false,
-        dtype: serving.dtype(),
+        ..Ctx::of(model, serving.batch, tokens, serving.dtype())
     }
 }
 

@@ -146,20 +146,7 @@ impl Strategy {
         if self.zero > 3 {
             return bad(format!("zero stage {} is not 0, 1, 2 or 3", self.zero));
         }
-        if model.heads % self.tp != 0 || model.kv_heads() % self.tp != 0 {
-            return bad(format!(
-                "{} heads ({} key/value heads) do not split over tp = {}",
-                model.heads,
-                model.kv_heads(),
-                self.tp
-            ));
-        }
-        if model.ffn_hidden % self.tp != 0 || model.vocab % self.tp != 0 {
-            return bad(format!(
-                "ffn_hidden {} or vocab {} does not split over tp = {}",
-                model.ffn_hidden, model.vocab, self.tp
-            ));
-        }
+        check_tensor_split(model, self.tp)?;
         let chunks = self.pp * self.virtual_stages;
         if model.layers % chunks != 0 {
             return bad(format!(
@@ -218,4 +205,23 @@ impl Strategy {
         }
         Ok(())
     }
+}
+
+/// Heads, key/value heads, the MLP width and the vocabulary must split over
+/// `tp` tensor-parallel ranks; the error names the numbers.
+pub fn check_tensor_split(model: &ModelSpec, tp: u64) -> Result<(), ModelError> {
+    if model.heads % tp != 0 || model.kv_heads() % tp != 0 {
+        return Err(ModelError::Strategy(format!(
+            "{} heads ({} key/value heads) do not split over tp = {tp}",
+            model.heads,
+            model.kv_heads(),
+        )));
+    }
+    if model.ffn_hidden % tp != 0 || model.vocab % tp != 0 {
+        return Err(ModelError::Strategy(format!(
+            "ffn_hidden {} or vocab {} does not split over tp = {tp}",
+            model.ffn_hidden, model.vocab
+        )));
+    }
+    Ok(())
 }
