@@ -237,7 +237,7 @@ fn text(r: &StepReport) -> String {
     let ms = |ps: u64| ps as f64 * 1e-9;
     let mut out = format!(
         "{} on {} GPUs, {} microbatches\n\
-         step time        {:.2} ms (pipeline {:.2} ms, bubble {:.1}%, stage transfer {:.3} ms)\n\
+         step time        {:.2} ms (pipeline {:.2} ms, bubble {:.1}%, stage transfer {:.3} ms, embedding all-reduce {:.3} ms)\n\
          TFLOP/s per GPU  {:.1} model, {:.1} with recomputation; MFU {:.1}%\n\
          tokens/s         {:.0}\n\
          memory per GPU   {:.2} GiB peak of {:.0} GiB (model states {:.2}, activations {:.2} = {} in flight, transient {:.2}; stage {}, {:.2}e9 parameters)\n",
@@ -248,6 +248,7 @@ fn text(r: &StepReport) -> String {
         ms(r.pipeline_ps),
         100.0 * r.bubble_fraction,
         ms(r.transfer_ps),
+        ms(r.embedding_sync_ps),
         r.model_tflops_per_gpu,
         r.hardware_tflops_per_gpu,
         100.0 * r.mfu,

@@ -121,6 +121,9 @@ pub struct StepReport {
     pub pipeline_ps: u64,
     pub bubble_fraction: f64,
     pub transfer_ps: u64,
+    /// All-reduce of the tied embedding's gradient between the first and
+    /// the last stage (GPT-style models with pipeline parallelism).
+    pub embedding_sync_ps: u64,
     pub chunks: Vec<ChunkTiming>,
     /// Model FLOPs of the step (forward and backward, no recomputation).
     pub model_flops: f64,
@@ -241,6 +244,7 @@ pub fn simulate_step(
     };
     let order = schedule_order(strategy.schedule, p, m, v);
     let run = run_schedule(&order, v, &times)?;
+    let embedding_sync_ps = embedding_sync_time(model, strategy, topo)?;
     // Each stage then reduces its gradients and steps its optimizer.
     let mut step_time_ps = 0;
     let mut memory: Option<StepMemory> = None;
@@ -262,7 +266,14 @@ pub fn simulate_step(
         } else {
             end + reduce
         };
-        step_time_ps = step_time_ps.max(reduced + optimize);
+        // The stages holding the tied table sum its gradient before their
+        // optimizer steps (Megatron-LM's embedding all-reduce).
+        let sync = if s == 0 || s + 1 == p {
+            embedding_sync_ps
+        } else {
+            0
+        };
+        step_time_ps = step_time_ps.max(reduced + sync + optimize);
         let mem = stage_memory(
             &chunks,
             run.max_in_flight[s as usize],
@@ -295,6 +306,7 @@ pub fn simulate_step(
         pipeline_ps: run.makespan_ps,
         bubble_fraction: run.bubble_fraction(),
         transfer_ps,
+        embedding_sync_ps,
         chunks: by_class.into_values().collect(),
         model_flops,
         hardware_flops,
@@ -546,6 +558,24 @@ fn transfer_time(
         bytes /= strategy.tp;
     }
     route_time(topo, 0, stage, bytes, "pipeline transfer")
+}
+
+/// The all-reduce of the tied embedding table's gradient between its two
+/// holders, the first and the last stage (each tensor-parallel rank with its
+/// vocabulary shard, every replica at once): a reduce-scatter and an
+/// all-gather of two ranks, each moving half the shard. Zero without
+/// pipeline parallelism or with untied tables (models with RoPE).
+fn embedding_sync_time(
+    model: &ModelSpec,
+    strategy: &Strategy,
+    topo: &Topology,
+) -> Result<u64, ModelError> {
+    if strategy.pp == 1 || model.rope {
+        return Ok(0);
+    }
+    let shard = model.vocab / strategy.tp * model.hidden * strategy.dtype().size_bytes();
+    let last = (strategy.pp - 1) * strategy.tp * strategy.dp;
+    Ok(2 * route_time(topo, 0, last, shard / 2, "embedding gradient all-reduce")?)
 }
 
 /// Time to send `bytes` from device `from` to device `to`: bytes over the

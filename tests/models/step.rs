@@ -307,3 +307,27 @@ fn megatron_published_throughput_is_reproduced() {
         report.join("\n")
     );
 }
+
+#[test]
+fn tied_embeddings_sum_their_gradient_between_the_first_and_last_stage() {
+    // GPT ties its table: with pp 2 on two DGX nodes the first stage (node
+    // 0) and the last (node 1) all-reduce each tensor-parallel shard over
+    // one 400 Gb/s NIC: two halves of the shard, 2 x (S/2) / 50 GB/s.
+    let model = gpt(4, 2048, 16, 1024);
+    let s = strategy("tp = 8\npp = 2\nglobal_batch = 2");
+    let r = simulate_step(&model, &s, &topology("dgx-h100", 2), &model_timed_options()).unwrap();
+    let shard = (model.vocab / 8 * model.hidden * 2) as f64;
+    let want = shard / 50e9;
+    let got = r.embedding_sync_ps as f64 * 1e-12;
+    assert!(within(got, want, 0.02), "{got} vs {want}");
+    // A single stage holds the one table: nothing to sum.
+    let one = strategy("tp = 8\nglobal_batch = 1");
+    let r = simulate_step(
+        &model,
+        &one,
+        &topology("dgx-h100", 1),
+        &model_timed_options(),
+    )
+    .unwrap();
+    assert_eq!(r.embedding_sync_ps, 0);
+}
