@@ -53,6 +53,11 @@ impl Progress {
         self.reveal();
     }
 
+    /// Run `f` (which prints) with the bar cleared, then redraw it.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
+    }
+
     fn reveal(&mut self) {
         if self.enabled && !self.shown && self.start.elapsed() >= SHOW_AFTER {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());

@@ -90,8 +90,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let cache = ProgramCache::new();
     let mut failed = Vec::new();
     let mut json = Vec::new();
+    let mut bar = super::progress::Progress::new(paths.len() as u64, "scenarios");
     for p in paths {
         let sc = load_scenario(p, &args.set)?;
+        bar.message(format!("scenario {}", sc.name));
         let start = Instant::now();
         // Memory over time only feeds the memory plot.
         let cfg = RunConfig {
@@ -113,14 +115,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     dir.display(),
                     files.len()
                 );
-                write_output(None, &text)?;
+                bar.suspend(|| write_output(None, &text))?;
             }
             Format::Json => json.push(serde_json::to_value(&r.summary)?),
         }
         for c in r.summary.checks.iter().filter(|c| !c.ok) {
             failed.push(format!("{}: {}: {}", sc.name, c.what, c.message));
         }
+        bar.inc();
     }
+    drop(bar);
     if args.format == Format::Json {
         write_output(None, &(serde_json::to_string_pretty(&json)? + "\n"))?;
     }

@@ -2,7 +2,6 @@
 //! grid or list of scenario variants in parallel, one CSV row per point
 //! (written atomically as points finish), then the sweep's plots and report.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -59,7 +58,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         out: out.clone(),
         resume: args.resume,
     };
-    let bar = if std::io::stderr().is_terminal() {
+    // No bar in CI logs or when stderr is not a terminal.
+    let bar = if super::progress::enabled() {
         ProgressBar::new(0)
     } else {
         ProgressBar::hidden()
