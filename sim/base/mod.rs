@@ -4,6 +4,7 @@
 pub mod cursor;
 pub mod dtype;
 pub mod files;
+pub mod hostile;
 
 pub use cursor::{Cursor, TextError};
 pub use dtype::{DType, TensorType};

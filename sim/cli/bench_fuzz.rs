@@ -11,6 +11,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use shardsim::base::hostile::HOSTILE_TOKENS as HOSTILE;
+
 use super::output::Format;
 
 #[derive(Debug, Args)]
@@ -140,25 +142,6 @@ fn targets() -> Vec<Target> {
         },
     ]
 }
-
-/// Tokens that broke parsers before: huge numbers, deep nesting, bad UTF-8.
-const HOSTILE: &[&[u8]] = &[
-    b"4294967296",
-    b"9223372036854775807",
-    b"18446744073709551616",
-    b"-1",
-    b"0",
-    b"nan",
-    b"inf",
-    b"((((((((",
-    b"[[[[[[[[",
-    b"{{{{{{{{",
-    b"\xff\xfe",
-    b"\"",
-    b"\n",
-    b"p4294967295",
-    b"x99999999999x",
-];
 
 /// One to five random edits of `seed`: byte flips, hostile tokens, deletions,
 /// duplications, truncation.

@@ -5,31 +5,13 @@
 
 use proptest::prelude::*;
 
+use shardsim::base::hostile::HOSTILE_TOKENS as HOSTILE;
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::mesh::Mesh;
 use shardsim::sharding::TensorSharding;
 use shardsim::tensor::npy;
 
 use crate::common::fixture;
-
-/// Tokens that broke parsers before: huge numbers, deep nesting, bad UTF-8.
-const HOSTILE: &[&[u8]] = &[
-    b"4294967296",
-    b"9223372036854775807",
-    b"18446744073709551616",
-    b"-1",
-    b"0",
-    b"nan",
-    b"inf",
-    b"((((((((",
-    b"[[[[[[[[",
-    b"{{{{{{{{",
-    b"\xff\xfe",
-    b"\"",
-    b"\n",
-    b"p4294967295",
-    b"x99999999999x",
-];
 
 /// One edit of a byte string.
 #[derive(Debug, Clone)]
