@@ -213,6 +213,14 @@ pub fn topology_file(
     let flops = finite(f.gemm_flops, "GEMM rate")?;
     let mem_bw = finite(f.elementwise_bytes_per_s, "memory bandwidth")?;
     let latency_ps = (f.alpha_s * 0.5e12).round().max(0.0) as u64;
+    // Topology files refuse a zero latency: a fit that finds none cannot
+    // describe a link.
+    if latency_ps == 0 {
+        return Err(format!(
+            "the fit gives no usable link latency ({} s per message); measure smaller --sizes or more --repeats",
+            f.alpha_s
+        ));
+    }
     Ok(TopologyFile {
         format: FORMAT_VERSION,
         name: name.to_string(),

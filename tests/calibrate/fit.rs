@@ -183,10 +183,16 @@ fn the_topology_file_carries_the_fit_and_loads() {
     let nv = back.nvlink.unwrap();
     assert_eq!(nv.bandwidth.0, 1_000_000_000);
     assert_eq!(nv.latency.0, 1_000_000, "half of alpha = 1 us per link");
-    // A fit without a bandwidth term cannot make a file.
+    // A fit without a bandwidth or a latency term cannot make a file
+    // (topology files refuse zero latencies).
     let mut g = f;
     g.beta_s_per_byte = 0.0;
     assert!(topology_file(&g, 4, "x", "threads", 1 << 30)
         .unwrap_err()
         .contains("bandwidth"));
+    let mut g = f;
+    g.alpha_s = 0.0;
+    assert!(topology_file(&g, 4, "x", "threads", 1 << 30)
+        .unwrap_err()
+        .contains("no usable link latency"));
 }
