@@ -11,7 +11,7 @@ use clap::Args;
 use shardsim::models::inference::{simulate_inference, InferenceReport, PassTiming, Serving};
 
 use super::output::Format;
-use super::train_cmd::{model_of, MachineArgs};
+use super::train_cmd::{gib, model_of, MachineArgs};
 
 #[derive(Debug, Args)]
 pub struct InferArgs {
@@ -137,10 +137,6 @@ fn emit_programs(
         }
     }
     Ok(())
-}
-
-fn gib(b: u64) -> f64 {
-    b as f64 / (1u64 << 30) as f64
 }
 
 fn ms(ps: u64) -> f64 {

@@ -191,8 +191,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         return Err(super::OutOfMemory(format!(
             "stage {} needs {:.2} GiB per GPU, the device has {:.0} GiB",
             report.memory.stage,
-            report.memory.peak_bytes as f64 / (1u64 << 30) as f64,
-            report.memory.capacity_bytes as f64 / (1u64 << 30) as f64
+            gib(report.memory.peak_bytes),
+            gib(report.memory.capacity_bytes)
         ))
         .into());
     }
@@ -229,7 +229,7 @@ fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::
     Ok(())
 }
 
-fn gib(b: u64) -> f64 {
+pub(super) fn gib(b: u64) -> f64 {
     b as f64 / (1u64 << 30) as f64
 }
 

@@ -22,7 +22,7 @@ use super::block::{
 };
 use super::emit::{Emitter, Val};
 use super::spec::ModelSpec;
-use super::step::{partitioned, route_time, timed, TimedProgram};
+use super::step::{device_capacity, partitioned, route_time, timed, TimedProgram};
 use super::ModelError;
 
 /// How a model is served.
@@ -55,10 +55,7 @@ fn one() -> u64 {
 
 impl Serving {
     pub fn dtype(&self) -> DType {
-        match self.precision {
-            super::strategy::Precision::Bf16 => DType::BF16,
-            super::strategy::Precision::F32 => DType::F32,
-        }
+        self.precision.dtype()
     }
 
     /// Devices of all replicas.
@@ -522,10 +519,7 @@ fn serving_memory(
         ])
         .max()
         .unwrap_or(0);
-    let capacity_bytes = topo
-        .device(0)
-        .and_then(|d| topo.memory_scope(d, "global"))
-        .map_or(0, |m| m.capacity.0);
+    let capacity_bytes = device_capacity(topo);
     let peak_bytes = weight_bytes + kv_cache_bytes + transient_bytes;
     Ok(ServingMemory {
         weight_bytes,

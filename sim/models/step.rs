@@ -475,10 +475,7 @@ fn stage_memory(
         })
         .max()
         .unwrap_or(0);
-    let capacity_bytes = topo
-        .device(0)
-        .and_then(|d| topo.memory_scope(d, "global"))
-        .map_or(0, |m| m.capacity.0);
+    let capacity_bytes = device_capacity(topo);
     StepMemory {
         model_state_bytes: states,
         activation_bytes,
@@ -530,8 +527,15 @@ impl ChunkTiming {
     }
 }
 
+/// Global memory of device 0 (0: unbounded).
+pub(super) fn device_capacity(topo: &Topology) -> u64 {
+    topo.device(0)
+        .and_then(|d| topo.memory_scope(d, "global"))
+        .map_or(0, |m| m.capacity.0)
+}
+
 /// Peak FLOP/s of device 0 for `dtype`.
-pub(super) fn device_peak_flops(topo: &Topology, dtype: DType) -> f64 {
+fn device_peak_flops(topo: &Topology, dtype: DType) -> f64 {
     topo.device(0)
         .map(|d| {
             let c = topo.component(d);

@@ -90,6 +90,16 @@ pub enum Precision {
     F32,
 }
 
+impl Precision {
+    /// The element type.
+    pub fn dtype(self) -> crate::base::DType {
+        match self {
+            Precision::Bf16 => crate::base::DType::BF16,
+            Precision::F32 => crate::base::DType::F32,
+        }
+    }
+}
+
 fn one() -> u64 {
     1
 }
@@ -103,10 +113,7 @@ impl Strategy {
 
     /// The element type of parameters and activations.
     pub fn dtype(&self) -> crate::base::DType {
-        match self.precision {
-            Precision::Bf16 => crate::base::DType::BF16,
-            Precision::F32 => crate::base::DType::F32,
-        }
+        self.precision.dtype()
     }
 
     /// Devices the strategy uses.
