@@ -169,7 +169,7 @@ pub fn run_benchmarks(
         let ids: Vec<u32> = (0..n as u32).collect();
         s.init_ccl("nccl", &ids)?;
         let group = Group::first(topo, n as u32)?;
-        let cal = Calibration::for_model(&group.device_model(topo))?;
+        let cal = Calibration::for_topology(topo, &group.device_model(topo))?;
         let prepared = tasks
             .iter()
             .filter(|t| t.ranks == n)

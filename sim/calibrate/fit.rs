@@ -17,7 +17,7 @@ pub enum FitError {
 }
 
 /// Solve the square system `a x = b` in place.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Result<Vec<f64>, FitError> {
+pub(crate) fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Result<Vec<f64>, FitError> {
     let n = b.len();
     for c in 0..n {
         let p = (c..n)

@@ -12,11 +12,16 @@
 
 pub mod bench;
 pub mod fit;
+pub mod measured;
 pub mod model;
 pub mod stats;
 
 pub use bench::{run_benchmarks, BenchConfig, Measured, Op};
 pub use fit::{least_squares, relative_least_squares, FitError};
+pub use measured::{
+    collective_table, fit_measured, read_curve, FittedPoint, MeasuredCurve, MeasuredFit,
+    MeasuredPoint, MeasuredSetup,
+};
 pub use model::{
     fit_machine, heldout_rows, median_heldout_error, topology_file, Fitted, HeldOutRow,
 };
@@ -33,4 +38,7 @@ pub enum CalibrateError {
     Fit(#[from] FitError),
     #[error("{0}")]
     Config(String),
+    /// A measured curve that cannot be used (`file:line:col: ...`).
+    #[error("{0}")]
+    Measured(String),
 }

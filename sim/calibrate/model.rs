@@ -269,5 +269,6 @@ pub fn topology_file(
         network: None,
         components: Vec::new(),
         links: Vec::new(),
+        collective: None,
     })
 }

@@ -40,35 +40,65 @@ impl Backend {
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    #[arg(long, value_enum)]
-    pub backend: Backend,
-    /// The topology the session plans its collectives on (its tuner's plans are
-    /// what the workers run and what the fit counts).
-    #[arg(long, default_value = "switch")]
-    pub topology: String,
-    /// Worker counts for the collectives, comma-separated (point-to-point uses 2).
-    #[arg(long, default_value = "2,4")]
-    pub ranks: String,
+    /// Measure this machine through a real session backend.
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "measured",
+        conflicts_with = "measured"
+    )]
+    pub backend: Option<Backend>,
+    /// Fit the collective calibration of the machine --topology describes to
+    /// a measured nccl-tests-like curve (CSV: `size_bytes` and `time_us`,
+    /// `algbw_gbs` or `busbw_gbs`; `#` comments); repeatable.
+    #[arg(long, value_name = "FILE.csv")]
+    pub measured: Vec<PathBuf>,
+    /// The operation the measured files timed (all_reduce, all_gather, ...);
+    /// with --measured only.
+    #[arg(long)]
+    pub op: Option<String>,
+    /// Nodes of the measured machine (DGX/HGX presets); with --measured only.
+    #[arg(long)]
+    pub nodes: Option<u32>,
+    /// Override a topology field (`nvlink.bandwidth=900GB/s`); with --measured only.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The topology: with --backend the one the session plans its collectives
+    /// on (default `switch`); with --measured the machine the curves were
+    /// measured on (required).
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// With --backend: worker counts for the collectives, comma-separated
+    /// (default 2,4; point-to-point uses 2). With --measured: the ranks the
+    /// curves ran on (default every device of the topology).
+    #[arg(long)]
+    pub ranks: Option<String>,
     /// Message sizes: START:END:xF or a comma-separated list (fit on every
-    /// other size from the smallest, error reported on the rest).
-    #[arg(long, default_value = "4KiB:1MiB:x2")]
-    pub sizes: String,
-    /// GEMM dimensions m (m x m by m x m, f32), comma-separated.
-    #[arg(long, default_value = "16,32,48,64,96,128")]
-    pub gemm: String,
-    #[arg(long, default_value_t = 2)]
-    pub warmup: usize,
-    #[arg(long, default_value_t = 9)]
-    pub repeats: usize,
-    /// Seed of the measurement order.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Write DIR/topology.toml, DIR/points.csv and DIR/heldout.csv.
+    /// other size from the smallest, error reported on the rest); default
+    /// 4KiB:1MiB:x2. With --backend only.
+    #[arg(long, conflicts_with = "measured")]
+    pub sizes: Option<String>,
+    /// GEMM dimensions m (m x m by m x m, f32), comma-separated; default
+    /// 16,32,48,64,96,128. With --backend only.
+    #[arg(long, conflicts_with = "measured")]
+    pub gemm: Option<String>,
+    /// Warm-up runs per point (default 2). With --backend only.
+    #[arg(long, conflicts_with = "measured")]
+    pub warmup: Option<usize>,
+    /// Timed runs per point (default 9). With --backend only.
+    #[arg(long, conflicts_with = "measured")]
+    pub repeats: Option<usize>,
+    /// Seed of the measurement order (default 0). With --backend only.
+    #[arg(long, conflicts_with = "measured")]
+    pub seed: Option<u64>,
+    /// Write DIR/topology.toml and the points (DIR/points.csv and
+    /// DIR/heldout.csv with --backend, DIR/fit.csv with --measured).
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Name of the written topology.
-    #[arg(long, default_value = "calibrated")]
-    pub name: String,
+    /// Name of the written topology (default `calibrated`, or the measured
+    /// topology's name with `-measured` appended).
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 /// Total memory of this machine (Linux /proc/meminfo), or 16 GiB when unknown.
@@ -84,16 +114,35 @@ fn host_memory() -> u64 {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
-    if args.repeats == 0 {
+    let Some(backend) = args.backend else {
+        return super::calibrate_measured::run(&args);
+    };
+    // These describe a measured machine; a real backend measures this one.
+    for (flag, given) in [
+        ("--op", args.op.is_some()),
+        ("--nodes", args.nodes.is_some()),
+        ("--set", !args.set.is_empty()),
+    ] {
+        if given {
+            anyhow::bail!(
+                "{flag} goes with --measured (the machine a curve was measured on), not --backend"
+            );
+        }
+    }
+    let repeats = args.repeats.unwrap_or(9);
+    if repeats == 0 {
         anyhow::bail!("--repeats 0: need at least one");
     }
-    let topo = load_topology(&args.topology, None, &[])?;
-    let ranks: Vec<usize> = parse_u64_list(&args.ranks, "--ranks")?
+    let topo = load_topology(args.topology.as_deref().unwrap_or("switch"), None, &[])?;
+    let ranks: Vec<usize> = parse_u64_list(args.ranks.as_deref().unwrap_or("2,4"), "--ranks")?
         .into_iter()
         .map(|r| r as usize)
         .collect();
-    let gemm_dims = parse_u64_list(&args.gemm, "--gemm")?;
-    let sizes = parse_sizes(&args.sizes).context("--sizes")?;
+    let gemm_dims = parse_u64_list(
+        args.gemm.as_deref().unwrap_or("16,32,48,64,96,128"),
+        "--gemm",
+    )?;
+    let sizes = parse_sizes(args.sizes.as_deref().unwrap_or("4KiB:1MiB:x2")).context("--sizes")?;
     for (what, n) in [("--sizes", sizes.len()), ("--gemm", gemm_dims.len())] {
         if n < 4 {
             anyhow::bail!("{what}: {n} values; need at least 4 (half fit, half held out)");
@@ -106,13 +155,12 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         sizes,
         ranks,
         gemm_dims,
-        warmup: args.warmup,
-        repeats: args.repeats,
-        seed: args.seed,
+        warmup: args.warmup.unwrap_or(2),
+        repeats,
+        seed: args.seed.unwrap_or(0),
     };
     let exe =
         std::env::current_exe().context("locating the shardsim binary for worker processes")?;
-    let backend = args.backend;
     let session_topo = topo.clone();
     let mut start = move |n: usize| -> Result<Box<dyn Session>, shardsim::runtime::SessionError> {
         Ok(match backend {
@@ -185,8 +233,14 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let devices = topo.num_devices();
-        let file = topology_file(&fitted, devices, &args.name, backend.name(), host_memory())
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let file = topology_file(
+            &fitted,
+            devices,
+            args.name.as_deref().unwrap_or("calibrated"),
+            backend.name(),
+            host_memory(),
+        )
+        .map_err(|e| anyhow::anyhow!(e))?;
         let text = format!(
             "# Written by `shardsim calibrate --backend {}`; load it with --topology {}.\n{}",
             backend.name(),
@@ -243,7 +297,10 @@ impl PointRow {
     }
 }
 
-fn write_csv<T: serde::Serialize>(path: &std::path::Path, rows: &[T]) -> anyhow::Result<()> {
+pub(super) fn write_csv<T: serde::Serialize>(
+    path: &std::path::Path,
+    rows: &[T],
+) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
         w.serialize(r)?;

@@ -48,7 +48,7 @@ const OPS: [(&str, &str); 9] = [
 ];
 
 /// `--op`'s value as (the name outputs use, the collectives layer's name).
-fn op_names(text: &str) -> anyhow::Result<(&'static str, &'static str)> {
+pub(super) fn op_names(text: &str) -> anyhow::Result<(&'static str, &'static str)> {
     let t = text.trim().to_ascii_lowercase().replace('-', "_");
     OPS.iter()
         .find(|(name, nccl)| t == *name || t == *nccl)
@@ -169,7 +169,7 @@ impl CollectiveArgs {
             );
         }
         let sizes = parse_sizes(&self.sizes).context("--sizes")?;
-        let cal = Calibration::for_model(&group.device_model(&topo))?;
+        let cal = Calibration::for_topology(&topo, &group.device_model(&topo))?;
         Ok(Sweep {
             topo,
             group,

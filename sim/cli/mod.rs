@@ -19,6 +19,7 @@ mod bench_pipeline;
 mod bench_propagate;
 mod bench_scale;
 mod calibrate_cmd;
+mod calibrate_measured;
 mod check_cmd;
 mod collective_cmd;
 mod exec_timed;

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::Time;
+use crate::topology::Topology;
 
 use super::kinds::{Algorithm, Protocol};
 use super::CollectiveError;
@@ -16,7 +17,7 @@ use super::CollectiveError;
 pub const CALIBRATION_TOML: &str = include_str!("calibration.toml");
 
 /// Latencies (microseconds) and bandwidth fractions of one protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolParams {
     pub base_us: f64,
@@ -37,7 +38,7 @@ impl ProtocolParams {
 }
 
 /// Parameters for every protocol on one kind of device.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
     pub chunk_bytes: u64,
@@ -102,7 +103,42 @@ pub fn table() -> Result<BTreeMap<String, Calibration>, CollectiveError> {
 pub fn parse_table(text: &str) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
     let t: BTreeMap<String, Calibration> = toml::from_str(text)
         .map_err(|e| CollectiveError::Calibration(crate::base::cursor::toml_located(&e, text)))?;
-    for (name, c) in &t {
+    check_table(&t)?;
+    Ok(t)
+}
+
+impl Calibration {
+    /// The calibration of `device_model` on `topo`: the topology file's own
+    /// `[collective]` table (what `shardsim calibrate --measured` writes) when
+    /// it has one, else the compiled-in table ([`Calibration::for_model`]).
+    pub fn for_topology(
+        topo: &Topology,
+        device_model: &str,
+    ) -> Result<Calibration, CollectiveError> {
+        let Some(own) = topo.collective_calibration() else {
+            return Calibration::for_model(device_model);
+        };
+        let table = topology_table(own).map_err(|e| {
+            CollectiveError::Calibration(format!("topology \"{}\" [collective]: {e}", topo.name))
+        })?;
+        match table.get(device_model).or_else(|| table.get("default")) {
+            Some(c) => Ok(*c),
+            None => Calibration::for_model(device_model),
+        }
+    }
+}
+
+/// A topology file's `[collective]` table as calibrations, checked.
+pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
+    let t: BTreeMap<String, Calibration> = toml::Value::Table(own.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;
+    check_table(&t)?;
+    Ok(t)
+}
+
+fn check_table(t: &BTreeMap<String, Calibration>) -> Result<(), CollectiveError> {
+    for (name, c) in t {
         for p in [c.ll, c.ll128, c.simple, c.nvls] {
             let fractions_ok = [p.nvlink_fraction, p.network_fraction]
                 .iter()
@@ -116,6 +152,11 @@ pub fn parse_table(text: &str) -> Result<BTreeMap<String, Calibration>, Collecti
                 )));
             }
         }
+        if c.chunk_bytes == 0 || c.max_chunks == 0 {
+            return Err(CollectiveError::Calibration(format!(
+                "[{name}]: chunk_bytes and max_chunks must be positive"
+            )));
+        }
     }
-    Ok(t)
+    Ok(())
 }

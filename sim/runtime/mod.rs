@@ -167,6 +167,6 @@ pub(crate) fn init_ccl_group(
         )));
     }
     let group = Group::new(topo, device_ids.to_vec())?;
-    let cal = Calibration::for_model(&group.device_model(topo))?;
+    let cal = Calibration::for_topology(topo, &group.device_model(topo))?;
     Ok((group, cal))
 }

@@ -53,12 +53,14 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     if b.num_devices() == 0 {
         return fail("layout", "the topology has no devices");
     }
-    Ok(b.finish(
+    let mut topo = b.finish(
         f.name.clone(),
         f.description.clone(),
         f.sources.clone(),
         routing,
-    ))
+    );
+    topo.file = Some(std::sync::Arc::new(f.clone()));
+    Ok(topo)
 }
 
 /// Zero bandwidths and lane counts are as wrong as negative ones.

@@ -162,6 +162,8 @@ pub struct Topology {
     pub(crate) by_name: BTreeMap<String, ComponentId>,
     /// Least-cost routes already computed (see [`RouteCache`]).
     pub(crate) route_cache: RouteCache,
+    /// The file it was built from (overrides applied), when built from one.
+    pub(crate) file: Option<std::sync::Arc<super::spec::TopologyFile>>,
 }
 
 /// Routes by `(source, destination, ECMP flow id)`: a collective routes the
@@ -220,6 +222,15 @@ impl Topology {
     /// Number of accelerators.
     pub fn num_devices(&self) -> u32 {
         self.devices.len() as u32
+    }
+    /// The topology file's own collective calibration (`[collective]`), if any.
+    pub fn collective_calibration(&self) -> Option<&toml::Table> {
+        self.file.as_ref()?.collective.as_ref()
+    }
+    /// The topology file this was built from, overrides applied (what a
+    /// calibration writes back with its fit added).
+    pub fn file(&self) -> Option<&super::spec::TopologyFile> {
+        self.file.as_deref()
     }
     /// The component of device `index` (device ids are 0..num_devices).
     pub fn device(&self, index: u32) -> Option<ComponentId> {
@@ -374,6 +385,7 @@ impl Builder {
             routing,
             by_name,
             route_cache: RouteCache::default(),
+            file: None,
         }
     }
 }

@@ -57,6 +57,13 @@ pub struct TopologyFile {
     /// Explicit layout only: the links (each full-duplex link gives two directed links).
     #[serde(default, rename = "link", skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkSpec>,
+    /// This machine's own collective calibration (the format of
+    /// `sim/collective/calibration.toml`, one table per device model), as
+    /// `shardsim calibrate --measured` writes it; read by the collectives
+    /// layer in place of the compiled-in table. Kept as TOML here because the
+    /// topology part sits below the collectives that interpret it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<toml::Table>,
 }
 
 fn one() -> u32 {

@@ -3,4 +3,5 @@
 //! structure (its timings are not asserted: CI machines are loaded).
 
 mod fit;
+mod measured;
 mod real;

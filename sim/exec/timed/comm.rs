@@ -85,10 +85,12 @@ impl<'t> CommModel<'t> {
                     .device(0)
                     .map(|c| topo.component(c).model.clone())
                     .unwrap_or_default();
-                Calibration::for_model(&model).map_err(|source| TimedError::Collective {
-                    step: 0,
-                    what: "calibration",
-                    cause: Box::new(source),
+                Calibration::for_topology(topo, &model).map_err(|source| {
+                    TimedError::Collective {
+                        step: 0,
+                        what: "calibration",
+                        cause: Box::new(source),
+                    }
                 })?
             }
         };
