@@ -50,7 +50,8 @@ pub struct CalibrateArgs {
     pub backend: Option<Backend>,
     /// Fit the collective calibration of the machine --topology describes to
     /// a measured nccl-tests-like curve (CSV: `size_bytes` and `time_us`,
-    /// `algbw_gbs` or `busbw_gbs`; `#` comments); repeatable.
+    /// `algbw_gbs` or `busbw_gbs`; `#` comments); repeatable; `OP=FILE.csv`
+    /// names the file's operation (default --op).
     #[arg(long, value_name = "FILE.csv")]
     pub measured: Vec<PathBuf>,
     /// The operation the measured files timed (all_reduce, all_gather, ...);

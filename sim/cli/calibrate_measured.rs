@@ -39,15 +39,24 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         }
     };
     let group = Group::first(&topo, n)?;
-    let (op_name, nccl_name) = op_names(args.op.as_deref().unwrap_or("all_reduce"))?;
-    let op = CollectiveOp::parse(nccl_name, n as usize)?;
+    let default_op = args.op.as_deref().unwrap_or("all_reduce");
     let mut curves: Vec<MeasuredCurve> = Vec::new();
-    for path in &args.measured {
+    for given in &args.measured {
+        // `OP=FILE` names the file's operation; a plain FILE is --op's.
+        let text = given.to_string_lossy();
+        let (op_text, path) = match text.split_once('=') {
+            Some((op, file)) if op_names(op).is_ok() => (op, std::path::PathBuf::from(file)),
+            _ => (default_op, given.clone()),
+        };
+        let (op_name, nccl_name) = op_names(op_text)?;
+        let op = CollectiveOp::parse(nccl_name, n as usize)?;
         let file = path.display().to_string();
-        let bytes = shardsim::base::files::read_bytes(path)
+        let bytes = shardsim::base::files::read_bytes(&path)
             .map_err(|e| anyhow::anyhow!("{file}: cannot read the measured curve: {e}"))?;
         curves.push(read_curve(&bytes, &file, op_name, &op, n as usize)?);
     }
+    let ops: std::collections::BTreeSet<&str> = curves.iter().map(|c| c.op_name.as_str()).collect();
+    let op_name = ops.into_iter().collect::<Vec<_>>().join(", ");
     let model = group.device_model(&topo);
     let initial = Calibration::for_topology(&topo, &model)?;
     let setup = MeasuredSetup {
