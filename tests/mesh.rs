@@ -158,9 +158,9 @@ fn dtensor_string_round_trip() {
     let s = mesh.to_dtensor_string("m", "GPU");
     assert!(s.starts_with("m|batch=2,model=4|0,1,2,3,4,5,6,7|0,1,2,3,4,5,6,7|/job:localhost/replica:0/task:0/device:GPU:0,"));
     let back = Mesh::from_dtensor_string(&s).unwrap();
-    assert_eq!(back.mesh, mesh);
-    assert_eq!(back.name, "m");
-    assert_eq!(back.device_type, "GPU");
+    assert_eq!(back.mesh(), &mesh);
+    assert_eq!(back.name(), "m");
+    assert_eq!(back.device_type(), "GPU");
     assert!(Mesh::from_dtensor_string("m|x=2|0,1").is_err());
     assert!(Mesh::from_dtensor_string("m|x=two|0,1|0,1|d").is_err());
 }
@@ -218,7 +218,7 @@ proptest! {
         let text = mesh.to_string();
         prop_assert_eq!(Mesh::parse(&text).unwrap(), mesh.clone());
         let dt = Mesh::from_dtensor_string(&mesh.to_dtensor_string("m", "CPU")).unwrap();
-        prop_assert_eq!(dt.mesh, mesh);
+        prop_assert_eq!(dt.mesh(), &mesh);
     }
 
     #[test]
