@@ -2,3 +2,4 @@
 //! Relax distributed and VirtualDevice) with a test named after it.
 
 mod dtensor;
+mod tvm;
