@@ -102,12 +102,25 @@ fn tvm_device_mesh_from_range_and_list() {
     assert_eq!(r.to_tvm_text(), "R.device_mesh((2, 4), I.Range(0, 8))");
     let l = Mesh::tvm(&[2], DeviceIds::List(vec![1, 0]), &["x".into()]).unwrap();
     assert_eq!(l.to_tvm_text(), "R.device_mesh((2,), [1, 0])");
+    // A stepped Range is TVM's too (any ids, not only 0..n); a Range whose
+    // length is not the mesh size is an error.
+    let stepped = Mesh::tvm(
+        &[4],
+        DeviceIds::Range {
+            start: 0,
+            stop: 8,
+            step: 2,
+        },
+        &[],
+    )
+    .unwrap();
+    assert_eq!(stepped.device_ids(), vec![0, 2, 4, 6]);
     assert!(Mesh::tvm(
         &[4],
         DeviceIds::Range {
             start: 0,
             stop: 8,
-            step: 2
+            step: 3
         },
         &[]
     )
