@@ -380,3 +380,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn dtensor_mesh_string_on_the_command_line() {
+    let text = "mesh|x=2,y=2|0,1,2,3|2,3|/job:worker/replica:0/task:1/device:TPU:0,/job:worker/replica:0/task:1/device:TPU:1";
+    let out = crate::common::shardsim(&["mesh", "--dtensor", text, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dtensor"], text, "the string is printed back as given");
+    assert_eq!(
+        v["dtensor_client"]["local_device_ids"],
+        serde_json::json!([2, 3])
+    );
+    assert_eq!(v["dtensor_client"]["device_type"], "TPU");
+    assert_eq!(v["dtensor_client"]["is_remote"], false);
+    let out = crate::common::shardsim(&[
+        "mesh",
+        "--dtensor",
+        "m|x=2|0,2|0|/job:a/task:0/device:CPU:0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--dtensor: global_device_ids must increase sequentially"),
+        "{err}"
+    );
+}

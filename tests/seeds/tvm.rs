@@ -293,3 +293,28 @@ fn tvm_plan_devices_call_sites_that_disagree_are_a_conflict() {
         "{msg}"
     );
 }
+
+#[test]
+fn tvm_device_mesh_text_on_the_command_line() {
+    let out =
+        crate::common::shardsim(&["mesh", "--tvm", "R.device_mesh((2, 2), I.Range(4, 12, 2))"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("mesh (TVM):        R.device_mesh((2, 2), [4, 6, 8, 10])"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(none: Shardy's device ids are a permutation of 0..4)"),
+        "{text}"
+    );
+    assert!(text.contains("device   10  pos    3  d0=1 d1=1"), "{text}");
+    let out = crate::common::shardsim(&["mesh", "--tvm", "R.device_mesh((2,), [1])"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --tvm: 1:21: "), "{err}");
+}
