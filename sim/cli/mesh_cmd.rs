@@ -110,11 +110,11 @@ fn mesh_from_shape(args: &MeshArgs, shape_text: &str) -> anyhow::Result<Mesh> {
             size,
         })
         .collect();
-    Ok(match &args.device_ids {
+    match &args.device_ids {
         Some(ids) => Mesh::with_device_order(axes, parse_u64_list(ids, "--device-ids")?),
         None => Mesh::new(axes),
     }
-    .context("invalid mesh")?)
+    .context("invalid mesh")
 }
 
 pub fn run(args: MeshArgs) -> anyhow::Result<()> {

@@ -318,3 +318,27 @@ fn tvm_device_mesh_text_on_the_command_line() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: --tvm: 1:21: "), "{err}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any distinct ids, in any order, print and read back as the same mesh.
+    #[test]
+    fn tvm_device_mesh_text_round_trips(
+        shape in proptest::collection::vec(1u64..4, 1..4),
+        base in 0u64..1000,
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let n: u64 = shape.iter().product();
+        // Distinct ids base, base+3, ... shuffled by a seeded rotation and reversal.
+        let mut ids: Vec<u64> = (0..n).map(|i| base + 3 * i).collect();
+        ids.rotate_left((seed % n) as usize);
+        if seed % 2 == 1 {
+            ids.reverse();
+        }
+        let m = Mesh::tvm(&shape, DeviceIds::List(ids.clone()), &[]).unwrap();
+        let back = Mesh::from_tvm_text(&m.to_tvm_text()).unwrap();
+        proptest::prop_assert_eq!(back.device_ids(), ids);
+        proptest::prop_assert_eq!(back, m);
+    }
+}
