@@ -342,3 +342,27 @@ proptest::proptest! {
         proptest::prop_assert_eq!(back, m);
     }
 }
+
+#[test]
+fn tvm_plan_devices_across_functions_on_the_command_line() {
+    let path = fixture("plan/calls.mlir");
+    let out = crate::common::shardsim(&[
+        "plan",
+        path.to_str().unwrap(),
+        "--device",
+        "(vulkan, 0, vulkan, global)",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("// ")).collect();
+    assert_eq!(
+        notes,
+        vec!["// @main: device_copy %b (cpu, 0, llvm, global) -> (cuda, 0, cuda -arch=sm_80, global)"]
+    );
+    // The planned program parses back.
+    parse_and_verify(text.split_once('\n').unwrap().1).unwrap();
+}
