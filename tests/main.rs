@@ -15,6 +15,7 @@ mod propagate;
 mod runtime;
 mod safety;
 mod scenario;
+mod seeds;
 mod sharding;
 mod strategies;
 mod tensor;

@@ -102,12 +102,25 @@ fn tvm_device_mesh_from_range_and_list() {
     assert_eq!(r.to_tvm_text(), "R.device_mesh((2, 4), I.Range(0, 8))");
     let l = Mesh::tvm(&[2], DeviceIds::List(vec![1, 0]), &["x".into()]).unwrap();
     assert_eq!(l.to_tvm_text(), "R.device_mesh((2,), [1, 0])");
+    // A stepped Range is TVM's too (any ids, not only 0..n); a Range whose
+    // length is not the mesh size is an error.
+    let stepped = Mesh::tvm(
+        &[4],
+        DeviceIds::Range {
+            start: 0,
+            stop: 8,
+            step: 2,
+        },
+        &[],
+    )
+    .unwrap();
+    assert_eq!(stepped.device_ids(), vec![0, 2, 4, 6]);
     assert!(Mesh::tvm(
         &[4],
         DeviceIds::Range {
             start: 0,
             stop: 8,
-            step: 2
+            step: 3
         },
         &[]
     )
@@ -158,9 +171,9 @@ fn dtensor_string_round_trip() {
     let s = mesh.to_dtensor_string("m", "GPU");
     assert!(s.starts_with("m|batch=2,model=4|0,1,2,3,4,5,6,7|0,1,2,3,4,5,6,7|/job:localhost/replica:0/task:0/device:GPU:0,"));
     let back = Mesh::from_dtensor_string(&s).unwrap();
-    assert_eq!(back.mesh, mesh);
-    assert_eq!(back.name, "m");
-    assert_eq!(back.device_type, "GPU");
+    assert_eq!(back.mesh(), &mesh);
+    assert_eq!(back.name(), "m");
+    assert_eq!(back.device_type(), "GPU");
     assert!(Mesh::from_dtensor_string("m|x=2|0,1").is_err());
     assert!(Mesh::from_dtensor_string("m|x=two|0,1|0,1|d").is_err());
 }
@@ -218,7 +231,7 @@ proptest! {
         let text = mesh.to_string();
         prop_assert_eq!(Mesh::parse(&text).unwrap(), mesh.clone());
         let dt = Mesh::from_dtensor_string(&mesh.to_dtensor_string("m", "CPU")).unwrap();
-        prop_assert_eq!(dt.mesh, mesh);
+        prop_assert_eq!(dt.mesh(), &mesh);
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! `shardsim mesh`: print a mesh in every view and, optionally, a tensor's shards.
+//! The mesh comes from `--shape` (and `--names`, `--device-ids`), from TVM's
+//! printed `R.device_mesh(...)` (`--tvm`) or from TF DTensor's mesh string
+//! (`--dtensor`, whose local ids and devices are reported too).
 
 use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
 use shardsim::base::TensorType;
-use shardsim::mesh::{Mesh, MeshAxis};
+use shardsim::mesh::{DTensorMesh, Mesh, MeshAxis};
 use shardsim::sharding::{Placement, ShardLayout, TensorSharding};
 
 use super::output::{parse_u64_list, Format};
@@ -13,8 +16,14 @@ use super::output::{parse_u64_list, Format};
 #[derive(Debug, Args)]
 pub struct MeshArgs {
     /// Mesh shape, e.g. 2,4.
-    #[arg(long)]
-    shape: String,
+    #[arg(long, required_unless_present_any = ["tvm", "dtensor"], conflicts_with_all = ["tvm", "dtensor"])]
+    shape: Option<String>,
+    /// The mesh as TVM prints it, e.g. 'R.device_mesh((2, 4), I.Range(0, 8))'.
+    #[arg(long, conflicts_with_all = ["dtensor", "names", "device_ids"])]
+    tvm: Option<String>,
+    /// The mesh as TF DTensor's to_string writes it, e.g. 'm|x=2|0,1|0,1|/job:localhost/replica:0/task:0/device:GPU:0,...'.
+    #[arg(long, conflicts_with_all = ["names", "device_ids"])]
+    dtensor: Option<String>,
     /// Axis names, e.g. x,y (default d0,d1,...).
     #[arg(long)]
     names: Option<String>,
@@ -43,10 +52,23 @@ struct DeviceRow {
     ranges: Option<Vec<(u64, u64)>>,
 }
 
+/// What a TF DTensor mesh string says beyond the mesh itself.
+#[derive(Serialize)]
+struct DTensorReport {
+    name: String,
+    device_type: String,
+    local_device_ids: Vec<u64>,
+    local_devices: Vec<String>,
+    is_remote: bool,
+    min_global_device_id: u64,
+}
+
 #[derive(Serialize)]
 struct Report {
     shardy: String,
     dtensor: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dtensor_client: Option<DTensorReport>,
     tvm: String,
     num_devices: u64,
     strides: Vec<u64>,
@@ -66,8 +88,9 @@ struct ShardingReport {
     replica_groups: Vec<Vec<u64>>,
 }
 
-pub fn run(args: MeshArgs) -> anyhow::Result<()> {
-    let shape = parse_u64_list(&args.shape, "--shape")?;
+/// The mesh from `--shape`/`--names`/`--device-ids`.
+fn mesh_from_shape(args: &MeshArgs, shape_text: &str) -> anyhow::Result<Mesh> {
+    let shape = parse_u64_list(shape_text, "--shape")?;
     let names: Vec<String> = match &args.names {
         Some(n) => n.split(',').map(|s| s.trim().to_string()).collect(),
         None => (0..shape.len()).map(|i| format!("d{i}")).collect(),
@@ -87,11 +110,29 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
             size,
         })
         .collect();
-    let mesh = match &args.device_ids {
+    match &args.device_ids {
         Some(ids) => Mesh::with_device_order(axes, parse_u64_list(ids, "--device-ids")?),
         None => Mesh::new(axes),
     }
-    .context("invalid mesh")?;
+    .context("invalid mesh")
+}
+
+pub fn run(args: MeshArgs) -> anyhow::Result<()> {
+    let mut client = None;
+    let mesh = match (&args.shape, &args.tvm, &args.dtensor) {
+        (Some(shape), _, _) => mesh_from_shape(&args, shape)?,
+        (_, Some(text), _) => {
+            Mesh::from_tvm_text(text).map_err(|e| anyhow::anyhow!("--tvm: {e}"))?
+        }
+        (_, _, Some(text)) => {
+            let d =
+                DTensorMesh::from_string(text).map_err(|e| anyhow::anyhow!("--dtensor: {e}"))?;
+            let mesh = d.mesh().clone();
+            client = Some(d);
+            mesh
+        }
+        _ => bail!("give the mesh with --shape, --tvm or --dtensor"),
+    };
 
     let sharding = match (&args.sharding, &args.tensor) {
         (Some(text), Some(tensor)) => {
@@ -127,8 +168,19 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
         })
         .collect();
     let report = Report {
-        shardy: mesh.to_shardy(),
-        dtensor: mesh.to_dtensor_string("mesh", "CPU"),
+        shardy: shardy_text(&mesh),
+        dtensor: client
+            .as_ref()
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| mesh.to_dtensor_string("mesh", "CPU")),
+        dtensor_client: client.as_ref().map(|d| DTensorReport {
+            name: d.name().to_string(),
+            device_type: d.device_type().to_string(),
+            local_device_ids: d.local_device_ids().to_vec(),
+            local_devices: d.local_devices(),
+            is_remote: d.is_remote(),
+            min_global_device_id: d.min_global_device_id(),
+        }),
         tvm: mesh.to_tvm_text(),
         num_devices: mesh.num_devices(),
         strides: mesh.strides().to_vec(),
@@ -154,12 +206,36 @@ pub fn run(args: MeshArgs) -> anyhow::Result<()> {
     super::output::write_output(None, &text)
 }
 
+/// Shardy's text, when Shardy can hold the mesh (its ids must be `0..n`).
+fn shardy_text(mesh: &Mesh) -> String {
+    let mut ids = mesh.device_ids();
+    ids.sort_unstable();
+    if ids.iter().enumerate().all(|(i, &d)| d == i as u64) {
+        mesh.to_shardy()
+    } else {
+        format!(
+            "(none: Shardy's device ids are a permutation of 0..{})",
+            ids.len()
+        )
+    }
+}
+
 fn render_text(r: &Report) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(out, "mesh (Shardy):     {}", r.shardy);
     let _ = writeln!(out, "mesh (TF DTensor): {}", r.dtensor);
     let _ = writeln!(out, "mesh (TVM):        {}", r.tvm);
+    if let Some(d) = &r.dtensor_client {
+        let _ = writeln!(
+            out,
+            "DTensor client:    mesh '{}' of {} devices, local ids {:?}{}",
+            d.name,
+            d.device_type,
+            d.local_device_ids,
+            if d.is_remote { " (remote)" } else { "" }
+        );
+    }
     let _ = writeln!(out, "devices: {}   strides: {:?}", r.num_devices, r.strides);
     if let Some(s) = &r.sharding {
         let _ = writeln!(out, "tensor {} sharded as {}", s.tensor, s.sharding);

@@ -1,12 +1,13 @@
 //! `shardsim plan`: device planning (TVM's PlanDevices) on a program: where
-//! every value lives, and `shardsim.device_copy` ops where producer and consumer differ.
+//! every value lives, and `shardsim.device_copy` ops where producer and consumer differ,
+//! planned across functions (callees where their call sites place them).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use shardsim::ir::mlir::print_module;
-use shardsim::plan::{plan_func, VirtualDevice};
+use shardsim::plan::{plan_module, VirtualDevice};
 
 use super::output::{read_module, write_output};
 
@@ -29,8 +30,8 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         .parse()
         .map_err(|e| anyhow::anyhow!("--device: {e}"))?;
     let mut summary = Vec::new();
-    for f in &mut module.funcs {
-        let planned = plan_func(f, &default).map_err(|e| anyhow::anyhow!("@{}: {e}", f.name))?;
+    let planned_funcs = plan_module(&module, &default)?;
+    for (f, planned) in module.funcs.iter_mut().zip(planned_funcs) {
         for (value, from, to) in &planned.copies {
             summary.push(format!(
                 "// @{}: device_copy {value} {from} -> {to}",

@@ -1,6 +1,8 @@
 //! `shardsim run [SCENARIO...]`: run scenarios (the embedded default without
 //! arguments), print a summary table each, write `reports/<scenario>/`, and
 //! fail (exit 1) when an expectation does not hold, saying which and by how much.
+//! A scenario that runs out of memory without expecting it (`expect.ooms`)
+//! exits 3 after its report, as `exec` and `train` do.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -89,6 +91,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let cache = ProgramCache::new();
     let mut failed = Vec::new();
+    let mut ooms = Vec::new();
     let mut json = Vec::new();
     let mut bar = super::progress::Progress::new(paths.len() as u64, "scenarios");
     for p in paths {
@@ -122,11 +125,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         for c in r.summary.checks.iter().filter(|c| !c.ok) {
             failed.push(format!("{}: {}: {}", sc.name, c.what, c.message));
         }
+        let t = &r.summary.timing;
+        if let (Some(first), None) = (t.ooms.first(), &sc.file.expect.ooms) {
+            let more = (t.ooms.len() - 1) as u64 + t.ooms_dropped;
+            ooms.push(format!(
+                "scenario {}: device {} scope {}: {} needs {} bytes with {} of {} in use{}",
+                sc.name,
+                first.device,
+                first.scope,
+                first.value,
+                first.bytes,
+                first.in_use,
+                first.capacity,
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
         bar.inc();
     }
     drop(bar);
     if args.format == Format::Json {
         write_output(None, &(serde_json::to_string_pretty(&json)? + "\n"))?;
+    }
+    // An unexpected OOM explains the failed expectations after it: it decides the exit code.
+    if !ooms.is_empty() {
+        let also = match failed.len() {
+            0 => String::new(),
+            n => format!(" ({n} expectation(s) failed too)"),
+        };
+        return Err(super::OutOfMemory(ooms.join("; ") + &also).into());
     }
     if !failed.is_empty() {
         return Err(super::Failed(failed.join("; ")).into());

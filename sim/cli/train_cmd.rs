@@ -117,7 +117,7 @@ impl MachineArgs {
 pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
     if name.ends_with(".toml") || Path::new(name).exists() {
         let text = super::output::read_text(Path::new(name))?;
-        return ModelSpec::from_toml(&text).with_context(|| name.to_string());
+        return ModelSpec::from_toml(&text).map_err(|e| anyhow::anyhow!(e.in_file(name)));
     }
     Ok(ModelSpec::preset(name)?)
 }
@@ -126,7 +126,8 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     let mut s = match &args.strategy {
         Some(p) => {
             let text = super::output::read_text(p)?;
-            Strategy::from_toml(&text).with_context(|| p.display().to_string())?
+            Strategy::from_toml(&text)
+                .map_err(|e| anyhow::anyhow!(e.in_file(&p.display().to_string())))?
         }
         None => Strategy::from_toml("global_batch = 1")?,
     };

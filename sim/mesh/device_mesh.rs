@@ -22,6 +22,11 @@ impl DeviceIds {
                 if *step == 0 {
                     return Err(MeshError::Other("Range step must be positive".into()));
                 }
+                if stop <= start {
+                    return Err(MeshError::Other(format!(
+                        "Range({start}, {stop}, {step}) is empty"
+                    )));
+                }
                 let count = stop.saturating_sub(*start).div_ceil(*step);
                 if count > MAX_DEVICES {
                     return Err(MeshError::TooManyDevices(count));
@@ -156,7 +161,36 @@ impl Mesh {
                 size,
             })
             .collect();
-        Mesh::with_device_order(axes, device_ids.to_vec()?)
+        Mesh::with_any_device_ids(axes, device_ids.to_vec()?)
+    }
+
+    /// A mesh over any distinct device ids (TVM's `DeviceMesh` takes ids that
+    /// need not be `0..n`, e.g. the second half of a machine); a list equal to
+    /// iota is dropped. Shardy's text cannot print such a mesh; TVM's can.
+    pub fn with_any_device_ids(
+        axes: Vec<MeshAxis>,
+        device_ids: Vec<u64>,
+    ) -> Result<Mesh, MeshError> {
+        let mut sorted = device_ids.clone();
+        sorted.sort_unstable();
+        if sorted.iter().enumerate().all(|(i, &d)| d == i as u64) {
+            return Mesh::with_device_order(axes, device_ids);
+        }
+        let mut mesh = Mesh::new(axes)?;
+        if device_ids.len() as u64 != mesh.num_devices() {
+            return Err(MeshError::DeviceCount {
+                expected: mesh.num_devices(),
+                found: device_ids.len(),
+            });
+        }
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(MeshError::Other(format!(
+                "device id {} is listed twice",
+                w[0]
+            )));
+        }
+        mesh.device_ids = Some(device_ids);
+        Ok(mesh)
     }
 
     /// The empty mesh `<[]>` (one implicit device 0).

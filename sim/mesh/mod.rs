@@ -5,13 +5,16 @@
 
 mod axis;
 mod device_mesh;
-mod dtensor_string;
+mod dtensor;
+mod dtensor_proto;
 mod groups;
 mod shardy_text;
+mod tvm_text;
 
 pub use axis::{push_or_merge, AxisRef, MeshAxis, SubAxis};
 pub use device_mesh::{DeviceIds, Mesh};
-pub use dtensor_string::DTensorMesh;
+pub use dtensor::{DTensorMesh, DeviceSpec, USE_XLA_SPMD};
+pub use dtensor_proto::{MeshDimensionProto, MeshProto};
 
 /// A mesh or axis that breaks a rule (unknown axis, bad size, bad device list...).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +43,14 @@ pub enum MeshError {
     UnknownDevice(u64),
     #[error("mesh has {0} devices; at most 65536 are supported")]
     TooManyDevices(u64),
+    #[error("{0}")]
+    DTensorIds(String),
+    #[error("bad device name \"{0}\": {1} (expected /job:NAME/replica:N/task:N/device:TYPE:N)")]
+    BadDevice(String, String),
+    #[error("bad DTensor mesh string: {0}")]
+    BadDTensorString(String),
+    #[error("bad MeshProto: {0}")]
+    BadProto(String),
     #[error("{0}")]
     Other(String),
 }

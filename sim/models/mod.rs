@@ -35,4 +35,32 @@ pub enum ModelError {
     Strategy(String),
     #[error("model program: {0}")]
     Program(String),
+    /// A model or strategy file that is not TOML or has a wrong field:
+    /// `line:col: model: message` (no location when TOML gives none).
+    #[error("{0}")]
+    Toml(String),
+}
+
+impl ModelError {
+    /// A TOML error of the `what` file (`model` or `strategy`) located in `text`.
+    pub(crate) fn toml(what: &str, e: &toml::de::Error, text: &str) -> ModelError {
+        let message = e.message().trim().replace('\n', " ");
+        ModelError::Toml(match e.span() {
+            Some(span) => {
+                let (line, col) = crate::base::cursor::line_col(text, span.start);
+                format!("{line}:{col}: {what}: {message}")
+            }
+            None => format!("{what}: {message}"),
+        })
+    }
+
+    /// The error read from `file`: `file:line:col: ...` when located, `file: ...` otherwise.
+    pub fn in_file(&self, file: &str) -> String {
+        match self {
+            ModelError::Toml(t) if t.starts_with(|c: char| c.is_ascii_digit()) => {
+                format!("{file}:{t}")
+            }
+            other => format!("{file}: {other}"),
+        }
+    }
 }

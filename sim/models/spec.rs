@@ -87,8 +87,8 @@ pub const PRESETS: &[(&str, &str)] = &[
 impl ModelSpec {
     /// Parse and check a model file.
     pub fn from_toml(text: &str) -> Result<ModelSpec, ModelError> {
-        let spec: ModelSpec = toml::from_str(text)
-            .map_err(|e| ModelError::Spec(crate::base::cursor::toml_located(&e, text)))?;
+        let spec: ModelSpec =
+            toml::from_str(text).map_err(|e| ModelError::toml("model", &e, text))?;
         spec.check()?;
         Ok(spec)
     }

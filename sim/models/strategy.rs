@@ -107,8 +107,7 @@ fn one() -> u64 {
 impl Strategy {
     /// Parse a strategy table (`[strategy]` of a model run, or inline TOML).
     pub fn from_toml(text: &str) -> Result<Strategy, ModelError> {
-        toml::from_str(text)
-            .map_err(|e| ModelError::Strategy(crate::base::cursor::toml_located(&e, text)))
+        toml::from_str(text).map_err(|e| ModelError::toml("strategy", &e, text))
     }
 
     /// The element type of parameters and activations.

@@ -8,7 +8,7 @@ mod program;
 mod solver;
 mod virtual_device;
 
-pub use program::{plan_func, PlannedFunc};
+pub use program::{plan_func, plan_func_with, plan_module, CallHints, PlannedFunc};
 pub use solver::{plan_devices, Dataflow, DeviceCopy, OpId, Plan, Port, ValueId};
 pub use virtual_device::{DeviceType, Target, VirtualDevice};
 
@@ -22,7 +22,7 @@ pub enum PlanError {
         target_type: String,
         device_type: String,
     },
-    #[error("unknown target kind \"{0}\" (known: llvm, c, cuda, rocm, tpu)")]
+    #[error("unknown target kind \"{0}\" (known: llvm, c, cuda, nvptx, rocm, opencl, vulkan, metal, webgpu, hexagon, ext_dev, tpu)")]
     UnknownTarget(String),
     #[error("bad virtual device \"{text}\": {reason} (expected e.g. (cuda, 0, cuda, global) with ? for unconstrained)")]
     BadText { text: String, reason: String },

@@ -11,7 +11,10 @@
 //! 4. Constraints in one class are joined (union-find over `join`); a failed
 //!    join is an error naming the two constraints' sources. Every class is
 //!    then defaulted with the default virtual device.
-//! 5. A `device_copy` is inserted for each (value, destination) where the
+//! 5. A *placement* (`place`) joins a value's class without fixing it: the
+//!    value, its producer and its readers all follow it (TVM's rule that a
+//!    function returning its result on a device also runs its body there).
+//! 6. A `device_copy` is inserted for each (value, destination) where the
 //!    value's device differs from where an operand is read, or where an op's
 //!    device differs from a user-fixed result's storage.
 
@@ -44,6 +47,7 @@ struct Constraint {
 struct ValueDecl {
     name: String,
     constraints: Vec<Constraint>,
+    placements: Vec<Constraint>,
     producer: Option<(OpId, u32)>,
 }
 
@@ -75,6 +79,7 @@ impl Dataflow {
         self.values.push(ValueDecl {
             name: name.to_string(),
             constraints: Vec::new(),
+            placements: Vec::new(),
             producer: None,
         });
         ValueId(self.values.len() as u32 - 1)
@@ -92,6 +97,25 @@ impl Dataflow {
             source: source.to_string(),
         });
         Ok(())
+    }
+
+    /// Place a value without fixing it: its class (producer, readers) joins `device`.
+    pub fn place(
+        &mut self,
+        v: ValueId,
+        device: VirtualDevice,
+        source: &str,
+    ) -> Result<(), PlanError> {
+        self.value_mut(v)?.placements.push(Constraint {
+            device,
+            source: source.to_string(),
+        });
+        Ok(())
+    }
+
+    /// True when the value carries a constraint of its own or is a pinned result.
+    pub fn is_fixed(&self, v: ValueId) -> bool {
+        self.fixed(v)
     }
 
     /// Declare an op reading `operands` and producing `results` (each value has at most one producer).
@@ -335,7 +359,7 @@ pub fn plan_devices(df: &Dataflow, default: &VirtualDevice) -> Result<Plan, Plan
         }
     };
     for (v, decl) in df.values.iter().enumerate() {
-        for c in &decl.constraints {
+        for c in decl.constraints.iter().chain(&decl.placements) {
             add(&mut uf, v, c)?;
         }
     }

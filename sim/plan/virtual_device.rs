@@ -10,21 +10,45 @@ use serde::Serialize;
 
 use super::PlanError;
 
-/// DLPack-style device types.
+/// DLPack's device types (`DLDeviceType`), plus `tpu` (no DLPack code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum DeviceType {
     Cpu,
     Cuda,
+    CudaHost,
+    Opencl,
+    Vulkan,
+    Metal,
+    Vpi,
     Rocm,
+    RocmHost,
+    ExtDev,
+    CudaManaged,
+    Oneapi,
+    Webgpu,
+    Hexagon,
+    Maia,
     Tpu,
 }
 
 impl DeviceType {
-    pub const ALL: [DeviceType; 4] = [
+    pub const ALL: [DeviceType; 16] = [
         DeviceType::Cpu,
         DeviceType::Cuda,
+        DeviceType::CudaHost,
+        DeviceType::Opencl,
+        DeviceType::Vulkan,
+        DeviceType::Metal,
+        DeviceType::Vpi,
         DeviceType::Rocm,
+        DeviceType::RocmHost,
+        DeviceType::ExtDev,
+        DeviceType::CudaManaged,
+        DeviceType::Oneapi,
+        DeviceType::Webgpu,
+        DeviceType::Hexagon,
+        DeviceType::Maia,
         DeviceType::Tpu,
     ];
 
@@ -32,9 +56,48 @@ impl DeviceType {
         match self {
             DeviceType::Cpu => "cpu",
             DeviceType::Cuda => "cuda",
+            DeviceType::CudaHost => "cuda_host",
+            DeviceType::Opencl => "opencl",
+            DeviceType::Vulkan => "vulkan",
+            DeviceType::Metal => "metal",
+            DeviceType::Vpi => "vpi",
             DeviceType::Rocm => "rocm",
+            DeviceType::RocmHost => "rocm_host",
+            DeviceType::ExtDev => "ext_dev",
+            DeviceType::CudaManaged => "cuda_managed",
+            DeviceType::Oneapi => "oneapi",
+            DeviceType::Webgpu => "webgpu",
+            DeviceType::Hexagon => "hexagon",
+            DeviceType::Maia => "maia",
             DeviceType::Tpu => "tpu",
         }
+    }
+
+    /// DLPack's number for the type (`kDLCPU` = 1, `kDLCUDA` = 2, ...); none for `tpu`.
+    pub fn dlpack_code(self) -> Option<u32> {
+        Some(match self {
+            DeviceType::Cpu => 1,
+            DeviceType::Cuda => 2,
+            DeviceType::CudaHost => 3,
+            DeviceType::Opencl => 4,
+            DeviceType::Vulkan => 7,
+            DeviceType::Metal => 8,
+            DeviceType::Vpi => 9,
+            DeviceType::Rocm => 10,
+            DeviceType::RocmHost => 11,
+            DeviceType::ExtDev => 12,
+            DeviceType::CudaManaged => 13,
+            DeviceType::Oneapi => 14,
+            DeviceType::Webgpu => 15,
+            DeviceType::Hexagon => 16,
+            DeviceType::Maia => 17,
+            DeviceType::Tpu => return None,
+        })
+    }
+
+    /// The type named `name` (as printed by [`DeviceType::name`]).
+    pub fn from_name(name: &str) -> Option<DeviceType> {
+        DeviceType::ALL.into_iter().find(|t| t.name() == name)
     }
 }
 
@@ -44,27 +107,86 @@ impl fmt::Display for DeviceType {
     }
 }
 
-/// A compilation target; its kind determines the device type it runs on.
+/// A compilation target, `kind -key=value -flag ...` as TVM writes it
+/// (`cuda -arch=sm_80`); its kind determines the device type it runs on.
+/// Two targets are the same only with the same kind and attributes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Target {
     pub kind: String,
     pub device_type: DeviceType,
+    /// `(key, value)` in the order given; a bare `-flag` has an empty value.
+    pub attrs: Vec<(String, String)>,
 }
 
 impl Target {
-    /// A target of a known kind: `llvm` and `c` (CPU), `cuda`, `rocm`, `tpu`.
-    pub fn new(kind: &str) -> Result<Target, PlanError> {
+    /// A target from its text: a known kind (`llvm`/`c`: cpu; `cuda`/`nvptx`;
+    /// `rocm`; `opencl`; `vulkan`; `metal`; `webgpu`; `hexagon`; `ext_dev`;
+    /// `tpu`), then `-key=value` or `-flag` attributes (each key once).
+    pub fn new(text: &str) -> Result<Target, PlanError> {
+        let mut words = text.split_whitespace();
+        let kind = words.next().unwrap_or("");
         let device_type = match kind {
             "llvm" | "c" => DeviceType::Cpu,
-            "cuda" => DeviceType::Cuda,
+            "cuda" | "nvptx" => DeviceType::Cuda,
             "rocm" => DeviceType::Rocm,
+            "opencl" => DeviceType::Opencl,
+            "vulkan" => DeviceType::Vulkan,
+            "metal" => DeviceType::Metal,
+            "webgpu" => DeviceType::Webgpu,
+            "hexagon" => DeviceType::Hexagon,
+            "ext_dev" => DeviceType::ExtDev,
             "tpu" => DeviceType::Tpu,
             other => return Err(PlanError::UnknownTarget(other.to_string())),
         };
+        let mut attrs: Vec<(String, String)> = Vec::new();
+        for w in words {
+            let bad = |reason: &str| PlanError::BadText {
+                text: text.to_string(),
+                reason: reason.to_string(),
+            };
+            let body = w
+                .strip_prefix('-')
+                .ok_or_else(|| bad("target attributes are -key=value or -flag"))?;
+            let (k, v) = body.split_once('=').unwrap_or((body, ""));
+            if k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(bad("a target attribute needs a name"));
+            }
+            if attrs.iter().any(|(a, _)| a == k) {
+                return Err(bad("a target attribute is given twice"));
+            }
+            attrs.push((k.to_string(), v.to_string()));
+        }
         Ok(Target {
             kind: kind.to_string(),
             device_type,
+            attrs,
         })
+    }
+
+    /// The attribute `key`, if given.
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.kind)?;
+        for (k, v) in &self.attrs {
+            if v.is_empty() {
+                write!(f, " -{k}")?;
+            } else {
+                write!(f, " -{k}={v}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -89,7 +211,7 @@ impl VirtualDevice {
         let device_type = match (&target, device_type) {
             (Some(t), Some(d)) if t.device_type != d => {
                 return Err(PlanError::TargetMismatch {
-                    target: t.kind.clone(),
+                    target: t.to_string(),
                     target_type: t.device_type.to_string(),
                     device_type: d.to_string(),
                 })
@@ -201,7 +323,7 @@ impl fmt::Display for VirtualDevice {
             "({}, {}, {}, {})",
             q(self.device_type.map(|d| d.to_string())),
             q(self.virtual_device_id.map(|d| d.to_string())),
-            q(self.target.as_ref().map(|t| t.kind.clone())),
+            q(self.target.as_ref().map(|t| t.to_string())),
             q(self.memory_scope.clone())
         )
     }
@@ -233,10 +355,9 @@ impl FromStr for VirtualDevice {
         let device_type = match given(parts[0]) {
             None => None,
             Some(d) => Some(
-                DeviceType::ALL
-                    .into_iter()
-                    .find(|t| t.name() == d)
-                    .ok_or_else(|| bad("device type must be cpu, cuda, rocm or tpu"))?,
+                DeviceType::from_name(&d).ok_or_else(|| {
+                    bad("unknown device type (cpu, cuda, cuda_host, opencl, vulkan, metal, vpi, rocm, rocm_host, ext_dev, cuda_managed, oneapi, webgpu, hexagon, maia, tpu)")
+                })?,
             ),
         };
         let id = match given(parts[1]) {

@@ -5,7 +5,17 @@ use std::fmt;
 use crate::base::TensorType;
 use crate::mesh::Mesh;
 
-use super::{Placement, ShardLayout, ShardingError, TensorSharding};
+use super::placement::PlacementError;
+use super::{MeshRef, Placement, ShardLayout, ShardingError, TensorSharding};
+
+/// Why a DTensor cannot be built from a placement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DTensorError {
+    #[error("{0}")]
+    Placement(#[from] PlacementError),
+    #[error("{0}")]
+    Sharding(#[from] ShardingError),
+}
 
 /// A distributed tensor's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +34,19 @@ impl DTensor {
     ) -> Result<DTensor, ShardingError> {
         sharding.validate(&mesh, &ty.shape, true)?;
         Ok(DTensor { ty, mesh, sharding })
+    }
+
+    /// TVM's `DTensorStructInfo(tensor_sinfo, device_mesh, placement)`: the
+    /// placement's `S[d]` on mesh dimension `i` shards tensor dim `d` along
+    /// mesh axis `i` (axes in mesh order when several shard one dim).
+    pub fn from_placement(
+        ty: TensorType,
+        mesh: Mesh,
+        placement: &Placement,
+    ) -> Result<DTensor, DTensorError> {
+        let mut sharding = placement.to_sharding(&mesh, "mesh", ty.shape.len())?;
+        sharding.mesh = MeshRef::Inline(mesh.clone());
+        Ok(DTensor::new(ty, mesh, sharding)?)
     }
 
     /// The shard layout over the mesh.

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::mesh::{AxisRef, Mesh, MeshError};
 
-pub use dtensor::DTensor;
+pub use dtensor::{DTensor, DTensorError};
 pub use geometry::{DeviceShard, ShardLayout};
 pub use placement::{Placement, PlacementError, PlacementSpec};
 pub use text::{MeshLookup, ShardingPerValue};

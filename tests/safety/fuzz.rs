@@ -13,6 +13,23 @@ use shardsim::tensor::npy;
 
 use crate::common::fixture;
 
+/// The MeshProto bytes of the first DTensor fixture (written by Python's protobuf).
+fn dtensor_proto_bytes() -> Vec<u8> {
+    let tsv = std::fs::read_to_string(fixture("mesh/dtensor_proto.tsv")).unwrap();
+    let hex = tsv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 /// One edit of a byte string.
 #[derive(Debug, Clone)]
 enum Edit {
@@ -102,6 +119,33 @@ proptest! {
     #[test]
     fn mesh_text_never_panics(b in mutated(br#"<["a"=3, "b"=2], device_ids=[0, 2, 4, 1, 3, 5]>"#.to_vec())) {
         let _ = Mesh::parse(&text(&b));
+    }
+
+    #[test]
+    fn dtensor_mesh_string_never_panics(b in mutated(b"m|x=2,y=2|0,1,2,3|2,3|/job:worker/replica:0/task:1/device:TPU:0,/job:worker/replica:0/task:1/device:TPU:1|use_xla_spmd".to_vec())) {
+        if let Ok(m) = shardsim::mesh::DTensorMesh::from_string(&text(&b)) {
+            // Whatever is accepted prints back and survives its own proto.
+            let again = shardsim::mesh::DTensorMesh::from_string(&m.to_string()).unwrap();
+            prop_assert_eq!(&again, &m);
+            prop_assert_eq!(&shardsim::mesh::DTensorMesh::from_proto_bytes(&m.to_proto_bytes()).unwrap(), &m);
+            let _ = (m.host_mesh(), m.local_device_locations());
+        }
+    }
+
+    #[test]
+    fn dtensor_mesh_proto_never_panics(b in mutated(dtensor_proto_bytes())) {
+        let _ = shardsim::mesh::DTensorMesh::from_proto_bytes(&b);
+    }
+
+    #[test]
+    fn tvm_mesh_and_virtual_device_text_never_panic(b in mutated(b"R.device_mesh((2, 2), I.Range(4, 12, 2)) (cuda, 0, cuda -arch=sm_80, global)".to_vec())) {
+        let t = text(&b);
+        let _ = Mesh::from_tvm_text(&t);
+        let _ = t.parse::<shardsim::plan::VirtualDevice>();
+        if let Some(i) = t.find(" (") {
+            let _ = Mesh::from_tvm_text(&t[..i]);
+            let _ = t[i + 1..].parse::<shardsim::plan::VirtualDevice>();
+        }
     }
 
     #[test]

@@ -326,3 +326,107 @@ fn roofline_figures_that_would_speed_compute_up_are_refused() {
         .to_string();
     assert!(err.contains("2:22"), "{err}");
 }
+
+/// The tiny-memory override every OOM test uses (1 KiB of device memory).
+const TINY_MEMORY: &str =
+    "device.memory=[{scope=\"global\",capacity=\"1KiB\",bandwidth=\"1TB/s\"}]";
+
+/// A copy of a repository scenario in `dir` with its program path made
+/// absolute and `expect` replacing its expectations.
+fn scenario_copy(dir: &std::path::Path, name: &str, expect: &str) -> String {
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{repo}/scenarios/{name}")).unwrap();
+    let body = text.split("[expect]").next().unwrap();
+    let body = body.replace("\"../models/", &format!("\"{repo}/models/"));
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{body}[expect]\n{expect}\n")).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn an_out_of_memory_scenario_run_exits_3_unless_it_expects_ooms() {
+    let dir = super::scratch("run-oom");
+    let out_dir = dir.join("reports");
+    let run = |scenario: &str| {
+        shardsim(&[
+            "run",
+            scenario,
+            "--no-plots",
+            "-o",
+            out_dir.to_str().unwrap(),
+            "--set",
+            TINY_MEMORY,
+        ])
+    };
+    let plain = scenario_copy(&dir, "gpt_tiny_pcie_box.toml", "");
+    let out = run(&plain);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: out of memory: scenario gpt_tiny_pcie_box: device 0 scope global:"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OUT OF MEMORY"));
+    // A failed expectation in the same run does not hide the OOM.
+    let timed = scenario_copy(
+        &dir,
+        "gpt_tiny_pcie_box.toml",
+        "step_time = { value = \"1ms\" }",
+    );
+    let out = run(&timed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("1 expectation(s) failed too"), "{err}");
+    // A scenario that expects OOMs passes when they happen...
+    let expects = scenario_copy(&dir, "gpt_tiny_pcie_box.toml", "ooms = { min = 1 }");
+    let out = run(&expects);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ...and without the override (no OOM) its expectation fails (exit 1).
+    let out = shardsim(&[
+        "run",
+        &expects,
+        "--no-plots",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn model_and_strategy_toml_errors_read_file_line_col() {
+    let dir = super::scratch("model-toml");
+    let model = dir.join("m.toml");
+    std::fs::write(&model, "name = \"m\"\nlayers = \"many\"\n").unwrap();
+    let m = model.to_str().unwrap();
+    let err = super::user_error(&["train", m], "model:");
+    assert!(
+        err.starts_with(&format!("error: {m}:2:10: model: ")),
+        "{err}"
+    );
+    let strategy = dir.join("s.toml");
+    std::fs::write(&strategy, "tp = 2\npp = -1\n").unwrap();
+    let s = strategy.to_str().unwrap();
+    let err = super::user_error(&["train", "llama3-8b", "--strategy", s], "strategy:");
+    assert!(
+        err.starts_with(&format!("error: {s}:2:6: strategy: ")),
+        "{err}"
+    );
+    // Not TOML at all: still located.
+    std::fs::write(&strategy, "tp = [\n").unwrap();
+    let err = super::user_error(&["train", "llama3-8b", "--strategy", s], "strategy:");
+    assert!(
+        err.starts_with(&format!("error: {s}:1:7: strategy: ")),
+        "{err}"
+    );
+}
