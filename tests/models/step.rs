@@ -323,3 +323,46 @@ fn tied_embeddings_sum_their_gradient_between_the_first_and_last_stage() {
     .unwrap();
     assert_eq!(r.embedding_sync_ps, 0);
 }
+
+proptest::proptest! {
+    /// The distributed optimizer's buffers (Megatron's flat buckets) hold
+    /// every local gradient element: each bucket but the last holds at least
+    /// the bucket size, each is padded to a multiple of `dp` by less than
+    /// `dp`, and all are split over `tensor` by rows.
+    #[test]
+    fn optimizer_buffers_are_megatron_buckets(
+        sizes in proptest::collection::vec((1u64..5_000_000, proptest::bool::ANY), 1..40),
+        tp in 1u64..9,
+        dp in 2u64..97,
+    ) {
+        use shardsim::models::optimizer::{bucket_elements, optimizer_buffers};
+        let s = strategy(&format!("tp = {tp}\ndp = {dp}\nzero = 1\nglobal_batch = {dp}"));
+        let weights: Vec<(Vec<u64>, Vec<&'static str>)> = sizes
+            .iter()
+            .map(|&(n, split)| {
+                if split {
+                    (vec![n, tp], vec!["", "tensor"])
+                } else {
+                    (vec![n], vec![""])
+                }
+            })
+            .collect();
+        let local: u64 = sizes.iter().map(|&(n, _)| n).sum();
+        let buffers = optimizer_buffers(&weights, &s);
+        let mut held = 0;
+        for (i, (shape, dims)) in buffers.iter().enumerate() {
+            proptest::prop_assert_eq!(shape.len(), 2);
+            proptest::prop_assert_eq!(shape[0], tp);
+            proptest::prop_assert_eq!(dims.clone(), vec!["tensor", ""]);
+            proptest::prop_assert_eq!(shape[1] % dp, 0);
+            if i + 1 < buffers.len() {
+                proptest::prop_assert!(shape[1] >= bucket_elements(&s));
+            }
+            held += shape[1];
+        }
+        proptest::prop_assert!(held >= local && held < local + dp * buffers.len() as u64);
+        // Without a distributed optimizer the weights themselves.
+        let plain = strategy(&format!("tp = {tp}\ndp = {dp}\nglobal_batch = {dp}"));
+        proptest::prop_assert_eq!(optimizer_buffers(&weights, &plain), weights);
+    }
+}
