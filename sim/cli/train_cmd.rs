@@ -49,6 +49,14 @@ pub struct TrainArgs {
     flash_attention: bool,
     #[arg(long)]
     overlap_grad_reduce: bool,
+    /// Overlap the tensor-parallel all-gathers and reduce-scatters with the
+    /// matmuls (Megatron-Core with Transformer Engine; needs --sequence-parallel)
+    #[arg(long)]
+    tp_comm_overlap: bool,
+    /// Overlap the distributed optimizer's parameter all-gather with the next
+    /// step's forward passes (needs --zero 1 or 2)
+    #[arg(long)]
+    overlap_param_gather: bool,
     /// Training sequence length (the model's by default).
     #[arg(long)]
     seq: Option<u64>,
@@ -166,6 +174,8 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     s.sequence_parallel |= args.sequence_parallel;
     s.flash_attention |= args.flash_attention;
     s.overlap_grad_reduce |= args.overlap_grad_reduce;
+    s.tp_comm_overlap |= args.tp_comm_overlap;
+    s.overlap_param_gather |= args.overlap_param_gather;
     Ok(s)
 }
 
@@ -203,7 +213,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
 /// Write the programs of every chunk class into `dir`.
 fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::Result<()> {
     use shardsim::models::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program};
-    use shardsim::models::optimizer::{optimizer_program, reduce_program};
+    use shardsim::models::optimizer::{optimizer_buffers, optimizer_program, reduce_program};
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut seen = std::collections::BTreeSet::new();
     for kind in chunk_kinds(model, strategy) {
@@ -216,7 +226,7 @@ fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::
         if !seen.insert(name) {
             continue;
         }
-        let weights = chunk_weights(model, strategy, kind);
+        let weights = optimizer_buffers(&chunk_weights(model, strategy, kind), strategy);
         for (what, text) in [
             ("forward", forward_program(model, strategy, kind)),
             ("backward", backward_program(model, strategy, kind)),

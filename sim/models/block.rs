@@ -21,6 +21,10 @@ use super::strategy::Strategy;
 /// Dropout probability (GPT-3, Megatron).
 pub const DROPOUT: f64 = 0.1;
 
+/// Pieces of Transformer Engine's split-pipelined communication overlap
+/// (`num_splits` of Megatron-Core's default userbuffers configuration).
+pub const OVERLAP_SPLITS: u64 = 4;
+
 /// Shapes and switches of the blocks of one model chunk.
 #[derive(Debug, Clone)]
 pub struct Ctx {
@@ -40,6 +44,12 @@ pub struct Ctx {
     pub rope: bool,
     pub dropout: bool,
     pub sequence_parallel: bool,
+    /// Tensor-parallel ranks (the `tensor` axis).
+    pub tp: u64,
+    /// Tensor-parallel communication overlapped with the matmuls, as
+    /// Megatron-Core with Transformer Engine does it (`--tp-comm-overlap`):
+    /// see [`gathered_mm`] and [`mm_scattered`].
+    pub tp_comm_overlap: bool,
     /// Element type of activations and parameters.
     pub dtype: DType,
 }
@@ -48,6 +58,8 @@ impl Ctx {
     pub fn new(model: &ModelSpec, strategy: &Strategy) -> Ctx {
         Ctx {
             sequence_parallel: strategy.sequence_parallel,
+            tp: strategy.tp,
+            tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
             ..Ctx::of(model, strategy.micro_batch, model.seq, strategy.dtype())
         }
     }
@@ -70,8 +82,27 @@ impl Ctx {
             rope: model.rope,
             dropout: model.dropout,
             sequence_parallel: false,
+            tp: 1,
+            tp_comm_overlap: false,
             dtype,
         }
+    }
+
+    /// Pieces each tensor-parallel collective is split into when it overlaps
+    /// a matmul: Transformer Engine's split-pipelined overlap cuts the
+    /// sequence into `num_splits = 4` pieces (Megatron-Core's default), each
+    /// piece its own collective, so at most 4 and at most `tp`; fewer when 4
+    /// does not split a rank's share of the sequence evenly; 0 without
+    /// overlap.
+    pub fn overlap_chunks(&self) -> u64 {
+        if !self.tp_comm_overlap || self.tp < 2 {
+            return 0;
+        }
+        let local = self.s / self.tp;
+        (1..=self.tp.min(OVERLAP_SPLITS))
+            .rev()
+            .find(|n| local % n == 0)
+            .unwrap_or(1)
     }
 
     /// `[b, s, h]`.
@@ -242,6 +273,129 @@ pub fn gathered(e: &mut Emitter, c: &Ctx, x: &Val) -> Val {
     }
 }
 
+/// `x` (`[b, s, ...]`) with its sequence split as `[b, tp, s / tp, ...]`,
+/// the `tensor` axis on `dims`' sequence entry moved to the rank dimension.
+fn split_ranks(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    dims: &[&'static str],
+) -> (Val, Vec<&'static str>) {
+    let mut shape = vec![x.shape[0], c.tp, x.shape[1] / c.tp];
+    shape.extend_from_slice(&x.shape[2..]);
+    let mut d = vec![dims[0], dims[1], ""];
+    d.extend_from_slice(&dims[2..]);
+    let r = e.reshape(x, &shape);
+    (e.constrain(&r, &d), d)
+}
+
+/// `[b, tp, s / tp, ...]` back to `[b, s, ...]`.
+fn merge_ranks(e: &mut Emitter, x: &Val) -> Val {
+    let mut shape = vec![x.shape[0], x.shape[1] * x.shape[2]];
+    shape.extend_from_slice(&x.shape[3..]);
+    e.reshape(x, &shape)
+}
+
+/// `dims` of a `[b, s, ...]` value for its `[b, tp, s / tp, ...]` form with
+/// the rank dimension unsplit.
+fn rank_dims(dims: &[&'static str]) -> Vec<&'static str> {
+    let mut d = vec![dims[0], "", dims[1]];
+    d.extend_from_slice(&dims[2..]);
+    d
+}
+
+/// A column-parallel matmul `f` of the sequence-split `x`: its output (with
+/// sharding `out_dims`) and `x` gathered whole. With tensor-parallel overlap
+/// the all-gather is split into [`Ctx::overlap_chunks`] pieces, every piece
+/// issued before the first matmul, so piece `j + 1` travels while the matmul
+/// of piece `j` runs (Transformer Engine's split-pipelined overlap; each
+/// piece holds a slice of every rank's share of the sequence): only the
+/// first piece is exposed. Otherwise one all-gather, then the matmul.
+pub fn gathered_mm(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    out_dims: &[&'static str],
+    f: impl Fn(&mut Emitter, &Val) -> Val,
+) -> (Val, Val) {
+    let n = c.overlap_chunks();
+    if n == 0 {
+        let xg = gathered(e, c, x);
+        let y = f(e, &xg);
+        return (e.constrain(&y, out_dims), xg);
+    }
+    let (xr, xdims) = split_ranks(e, c, x, &c.act_dims());
+    let piece = xr.shape[2] / n;
+    let pieces: Vec<Val> = (0..n)
+        .map(|j| {
+            let p = e.slice(&xr, 2, j * piece, (j + 1) * piece);
+            e.constrain(&p, &xdims)
+        })
+        .collect();
+    let whole = vec![""; xr.shape.len()];
+    let ydims = rank_dims(out_dims);
+    let mut gs = Vec::new();
+    let mut ys = Vec::new();
+    for p in &pieces {
+        let g = e.constrain(p, &whole);
+        let y = f(e, &g);
+        ys.push(e.constrain(&y, &ydims));
+        gs.push(g);
+    }
+    let y = e.concatenate(&ys.iter().collect::<Vec<_>>(), 2);
+    let y = merge_ranks(e, &y);
+    let g = e.concatenate(&gs.iter().collect::<Vec<_>>(), 2);
+    let g = merge_ranks(e, &g);
+    (
+        e.constrain(&y, out_dims),
+        e.constrain(&g, &vec![""; x.shape.len()]),
+    )
+}
+
+/// A row-parallel matmul `f` of `x` (its contraction split over `tensor`,
+/// sharding `x_dims`) whose partial sums are reduce-scattered along the
+/// sequence (sequence parallelism). With tensor-parallel overlap the
+/// sequence is cut into [`Ctx::overlap_chunks`] pieces whose matmuls run
+/// one after another while the previous piece's reduce-scatter travels
+/// (Transformer Engine's pipelined reduce-scatter): only the last piece is
+/// exposed. Otherwise one matmul, then one reduce-scatter.
+pub fn mm_scattered(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    x_dims: &[&'static str],
+    f: impl Fn(&mut Emitter, &Val) -> Val,
+) -> Val {
+    let act_dims = c.act_dims();
+    let n = c.overlap_chunks();
+    if n == 0 {
+        let y = f(e, x);
+        return e.constrain(&y, &act_dims);
+    }
+    let xr = e.reshape(x, &{
+        let mut s = vec![x.shape[0], c.tp, x.shape[1] / c.tp];
+        s.extend_from_slice(&x.shape[2..]);
+        s
+    });
+    let xdims = rank_dims(x_dims);
+    let xr = e.constrain(&xr, &xdims);
+    let piece = xr.shape[2] / n;
+    // The partial sums' pieces land split over the rank dimension.
+    let mut ydims = vec!["", "tensor", ""];
+    ydims.extend(std::iter::repeat("").take(act_dims.len() - 2));
+    let mut ys = Vec::new();
+    for j in 0..n {
+        let p = e.slice(&xr, 2, j * piece, (j + 1) * piece);
+        let p = e.constrain(&p, &xdims);
+        let y = f(e, &p);
+        ys.push(e.constrain(&y, &ydims));
+    }
+    let y = e.concatenate(&ys.iter().collect::<Vec<_>>(), 2);
+    let y = e.constrain(&y, &ydims);
+    let y = merge_ranks(e, &y);
+    e.constrain(&y, &act_dims)
+}
+
 /// `x @ w` over the last dimension of `x`.
 fn mm(e: &mut Emitter, x: &Val, w: &Val) -> Val {
     let last = x.shape.len() - 1;
@@ -361,10 +515,10 @@ pub fn attention_inputs(
 ) -> (Val, Val, Val, Val) {
     let (ln1, _) = norm(e, c, x);
     let ln1 = e.constrain(&ln1, &c.act_dims());
-    let ln1g = gathered(e, c, &ln1);
     let (b, s, kv, g, d) = (c.b, c.s, c.kv, c.g, c.d);
-    let qkv = mm(e, &ln1g, w(ws, 0));
-    let qkv = e.constrain(&qkv, &["", "", "tensor", "", ""]);
+    let (qkv, _) = gathered_mm(e, c, &ln1, &["", "", "tensor", "", ""], |e, x| {
+        mm(e, x, w(ws, 0))
+    });
     let qkv = e.transpose(&qkv, &[0, 2, 3, 1, 4]);
     let mut q = e.slice(&qkv, 2, 0, g);
     let k = e.slice(&qkv, 2, g, g + 1);
@@ -404,8 +558,7 @@ pub fn block_tail(
     let act_dims = c.act_dims();
     let tp_last = vec!["", "", "tensor"];
     let (b, s) = (c.b, c.s);
-    let o = mm(e, ctx, w(ws, 1));
-    let o = e.constrain(&o, &act_dims);
+    let o = mm_scattered(e, c, ctx, &tp_last, |e, x| mm(e, x, w(ws, 1)));
     let o = if c.dropout {
         let (keep, od) = dropout(e, &o, seed + 1);
         acts.insert("omask", (keep, act_dims.clone()));
@@ -418,8 +571,11 @@ pub fn block_tail(
     let (ln2, _) = norm(e, c, &x1);
     let ln2 = e.constrain(&ln2, &act_dims);
     acts.insert("ln2", (ln2.clone(), act_dims.clone()));
-    let ln2 = gathered(e, c, &ln2);
-    let h = mm(e, &ln2, w(ws, 2));
+    let h_dims: &[&'static str] = match c.mlp {
+        Mlp::Gelu => &tp_last,
+        Mlp::Swiglu => &["", "", "", "tensor"],
+    };
+    let (h, _) = gathered_mm(e, c, &ln2, h_dims, |e, x| mm(e, x, w(ws, 2)));
     let (h1, gact) = match c.mlp {
         Mlp::Gelu => {
             let h1 = e.constrain(&h, &tp_last);
@@ -440,9 +596,8 @@ pub fn block_tail(
     };
     let w2 = w(ws, 3);
     acts.insert("h1", (h1, tp_last.clone()));
-    acts.insert("gact", (gact.clone(), tp_last));
-    let m2 = mm(e, &gact, w2);
-    let m2 = e.constrain(&m2, &act_dims);
+    acts.insert("gact", (gact.clone(), tp_last.clone()));
+    let m2 = mm_scattered(e, c, &gact, &tp_last, |e, x| mm(e, x, w2));
     let m2 = if c.dropout {
         let (keep, md) = dropout(e, &m2, seed + 2);
         acts.insert("mmask", (keep, act_dims.clone()));
@@ -544,11 +699,16 @@ pub fn block_backward(
     } else {
         dy.clone()
     };
-    let dmg = gathered(e, c, &dm);
-    let dg = mm_dx(e, &dmg, w(ws, 3));
-    let dg = e.constrain(&dg, &tp_last);
+    // With tensor-parallel overlap (Megatron-Core with Transformer
+    // Engine): the output gradient's all-gather overlaps the input-gradient
+    // matmul piece by piece; the all-gather of the input a weight gradient
+    // reads is issued before the weight gradient before it, and each input
+    // gradient's reduce-scatter runs while its weight gradient computes.
+    let ahead = c.tp_comm_overlap;
+    let (dg, dmg) = gathered_mm(e, c, &dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
+    let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
     grads[3] = Some(mm_dw(e, &a("gact"), &dmg));
-    let ln2 = gathered(e, c, &a("ln2"));
+    let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));
     let dh = match c.mlp {
         Mlp::Gelu => gelu_grad(e, &a("h1"), &dg),
         Mlp::Swiglu => {
@@ -563,9 +723,14 @@ pub fn block_backward(
             e.constrain(&dh, &["", "", "", "tensor"])
         }
     };
-    grads[2] = Some(mm_dw(e, &ln2, &dh));
+    if !ahead {
+        grads[2] = Some(mm_dw(e, &ln2, &dh));
+    }
     let dln2 = mm_dx_all(e, &dh, w(ws, 2));
     let dln2 = e.constrain(&dln2, &act_dims);
+    if ahead {
+        grads[2] = Some(mm_dw(e, &ln2, &dh));
+    }
     let dx1n = norm_grad(e, c, &a("x1"), &dln2);
     let dx1 = e.binary("add", dy, &dx1n);
     // Attention.
@@ -574,9 +739,8 @@ pub fn block_backward(
     } else {
         dx1.clone()
     };
-    let dog = gathered(e, c, &do_);
-    let dctx = mm_dx(e, &dog, w(ws, 1));
-    let dctx = e.constrain(&dctx, &tp_last);
+    let (dctx, dog) = gathered_mm(e, c, &do_, &tp_last, |e, x| mm_dx(e, x, w(ws, 1)));
+    let ln1_early = ahead.then(|| gathered(e, c, &a("ln1")));
     grads[1] = Some(mm_dw(e, &a("ctx"), &dog));
     let dctx = e.reshape(&dctx, &[b, s, kv, g, d]);
     let dctx = e.transpose(&dctx, &[0, 2, 3, 1, 4]);
@@ -606,10 +770,15 @@ pub fn block_backward(
     let dqkv = e.concatenate(&[&dq, &dk, &dv], 2);
     let dqkv = e.transpose(&dqkv, &[0, 3, 1, 2, 4]);
     let dqkv = e.constrain(&dqkv, &["", "", "tensor", "", ""]);
-    let ln1 = gathered(e, c, &a("ln1"));
-    grads[0] = Some(mm_dw(e, &ln1, &dqkv));
+    let ln1 = ln1_early.unwrap_or_else(|| gathered(e, c, &a("ln1")));
+    if !ahead {
+        grads[0] = Some(mm_dw(e, &ln1, &dqkv));
+    }
     let dln1 = mm_dx_all(e, &dqkv, w(ws, 0));
     let dln1 = e.constrain(&dln1, &act_dims);
+    if ahead {
+        grads[0] = Some(mm_dw(e, &ln1, &dqkv));
+    }
     let dxn = norm_grad(e, c, &a("x"), &dln1);
     let dx = e.binary("add", &dx1, &dxn);
     let dx = e.constrain(&dx, &act_dims);

@@ -36,6 +36,45 @@ pub fn optimizer_dims(
     out
 }
 
+/// Megatron-LM's smallest gradient bucket, in elements: `max(40M, 1M x dp)`
+/// (`DistributedDataParallel`'s default when gradient reduction overlaps).
+pub fn bucket_elements(strategy: &Strategy) -> u64 {
+    40_000_000u64.max(1_000_000 * strategy.dp)
+}
+
+/// The buffers a distributed optimizer (ZeRO-1 and up, `dp > 1`) reduces
+/// and steps: as Megatron-LM's, each tensor-parallel rank's gradients laid
+/// end to end in buckets of at least [`bucket_elements`] (a bucket closes
+/// once it holds that many), each padded to a multiple of `dp` so every
+/// replica owns an equal slice: `[tp, elements]` split over `tensor`, the
+/// optimizer's slice over `data` on the second dimension. Without ZeRO (or
+/// with one replica) the weights themselves.
+pub fn optimizer_buffers(
+    weights: &[(Vec<u64>, Vec<&'static str>)],
+    strategy: &Strategy,
+) -> Vec<(Vec<u64>, Vec<&'static str>)> {
+    if strategy.zero == 0 || strategy.dp == 1 {
+        return weights.to_vec();
+    }
+    let (dp, tp) = (strategy.dp, strategy.tp);
+    let bucket = bucket_elements(strategy);
+    let buffer = |n: u64| (vec![tp, n.div_ceil(dp) * dp], vec!["tensor", ""]);
+    let mut out = Vec::new();
+    let mut acc = 0u64;
+    for (shape, dims) in weights {
+        let n: u64 = shape.iter().product();
+        acc += if dims.contains(&"tensor") { n / tp } else { n };
+        if acc >= bucket {
+            out.push(buffer(acc));
+            acc = 0;
+        }
+    }
+    if acc > 0 {
+        out.push(buffer(acc));
+    }
+    out
+}
+
 fn mesh(strategy: &Strategy) -> Emitter {
     Emitter::new(&[("data", strategy.dp), ("tensor", strategy.tp)])
 }
@@ -45,6 +84,7 @@ fn mesh(strategy: &Strategy) -> Emitter {
 /// summed over it into the optimizer's sharding.
 pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Strategy) -> String {
     let mut e = mesh(strategy);
+    let distributed = strategy.zero >= 1 && strategy.dp > 1;
     let mut results: Vec<(Val, Vec<&str>)> = Vec::new();
     for (shape, dims) in weights {
         let mut stacked = vec![strategy.dp];
@@ -52,7 +92,19 @@ pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Stra
         let mut sdims = vec!["data"];
         sdims.extend(dims.iter().copied());
         let g = e.arg(&stacked, strategy.dtype(), &sdims);
-        let sum = e.reduce("add", &g, 0.0, &[0]);
+        let sum = if distributed {
+            // Each replica's local gradients are partial sums of the
+            // reduced buffer, reduce-scattered into the optimizer's slices
+            // (Megatron's distributed optimizer): written as a contraction
+            // with ones so the partitioner leaves a partial sum, as it does
+            // for a row-parallel matmul (a `reduce` would move the data
+            // axis with an all-to-all first).
+            let ones = e.splat(1.0, &[strategy.dp], strategy.dtype());
+            let ones = e.constrain(&ones, &["data"]);
+            e.dot(&ones, &g, (&[], &[]), (&[0], &[0]))
+        } else {
+            e.reduce("add", &g, 0.0, &[0])
+        };
         results.push((sum, optimizer_dims(shape, dims, strategy)));
     }
     e.finish("gradient_reduction", &results)

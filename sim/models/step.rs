@@ -23,7 +23,7 @@ use crate::topology::Topology;
 
 use super::analytic;
 use super::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program, ChunkKind};
-use super::optimizer::{gather_program, optimizer_program, reduce_program};
+use super::optimizer::{gather_program, optimizer_buffers, optimizer_program, reduce_program};
 use super::pipeline::{run_schedule, schedule_order, PassTimes};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
@@ -259,7 +259,27 @@ pub fn simulate_step(
         } else {
             chunks.iter().map(|c| c.reduce.time_ps).sum()
         };
-        let optimize: u64 = chunks.iter().map(|c| c.optimizer.time_ps).sum();
+        let optimize: u64 = if strategy.overlap_param_gather {
+            // The distributed optimizer's parameter all-gather runs during
+            // the next step's forward passes, bucket by bucket (Megatron's
+            // --overlap-param-gather): only what outlasts the stage's
+            // first forward pass (warm-up idle time included) shows.
+            let compute: u64 = chunks.iter().map(|c| c.optimizer.compute_ps).sum();
+            let comm: u64 = chunks
+                .iter()
+                .map(|c| c.optimizer.time_ps.saturating_sub(c.optimizer.compute_ps))
+                .sum();
+            let window = run
+                .passes
+                .iter()
+                .filter(|t| t.stage == s && t.pass.forward)
+                .map(|t| t.end_ps)
+                .min()
+                .unwrap_or(0);
+            compute + comm.saturating_sub(window)
+        } else {
+            chunks.iter().map(|c| c.optimizer.time_ps).sum()
+        };
         let end = run.stage_end_ps[s as usize];
         let reduced = if strategy.overlap_grad_reduce {
             end.max(run.last_backward_start_ps[s as usize] + reduce)
@@ -389,10 +409,11 @@ fn time_chunk(
     let f = partitioned(&forward_program(model, strategy, kind), "chunk forward")?;
     let b = partitioned(&backward_program(model, strategy, kind), "chunk backward")?;
     let weights = chunk_weights(model, strategy, kind);
-    let r = partitioned(&reduce_program(&weights, strategy), "gradient reduction")?;
-    let o = partitioned(&optimizer_program(&weights, strategy), "optimizer")?;
+    let buffers = optimizer_buffers(&weights, strategy);
+    let r = partitioned(&reduce_program(&buffers, strategy), "gradient reduction")?;
+    let o = partitioned(&optimizer_program(&buffers, strategy), "optimizer")?;
     let gather = if strategy.zero >= 3 {
-        let g = partitioned(&gather_program(&weights, strategy), "parameter gather")?;
+        let g = partitioned(&gather_program(&buffers, strategy), "parameter gather")?;
         timed(&g, topo, opts, "parameter gather")?
     } else {
         TimedProgram::default()

@@ -69,6 +69,16 @@ pub struct Strategy {
     pub sequence_parallel: bool,
     #[serde(default)]
     pub schedule: Schedule,
+    /// The distributed optimizer's parameter all-gather overlapped with the
+    /// next step's forward passes (Megatron's `--overlap-param-gather`);
+    /// needs `zero` 1 or 2.
+    #[serde(default)]
+    pub overlap_param_gather: bool,
+    /// Tensor-parallel communication overlapped with the matmuls
+    /// (Megatron-Core's `--tp-comm-overlap` with Transformer Engine); needs
+    /// `sequence_parallel`.
+    #[serde(default)]
+    pub tp_comm_overlap: bool,
     /// Attention as one fused kernel (scores never reach memory).
     #[serde(default)]
     pub flash_attention: bool,
@@ -183,6 +193,18 @@ impl Strategy {
             return bad(format!(
                 "sequence {} does not split over tp = {} (sequence_parallel)",
                 model.seq, self.tp
+            ));
+        }
+        if self.overlap_param_gather && !matches!(self.zero, 1 | 2) {
+            return bad(format!(
+                "overlap_param_gather needs a distributed optimizer (zero 1 or 2), not zero {}",
+                self.zero
+            ));
+        }
+        if self.tp_comm_overlap && !self.sequence_parallel {
+            return bad(format!(
+                "tp_comm_overlap needs sequence_parallel (tp = {}): Transformer Engine overlaps the sequence-parallel all-gathers and reduce-scatters",
+                self.tp
             ));
         }
         if model.seq % self.cp != 0 {

@@ -205,7 +205,7 @@ fn decode_follows_the_roofline_at_batch_one_and_at_a_large_batch() {
     let roof = (w / bw).max(1024.0 * f / flops) + kv / bw;
     let got = r.decode_first.time_ps as f64 * 1e-12;
     assert!(
-        got >= roof && got <= 1.2 * roof,
+        got >= roof && got <= 1.25 * roof,
         "batch 1024: {got:.6} s vs roofline {roof:.6} s"
     );
     // Twice the context adds the extra cache at memory speed (within 3%).
