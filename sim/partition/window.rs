@@ -155,9 +155,11 @@ fn dim_counts(
     m
 }
 
-/// The pieces an output shard needs, from its per-dim counts: (operand,
-/// input block, elements).
-fn pieces(counts: &[&DimCounts]) -> Vec<(usize, Vec<u64>, u64)> {
+/// A piece of an output shard: (operand, input block, elements).
+type Piece = (usize, Vec<u64>, u64);
+
+/// The pieces an output shard needs, from its per-dim counts.
+fn pieces(counts: &[&DimCounts]) -> Vec<Piece> {
     // Every combination of per-dim blocks is one piece.
     let mut combos: Vec<(Vec<(usize, u64)>, u64)> = vec![(Vec::new(), 1)];
     for m in counts {
@@ -202,7 +204,7 @@ pub fn plan_transfers(
     // Per dim and shard index along it: the counts (each dim's sources
     // depend only on that dim's range).
     let mut counts_of: BTreeMap<(usize, u64), DimCounts> = BTreeMap::new();
-    let mut pieces_of: BTreeMap<Vec<u64>, Vec<(usize, Vec<u64>, u64)>> = BTreeMap::new();
+    let mut pieces_of: BTreeMap<Vec<u64>, Vec<Piece>> = BTreeMap::new();
     let mut moves: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for pos in 0..n {
         let shard = out.device_shard(pos);

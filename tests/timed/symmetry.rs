@@ -153,3 +153,31 @@ fn reduced_runs_equal_full_runs_with_and_without_perturbations() {
     }
     assert_eq!(sizes.into_iter().collect::<Vec<_>>(), vec![8, 64, 512]);
 }
+
+/// The progress hook sees the run's steps over every device, never more
+/// than the total, and a last call with everything done; it changes nothing.
+#[test]
+fn the_progress_hook_counts_every_devices_steps_and_changes_nothing() {
+    use shardsim::exec::timed::{ProgressHook, RunProgress};
+    use std::sync::{Arc, Mutex};
+    let p = program(8, 8);
+    let topo = machine(64, None);
+    let calls: Arc<Mutex<Vec<RunProgress>>> = Arc::default();
+    let seen = Arc::clone(&calls);
+    let opts = TimedOptions {
+        progress: Some(ProgressHook(Arc::new(move |r| {
+            seen.lock().unwrap().push(r)
+        }))),
+        ..TimedOptions::default()
+    };
+    let with = run_timed_classes(&p, &topo, &opts).unwrap();
+    let without = run_timed_classes(&p, &topo, &TimedOptions::default()).unwrap();
+    assert_eq!(with, without);
+    let calls = calls.lock().unwrap();
+    let last = *calls.last().unwrap();
+    // Every step of the partitioned program (loops none here) on 64 devices.
+    assert_eq!(last.total, 64 * p.steps.len() as u64);
+    assert_eq!((last.done, last.finished), (last.total, true));
+    assert!(calls.iter().all(|c| c.done <= c.total));
+    assert_eq!(calls.iter().filter(|c| c.finished).count(), 1);
+}
