@@ -59,8 +59,14 @@ impl Progress {
 
     /// Set the position and length (a timed run's steps).
     pub fn set(&mut self, done: u64, total: u64) {
-        self.bar.set_length(total);
-        self.bar.set_position(done);
+        // Never show a position past the length, even for one draw.
+        if self.bar.position() > total {
+            self.bar.set_position(done);
+            self.bar.set_length(total);
+        } else {
+            self.bar.set_length(total);
+            self.bar.set_position(done);
+        }
         self.reveal();
     }
 
