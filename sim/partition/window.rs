@@ -207,24 +207,27 @@ pub fn plan_transfers(
     let mut pieces_of: BTreeMap<Vec<u64>, Vec<Piece>> = BTreeMap::new();
     let mut moves: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for pos in 0..n {
-        let shard = out.device_shard(pos);
-        if !pieces_of.contains_key(&shard.shard_index) {
-            for (d, &i) in shard.shard_index.iter().enumerate() {
+        let index = out.shard_index_at(pos);
+        if !pieces_of.contains_key(&index) {
+            let shard = out.device_shard(pos);
+            for (d, &i) in index.iter().enumerate() {
                 counts_of.entry((d, i)).or_insert_with(|| {
                     dim_counts(op, d, shard.ranges[d], shard.local_shape[d], ins)
                 });
             }
-            let counts: Vec<&DimCounts> = (0..shard.shard_index.len())
-                .map(|d| &counts_of[&(d, shard.shard_index[d])])
+            let counts: Vec<&DimCounts> = (0..index.len())
+                .map(|d| &counts_of[&(d, index[d])])
                 .collect();
-            pieces_of.insert(shard.shard_index.clone(), pieces(&counts));
+            pieces_of.insert(index.clone(), pieces(&counts));
         }
-        let needed = &pieces_of[&shard.shard_index];
-        for (k, block, count) in needed.iter() {
+        let device = out.device_at(pos);
+        // The block of each operand the device holds itself.
+        let own: Vec<Vec<u64>> = ins.iter().map(|l| l.shard_index_at(pos)).collect();
+        for (k, block, count) in pieces_of[&index].iter() {
             let layout = ins[*k];
             // A device holding the block reads it itself (no other holder
             // has all its mesh coordinates).
-            if layout.shard_index_at(pos) == *block {
+            if own[*k] == *block {
                 continue;
             }
             let by_block = holders[*k].get_or_insert_with(|| {
@@ -245,7 +248,7 @@ pub fn plan_transfers(
                     .min()
             });
             if let Some((_, src)) = src {
-                *moves.entry((src, shard.device)).or_default() += count;
+                *moves.entry((src, device)).or_default() += count;
             }
         }
     }
