@@ -273,3 +273,37 @@ pub fn rounds(transfers: &[(u64, u64, u64)]) -> Vec<Vec<(u64, u64, u64)>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// First fit by scanning every round (the plain statement of the rule).
+    fn rounds_by_scan(transfers: &[(u64, u64, u64)]) -> Vec<Vec<(u64, u64, u64)>> {
+        let mut out: Vec<Vec<(u64, u64, u64)>> = Vec::new();
+        for &t in transfers {
+            match out.iter_mut().find(|r| r.iter().all(|x| x.1 != t.1)) {
+                Some(r) => r.push(t),
+                None => out.push(vec![t]),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn rounds_are_first_fit_with_one_receive_per_device(
+            transfers in proptest::collection::vec((0u64..6, 0u64..6, 1u64..4), 0..40)
+        ) {
+            let r = rounds(&transfers);
+            prop_assert_eq!(&r, &rounds_by_scan(&transfers));
+            for round in &r {
+                let mut targets: Vec<u64> = round.iter().map(|t| t.1).collect();
+                targets.sort_unstable();
+                targets.dedup();
+                prop_assert_eq!(targets.len(), round.len());
+            }
+        }
+    }
+}
