@@ -108,8 +108,10 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
         "hbm_peak_gib",
         "peak_rss_mib"
     )?;
+    let bar = super::progress::TimedBar::new("bench scale");
     for &layer_count in &layers {
         for &n in &gpus {
+            bar.message(format!("{n} GPUs, {layer_count} layers"));
             reset_peak_rss();
             let data = n / 8;
             let dims = ModelDims::gpt3_175b(layer_count as usize, data);
@@ -129,6 +131,7 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 // GPT-3 175B with Adam does not fit 8-way tensor parallel in
                 // 80 GB: keep timing past the reports.
                 on_oom: OomPolicy::Continue,
+                progress: Some(bar.hook()),
                 ..TimedOptions::default()
             };
             let (mut part, mut timed) = (Vec::new(), Vec::new());
@@ -146,14 +149,14 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 last = Some((program.steps.len(), t.classes.len(), t.makespan_ps, hbm));
             }
             let (steps, classes, makespan, hbm) = last.unwrap_or_default();
-            outln!(
+            bar.suspend(|| outln!(
                 "{n:>6} {layer_count:>7} {ops:>7} {steps:>8} {parse_s:>9.3} {:>12.3} {:>9.3} {classes:>8} {:>12.3} {:>12.1} {:>12.1}",
                 median(part),
                 median(timed),
                 makespan as f64 / 1e9,
                 hbm as f64 / (1u64 << 30) as f64,
                 status_kib("VmHWM:") as f64 / 1024.0
-            )?;
+            ))?;
         }
     }
     Ok(())
@@ -192,9 +195,14 @@ fn run_steps(gpus: &[u64], layers: &[u64], runs: usize) -> anyhow::Result<()> {
         "mfu_pct",
         "peak_rss_mib"
     )?;
-    let opts = model_timed_options();
+    let bar = super::progress::TimedBar::new("bench scale");
+    let opts = TimedOptions {
+        progress: Some(bar.hook()),
+        ..model_timed_options()
+    };
     for &layer_count in layers {
         for &n in gpus {
+            bar.message(format!("{n} GPUs, {layer_count} layers"));
             reset_peak_rss();
             let mut model = ModelSpec::preset("gpt3-175b")?;
             model.layers = layer_count;
@@ -218,13 +226,15 @@ fn run_steps(gpus: &[u64], layers: &[u64], runs: usize) -> anyhow::Result<()> {
                 last = Some(r);
             }
             let r = last.expect("at least one run");
-            outln!(
-                "{n:>6} {layer_count:>7} {dp:>5} {:>9.3} {:>12.3} {:>8.1} {:>12.1}",
-                median(times),
-                r.step_time_ps as f64 / 1e9,
-                100.0 * r.mfu,
-                status_kib("VmHWM:") as f64 / 1024.0
-            )?;
+            bar.suspend(|| {
+                outln!(
+                    "{n:>6} {layer_count:>7} {dp:>5} {:>9.3} {:>12.3} {:>8.1} {:>12.1}",
+                    median(times),
+                    r.step_time_ps as f64 / 1e9,
+                    100.0 * r.mfu,
+                    status_kib("VmHWM:") as f64 / 1024.0
+                )
+            })?;
         }
     }
     Ok(())

@@ -67,6 +67,11 @@ pub struct TimedArgs {
     /// --seed (added to --link-fault), e.g. 2@50us.
     #[arg(long, value_name = "COUNT@WINDOW")]
     pub random_link_failures: Option<String>,
+    /// Simulate every device on its own instead of one device per class of
+    /// devices with identical timelines (the results are the same, byte for
+    /// byte; slower; for checking that).
+    #[arg(long)]
+    pub no_symmetry: bool,
     /// Iterations assumed for while loops whose bound is data-dependent
     /// (loops with static bounds, as scan and fori_loop give, use theirs).
     #[arg(long, value_name = "N")]
@@ -92,6 +97,7 @@ impl TimedArgs {
     fn options(&self, topo: &Topology, devices: u64) -> anyhow::Result<TimedOptions> {
         let mut opts = timed_options(&self.run_spec(), topo, devices)?;
         opts.trip_count = self.trip_count;
+        opts.per_device = self.no_symmetry;
         if let Some(p) = &self.roofline {
             let text = super::output::read_text(p)?;
             opts.roofline =
@@ -189,6 +195,11 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
     }
     let opts = args.options(&topo, program.num_devices())?;
     let perturbations = describe_perturbations(&opts, &topo);
+    let bar = super::progress::TimedBar::new("timed run");
+    let opts = TimedOptions {
+        progress: Some(bar.hook()),
+        ..opts
+    };
     // A failed run still says what it drew, so a seeded failure can be reproduced.
     let t = run_timed_classes(program, &topo, &opts).map_err(|e| {
         if perturbations.is_empty() {
@@ -197,6 +208,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
             anyhow::anyhow!("{e} (perturbations: {})", perturbations.join("; "))
         }
     })?;
+    drop(bar);
     let summary = TimedSummary {
         nodes: args.nodes,
         overrides: args.set.iter().map(|s| s.trim().to_string()).collect(),

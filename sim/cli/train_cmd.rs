@@ -192,8 +192,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.emit {
         emit_programs(&model, &strategy, dir)?;
     }
-    let opts = args.machine.timed_options()?;
+    let mut opts = args.machine.timed_options()?;
+    let bar = super::progress::TimedBar::new("train");
+    opts.progress = Some(bar.hook());
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
+    drop(bar);
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
         Format::Text => crate::cli::output::print_out(&text(&report))?,

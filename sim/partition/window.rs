@@ -82,19 +82,28 @@ impl WindowOp {
 /// for padding, and for the shard's own padding past its range).
 pub fn dim_sources(op: &WindowOp, out: &DeviceShard, in_shapes: &[&[u64]]) -> Vec<Vec<Source>> {
     (0..out.local_shape.len())
-        .map(|d| {
-            let sizes: Vec<u64> = in_shapes.iter().map(|s| s[d]).collect();
-            let (lo, hi) = out.ranges[d];
-            (0..out.local_shape[d])
-                .map(|j| {
-                    let g = lo + j;
-                    if g >= hi {
-                        None
-                    } else {
-                        op.source(d, g, &sizes)
-                    }
-                })
-                .collect()
+        .map(|d| one_dim_sources(op, d, out.ranges[d], out.local_shape[d], in_shapes))
+        .collect()
+}
+
+/// The sources of dim `d`'s local indices for a shard holding `range` of it
+/// in a buffer of `local` indices.
+fn one_dim_sources(
+    op: &WindowOp,
+    d: usize,
+    (lo, hi): (u64, u64),
+    local: u64,
+    in_shapes: &[&[u64]],
+) -> Vec<Source> {
+    let sizes: Vec<u64> = in_shapes.iter().map(|s| s[d]).collect();
+    (0..local)
+        .map(|j| {
+            let g = lo + j;
+            if g >= hi {
+                None
+            } else {
+                op.source(d, g, &sizes)
+            }
         })
         .collect()
 }
@@ -123,54 +132,123 @@ pub fn pick_source(mesh: &Mesh, layout: &ShardLayout, device: u64, block: &[u64]
         .map(|(_, d)| d)
 }
 
-/// Elements each (source, target) pair moves to build `out` from `ins`.
+/// Per dim `d` of an output shard holding `range` of it: (operand tag,
+/// input block) -> count of local indices reading it.
+type DimCounts = BTreeMap<(usize, u64), u64>;
+
+fn dim_counts(
+    op: &WindowOp,
+    d: usize,
+    range: (u64, u64),
+    local: u64,
+    ins: &[&ShardLayout],
+) -> DimCounts {
+    let shapes: Vec<&[u64]> = ins.iter().map(|l| l.global_shape.as_slice()).collect();
+    let mut m = BTreeMap::new();
+    for (k, i) in one_dim_sources(op, d, range, local, &shapes)
+        .into_iter()
+        .flatten()
+    {
+        let layout = ins[if k == usize::MAX { 0 } else { k }];
+        *m.entry((k, i / layout.local_shape[d].max(1))).or_default() += 1;
+    }
+    m
+}
+
+/// A piece of an output shard: (operand, input block, elements).
+type Piece = (usize, Vec<u64>, u64);
+
+/// The pieces an output shard needs, from its per-dim counts.
+fn pieces(counts: &[&DimCounts]) -> Vec<Piece> {
+    // Every combination of per-dim blocks is one piece.
+    let mut combos: Vec<(Vec<(usize, u64)>, u64)> = vec![(Vec::new(), 1)];
+    for m in counts {
+        let mut next = Vec::new();
+        for (prefix, n) in &combos {
+            for (&key, &c) in m.iter() {
+                let mut p = prefix.clone();
+                p.push(key);
+                next.push((p, n * c));
+            }
+        }
+        combos = next;
+    }
+    combos
+        .into_iter()
+        .filter_map(|(keys, n)| {
+            let k = operand_of(&keys);
+            // Blocks of other operands along the concatenated dim do not combine.
+            if keys.iter().any(|&(t, _)| t != usize::MAX && t != k) {
+                return None;
+            }
+            Some((k, keys.iter().map(|&(_, b)| b).collect(), n))
+        })
+        .collect()
+}
+
+/// Elements each (source, target) pair moves to build `out` from `ins`
+/// (the sources [`pick_source`] names). Devices holding the same output
+/// shard need the same pieces, so each distinct shard is worked out once,
+/// and each device looks only at the holders of the blocks it lacks: the
+/// cost grows with devices times pieces, not devices squared.
 pub fn plan_transfers(
     mesh: &Mesh,
     op: &WindowOp,
     ins: &[&ShardLayout],
     out: &ShardLayout,
 ) -> BTreeMap<(u64, u64), u64> {
-    let shapes: Vec<&[u64]> = ins.iter().map(|l| l.global_shape.as_slice()).collect();
+    let n = out.num_devices();
+    let coords: Vec<Vec<u64>> = (0..n).map(|p| mesh.coords_of_position(p)).collect();
+    // Per operand, built on first need: input block -> positions holding it.
+    let mut holders: Vec<Option<BTreeMap<Vec<u64>, Vec<u64>>>> = vec![None; ins.len()];
+    // Per dim and shard index along it: the counts (each dim's sources
+    // depend only on that dim's range).
+    let mut counts_of: BTreeMap<(usize, u64), DimCounts> = BTreeMap::new();
+    let mut pieces_of: BTreeMap<Vec<u64>, Vec<Piece>> = BTreeMap::new();
     let mut moves: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for shard in out.devices() {
-        let per_dim = dim_sources(op, &shard, &shapes);
-        // Per dim: (operand tag, input block) -> count of local indices.
-        let counts: Vec<BTreeMap<(usize, u64), u64>> = per_dim
-            .iter()
-            .enumerate()
-            .map(|(d, v)| {
-                let mut m = BTreeMap::new();
-                for &(k, i) in v.iter().flatten() {
-                    let layout = ins[if k == usize::MAX { 0 } else { k }];
-                    *m.entry((k, i / layout.local_shape[d].max(1))).or_default() += 1;
-                }
-                m
-            })
-            .collect();
-        // Every combination of per-dim blocks is one piece.
-        let mut combos: Vec<(Vec<(usize, u64)>, u64)> = vec![(Vec::new(), 1)];
-        for m in &counts {
-            let mut next = Vec::new();
-            for (prefix, n) in &combos {
-                for (&key, &c) in m {
-                    let mut p = prefix.clone();
-                    p.push(key);
-                    next.push((p, n * c));
-                }
+    for pos in 0..n {
+        let index = out.shard_index_at(pos);
+        if !pieces_of.contains_key(&index) {
+            let shard = out.device_shard(pos);
+            for (d, &i) in index.iter().enumerate() {
+                counts_of.entry((d, i)).or_insert_with(|| {
+                    dim_counts(op, d, shard.ranges[d], shard.local_shape[d], ins)
+                });
             }
-            combos = next;
+            let counts: Vec<&DimCounts> = (0..index.len())
+                .map(|d| &counts_of[&(d, index[d])])
+                .collect();
+            pieces_of.insert(index.clone(), pieces(&counts));
         }
-        for (keys, n) in combos {
-            let k = operand_of(&keys);
-            // Blocks of other operands along the concatenated dim do not combine.
-            if keys.iter().any(|&(t, _)| t != usize::MAX && t != k) {
+        let device = out.device_at(pos);
+        // The block of each operand the device holds itself.
+        let own: Vec<Vec<u64>> = ins.iter().map(|l| l.shard_index_at(pos)).collect();
+        for (k, block, count) in pieces_of[&index].iter() {
+            let layout = ins[*k];
+            // A device holding the block reads it itself (no other holder
+            // has all its mesh coordinates).
+            if own[*k] == *block {
                 continue;
             }
-            let block: Vec<u64> = keys.iter().map(|&(_, b)| b).collect();
-            if let Some(src) = pick_source(mesh, ins[k], shard.device, &block) {
-                if src != shard.device {
-                    *moves.entry((src, shard.device)).or_default() += n;
+            let by_block = holders[*k].get_or_insert_with(|| {
+                let mut m: BTreeMap<Vec<u64>, Vec<u64>> = BTreeMap::new();
+                for p in 0..layout.num_devices() {
+                    m.entry(layout.shard_index_at(p)).or_default().push(p);
                 }
+                m
+            });
+            let here = &coords[pos as usize];
+            let src = by_block.get(block).and_then(|ps| {
+                ps.iter()
+                    .map(|&p| {
+                        let c = &coords[p as usize];
+                        let differ = c.iter().zip(here).filter(|(a, b)| a != b).count();
+                        (differ, layout.device_at(p))
+                    })
+                    .min()
+            });
+            if let Some((_, src)) = src {
+                *moves.entry((src, device)).or_default() += count;
             }
         }
     }
@@ -181,11 +259,51 @@ pub fn plan_transfers(
 /// (each round one collective permute), in (source, target) order.
 pub fn rounds(transfers: &[(u64, u64, u64)]) -> Vec<Vec<(u64, u64, u64)>> {
     let mut out: Vec<Vec<(u64, u64, u64)>> = Vec::new();
+    // Per target, the rounds it already receives in (first fit: the first
+    // round it is not in).
+    let mut used: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for &t in transfers {
-        match out.iter_mut().find(|r| r.iter().all(|x| x.1 != t.1)) {
-            Some(r) => r.push(t),
-            None => out.push(vec![t]),
+        let taken = used.entry(t.1).or_default();
+        let r = (0..).find(|r| !taken.contains(r)).unwrap_or(0);
+        taken.push(r);
+        if r == out.len() {
+            out.push(Vec::new());
         }
+        out[r].push(t);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// First fit by scanning every round (the plain statement of the rule).
+    fn rounds_by_scan(transfers: &[(u64, u64, u64)]) -> Vec<Vec<(u64, u64, u64)>> {
+        let mut out: Vec<Vec<(u64, u64, u64)>> = Vec::new();
+        for &t in transfers {
+            match out.iter_mut().find(|r| r.iter().all(|x| x.1 != t.1)) {
+                Some(r) => r.push(t),
+                None => out.push(vec![t]),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn rounds_are_first_fit_with_one_receive_per_device(
+            transfers in proptest::collection::vec((0u64..6, 0u64..6, 1u64..4), 0..40)
+        ) {
+            let r = rounds(&transfers);
+            prop_assert_eq!(&r, &rounds_by_scan(&transfers));
+            for round in &r {
+                let mut targets: Vec<u64> = round.iter().map(|t| t.1).collect();
+                targets.sort_unstable();
+                targets.dedup();
+                prop_assert_eq!(targets.len(), round.len());
+            }
+        }
+    }
 }

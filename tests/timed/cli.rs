@@ -243,3 +243,44 @@ fn seeded_stragglers_and_link_failures_are_reported_and_reproducible() {
         assert_eq!(out.status.code(), Some(2));
     }
 }
+
+#[test]
+fn exec_no_symmetry_writes_the_same_files_as_the_reduced_run() {
+    let program = crate::common::fixture("jax/megatron_mlp/before.mlir");
+    let (a, b) = (temp("sym-a"), temp("sym-b"));
+    let run = |dir: &PathBuf, extra: &[&str]| {
+        let mut args = vec![
+            "exec",
+            program.to_str().unwrap(),
+            "--shape-only",
+            "--topology",
+            "dgx-h100",
+            "--straggler",
+            "2:1.5",
+            "--link-fault",
+            "n0.gpu0->n0.nvswitch@1us:0.5",
+            "--format",
+            "json",
+            "--trace",
+            dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = shardsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    assert_eq!(run(&a, &[]), run(&b, &["--no-symmetry"]), "stdout");
+    for f in ["trace.json", "events.csv", "summary.json"] {
+        let (x, y) = (
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+        );
+        assert!(x == y, "{f} differs");
+    }
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}

@@ -1,13 +1,15 @@
 //! Symmetry in the timed run: one timeline per class of equivalent devices
 //! gives byte for byte the summary and traces of the full per-device run, on
 //! 8, 64 and 512 devices, with and without jitter, stragglers, link faults
-//! and out-of-memory reports; and the classes are as coarse as they should be.
+//! and out-of-memory reports (cases in `tests/fixtures/timed/symmetry.toml`);
+//! and the classes are exactly as many as worked out by hand.
 
-use shardsim::engine::{FaultKind, Jitter, LinkFault, Stragglers, Time};
-use shardsim::exec::timed::{report, run_timed, run_timed_classes, trace, OomPolicy, TimedOptions};
+use shardsim::exec::timed::{report, run_timed, run_timed_classes, trace, TimedOptions};
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::partition::{partition, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
+use shardsim::scenario::options::timed_options;
+use shardsim::scenario::spec::RunSpec;
 use shardsim::topology::{self, preset_text, Override, Topology};
 
 /// Two data-parallel x tensor-parallel MLP layers and a weight gradient:
@@ -89,64 +91,93 @@ fn check(p: &SpmdProgram, topo: &Topology, opts: &TimedOptions, what: &str) -> u
     reduced.classes.len()
 }
 
+/// One case of `tests/fixtures/timed/symmetry.toml`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    data: u64,
+    model: u64,
+    #[serde(default)]
+    run: RunSpec,
+    #[serde(default)]
+    tight_hbm: bool,
+    classes: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct Cases {
+    case: Vec<Case>,
+}
+
 #[test]
 fn reduced_runs_equal_full_runs_with_and_without_perturbations() {
-    for (data, model) in [(2u64, 4u64), (8, 8), (64, 8)] {
+    let path = crate::common::fixture("timed/symmetry.toml");
+    let cases: Cases = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut programs: std::collections::BTreeMap<(u64, u64), SpmdProgram> = Default::default();
+    let mut sizes = std::collections::BTreeSet::new();
+    for (i, case) in cases.case.iter().enumerate() {
+        let (data, model) = (case.data, case.model);
         let n = data * model;
-        let p = program(data, model);
+        sizes.insert(n);
+        let p = programs
+            .entry((data, model))
+            .or_insert_with(|| program(data, model));
         let topo = machine(n, None);
-        let clean = TimedOptions::default();
-        assert_eq!(
-            check(&p, &topo, &clean, "clean"),
-            1,
-            "{n} devices: one class"
-        );
-
-        let mut stragglers = Stragglers::new();
-        stragglers.insert(3, 1.5).unwrap();
-        stragglers.insert(n - 2, 2.0).unwrap();
-        let opts = TimedOptions {
-            stragglers,
-            ..TimedOptions::default()
+        let clean = run_timed(p, &topo, &TimedOptions::default()).unwrap();
+        let topo = if case.tight_hbm {
+            let peak = clean.peaks.iter().map(|p| p.peak).max().unwrap();
+            machine(n, Some(&format!("{}B", peak - 1)))
+        } else {
+            topo
         };
-        let k = check(&p, &topo, &opts, "stragglers");
-        assert!(k > 2 && k < n as usize, "{n} devices: {k} classes");
-
-        // Jitter draws per device: every device its own class (at 512
-        // devices that is the full run twice; 8 and 64 show it).
-        if n <= 64 {
-            let opts = TimedOptions {
-                jitter: Some(Jitter::new(0.05).unwrap()),
-                seed: 7,
-                ..TimedOptions::default()
-            };
-            assert_eq!(check(&p, &topo, &opts, "jitter"), n as usize);
+        let opts = timed_options(&case.run, &topo, n).unwrap();
+        let what = format!("case {i} ({data} x {model}, {:?})", case.run);
+        let classes = check(p, &topo, &opts, &what);
+        if let Some(k) = case.classes {
+            assert_eq!(classes, k, "{what}: classes");
         }
-
-        let clean_run = run_timed(&p, &topo, &clean).unwrap();
-        let mid = Time(clean_run.makespan_ps / 3);
-        let link = clean_run.links.first().map_or(0, |l| l.link);
-        let opts = TimedOptions {
-            faults: vec![LinkFault {
-                link,
-                at: mid,
-                kind: FaultKind::Degrade(0.25),
-            }],
-            ..TimedOptions::default()
-        };
-        check(&p, &topo, &opts, "link fault");
-
-        // Out of memory: HBM a little under the clean run's peak.
-        let peak = clean_run.peaks.iter().map(|p| p.peak).max().unwrap();
-        let small = machine(n, Some(&format!("{}B", peak - 1)));
-        for on_oom in [OomPolicy::Stop, OomPolicy::Continue] {
-            let opts = TimedOptions {
-                on_oom,
-                ..TimedOptions::default()
-            };
-            check(&p, &small, &opts, "out of memory");
-            let t = run_timed(&p, &small, &opts).unwrap();
-            assert!(!t.ooms.is_empty(), "{n} devices: an out-of-memory report");
+        // Every perturbation must change the run, or the case checks nothing.
+        let perturbed = run_timed(p, &topo, &opts).unwrap();
+        if case.tight_hbm {
+            assert!(
+                !perturbed.ooms.is_empty(),
+                "{what}: no out-of-memory report"
+            );
+        } else if case.run != RunSpec::default() {
+            assert_ne!(
+                perturbed.makespan_ps, clean.makespan_ps,
+                "{what}: the perturbation changes nothing (clean step {} ps)",
+                clean.makespan_ps
+            );
         }
     }
+    assert_eq!(sizes.into_iter().collect::<Vec<_>>(), vec![8, 64, 512]);
+}
+
+/// The progress hook sees the run's steps over every device, never more
+/// than the total, and a last call with everything done; it changes nothing.
+#[test]
+fn the_progress_hook_counts_every_devices_steps_and_changes_nothing() {
+    use shardsim::exec::timed::{ProgressHook, RunProgress};
+    use std::sync::{Arc, Mutex};
+    let p = program(8, 8);
+    let topo = machine(64, None);
+    let calls: Arc<Mutex<Vec<RunProgress>>> = Arc::default();
+    let seen = Arc::clone(&calls);
+    let opts = TimedOptions {
+        progress: Some(ProgressHook(Arc::new(move |r| {
+            seen.lock().unwrap().push(r)
+        }))),
+        ..TimedOptions::default()
+    };
+    let with = run_timed_classes(&p, &topo, &opts).unwrap();
+    let without = run_timed_classes(&p, &topo, &TimedOptions::default()).unwrap();
+    assert_eq!(with, without);
+    let calls = calls.lock().unwrap();
+    let last = *calls.last().unwrap();
+    // Every step of the partitioned program (loops none here) on 64 devices.
+    assert_eq!(last.total, 64 * p.steps.len() as u64);
+    assert_eq!((last.done, last.finished), (last.total, true));
+    assert!(calls.iter().all(|c| c.done <= c.total));
+    assert_eq!(calls.iter().filter(|c| c.finished).count(), 1);
 }

@@ -39,7 +39,7 @@ use crate::engine::{EngineError, Time};
 pub use comm::CommMemo;
 pub use cost::{parse_roofline, step_cost, DeviceRoofline, OpCost, RooflineParams, ROOFLINE_TOML};
 pub use memory::{LiveBuffer, MemorySample, MemoryTracker, OomReport, ScopePeak};
-pub use options::{OomPolicy, TimedOptions};
+pub use options::{OomPolicy, ProgressHook, RunProgress, TimedOptions, PROGRESS_EVERY};
 pub use run::{run_timed, run_timed_classes, value_scopes, MAX_OOM_REPORTS};
 pub use timeline::{ClassTimeline, LinkBusy, Span, StreamKind, Timeline};
 

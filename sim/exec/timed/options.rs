@@ -18,6 +18,31 @@ pub enum OomPolicy {
     Continue,
 }
 
+/// How far a timed run has got: steps finished over all devices (a class's
+/// step counts once per member), of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunProgress {
+    pub done: u64,
+    pub total: u64,
+    /// The run's last call (it may have stopped short of `total`).
+    pub finished: bool,
+}
+
+/// Called as timed runs advance, for progress displays: never changes a
+/// result. Called at most once per [`PROGRESS_EVERY`] finished steps of the
+/// simulation, and once when a run ends (`finished`).
+#[derive(Clone)]
+pub struct ProgressHook(pub std::sync::Arc<dyn Fn(RunProgress) + Send + Sync>);
+
+/// Finished steps (over all devices) between two progress calls.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
 /// Options of a timed run.
 #[derive(Debug, Clone)]
 pub struct TimedOptions {
@@ -50,6 +75,8 @@ pub struct TimedOptions {
     /// Fault-free collective times shared between runs (a training step's
     /// programs): only for runs on one topology with one calibration.
     pub comm_memo: Option<std::sync::Arc<super::comm::CommMemo>>,
+    /// Told how far each run has got (progress bars).
+    pub progress: Option<ProgressHook>,
 }
 
 impl Default for TimedOptions {
@@ -68,6 +95,7 @@ impl Default for TimedOptions {
             fuse_attention: false,
             per_device: false,
             comm_memo: None,
+            progress: None,
         }
     }
 }

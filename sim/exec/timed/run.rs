@@ -18,7 +18,7 @@ use super::classes::{ClassGroups, Classes};
 use super::comm::CommModel;
 use super::cost::{step_cost, DeviceRoofline, OpCost};
 use super::memory::{MemoryTracker, OomReport};
-use super::options::{OomPolicy, TimedOptions};
+use super::options::{OomPolicy, RunProgress, TimedOptions, PROGRESS_EVERY};
 use super::timeline::{ClassTimeline, LinkBusy, Span, StreamKind, Timeline};
 use super::TimedError;
 
@@ -141,6 +141,9 @@ struct Run<'a> {
     /// Events of the full per-device run the handled events stand for.
     events: u64,
     makespan: Time,
+    /// Steps finished over all devices, and at the last progress call.
+    done: u64,
+    reported: u64,
 }
 
 /// Out-of-memory reports kept per device; later ones are only counted.
@@ -182,15 +185,24 @@ pub fn run_timed_classes(
         run.makespan = run.makespan.max(now);
         match ev {
             Event::ComputeDone { d, step } => {
-                run.events += run.classes.members[d].len() as u64;
+                let n = run.classes.members[d].len() as u64;
+                run.events += n;
+                run.done += n;
                 run.compute_done(d, step)?
             }
             Event::CommDone { step, group } => {
-                run.events += run.groups[&step].count[group];
+                let groups = &run.groups[&step];
+                run.events += groups.count[group];
+                run.done += groups.members[group]
+                    .iter()
+                    .map(|&c| run.classes.members[c].len() as u64)
+                    .sum::<u64>();
                 run.comm_done(step, group)?
             }
         }
+        run.report_progress(false);
     }
+    run.report_progress(true);
     let stopped = run.stop_at.is_some();
     if let Some(t) = run.stop_at {
         // Nothing that starts at the report's instant runs.
@@ -409,6 +421,8 @@ impl<'a> Run<'a> {
             stop_at: None,
             events: 0,
             makespan: Time::ZERO,
+            done: 0,
+            reported: 0,
         };
         for &a in &program.args {
             for d in 0..k {
@@ -421,6 +435,24 @@ impl<'a> Run<'a> {
 
     fn slots(&self) -> usize {
         self.program.values.len()
+    }
+
+    /// Tell the progress hook how far the run has got (every
+    /// [`PROGRESS_EVERY`] steps, and at the end).
+    fn report_progress(&mut self, end: bool) {
+        let Some(hook) = &self.opts.progress else {
+            return;
+        };
+        if end || self.done >= self.reported + PROGRESS_EVERY {
+            self.reported = self.done;
+            let devices = self.classes.class_of.len() as u64;
+            let total = devices * (self.compute_steps.len() + self.comm_steps.len()) as u64;
+            (hook.0)(RunProgress {
+                done: self.done.min(total),
+                total,
+                finished: end,
+            });
+        }
     }
 
     fn is_ready(&self, d: usize, s: Slot) -> bool {
