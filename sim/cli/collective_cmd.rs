@@ -84,9 +84,11 @@ pub struct CollectiveArgs {
     /// LL, LL128, Simple or auto.
     #[arg(long, default_value = "auto")]
     pub proto: String,
-    /// Ranks: the first N devices (default: all).
+    /// Ranks: N (the first N devices), a list of devices in rank order
+    /// (`0,8,16,24`, ranges `0-3` allowed), or `local:K` (device K of every
+    /// node: the mesh group with one GPU per node). Default: all devices.
     #[arg(long)]
-    pub ranks: Option<u32>,
+    pub ranks: Option<String>,
     /// START:END:xF, or a comma-separated list (8B, 1MiB, 1048576, ...).
     #[arg(long, default_value = "8B:128MiB:x2")]
     pub sizes: String,
@@ -137,14 +139,15 @@ impl CollectiveArgs {
             anyhow::bail!("--measured overlays the plot that --out DIR draws: give --out too");
         }
         let topo = load_topology(&self.topology, self.nodes, &self.set)?;
-        let n = self.ranks.unwrap_or(topo.num_devices());
-        if n == 0 || n > topo.num_devices() {
-            anyhow::bail!(
-                "--ranks {n}: the topology has {} devices",
-                topo.num_devices()
-            );
-        }
-        let group = Group::first(&topo, n)?;
+        let group = match &self.ranks {
+            None => Group::first(&topo, topo.num_devices())?,
+            Some(text) => {
+                let devices =
+                    parse_ranks(text, &topo).map_err(|e| anyhow::anyhow!("--ranks {text}: {e}"))?;
+                Group::new(&topo, devices).map_err(|e| anyhow::anyhow!("--ranks {text}: {e}"))?
+            }
+        };
+        let n = group.len() as u32;
         let (op_name, nccl_name) = op_names(&self.op)?;
         let op = CollectiveOp::parse(nccl_name, n as usize)?;
         let algo = match self.algo.as_str() {
@@ -422,4 +425,63 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
         eprintln!("wrote {}", files.join(", "));
     }
     Ok(())
+}
+
+/// The devices `--ranks` names, in rank order (see [`CollectiveArgs::ranks`]).
+fn parse_ranks(text: &str, topo: &Topology) -> Result<Vec<u32>, String> {
+    let count = topo.num_devices();
+    let exists = |d: u64| -> Result<u32, String> {
+        u32::try_from(d)
+            .ok()
+            .filter(|&d| d < count)
+            .ok_or_else(|| format!("device {d} does not exist (the topology has {count} devices)"))
+    };
+    let int = |t: &str| -> Result<u64, String> {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("expected a device number, got \"{}\"", t.trim()))
+    };
+    if let Some(k) = text.strip_prefix("local:") {
+        let k = int(k)?;
+        let mut by_node: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for d in 0..count {
+            let node = topo.device(d).and_then(|c| topo.component(c).node);
+            let Some(node) = node else {
+                return Err(format!("device {d} is in no node: local:K needs nodes"));
+            };
+            by_node.entry(node).or_default().push(d);
+        }
+        return by_node
+            .values()
+            .map(|devs| {
+                devs.get(k as usize).copied().ok_or_else(|| {
+                    format!(
+                        "a node has {} devices, so local rank {k} does not exist",
+                        devs.len()
+                    )
+                })
+            })
+            .collect();
+    }
+    if !text.contains(',') && !text.contains('-') {
+        let n = int(text)?;
+        if n == 0 || n > u64::from(count) {
+            return Err(format!("the topology has {count} devices"));
+        }
+        return Ok((0..n as u32).collect());
+    }
+    let mut out = Vec::new();
+    for item in text.split(',') {
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (exists(int(a)?)?, exists(int(b)?)?);
+                if b < a {
+                    return Err(format!("range {a}-{b} runs backwards"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(exists(int(item)?)?),
+        }
+    }
+    Ok(out)
 }

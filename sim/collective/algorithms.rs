@@ -373,36 +373,34 @@ fn allreduce(
             }
         },
         Tree => {
-            // Two trees, each carrying half the message. One node: two
-            // mirrored heap trees (a rank inner in one is mostly a leaf in the
-            // other). Several nodes: NCCL's shape, a chain in each node and a
-            // binary tree over the nodes, the second tree over the nodes and
-            // chains in reverse order.
+            // Two trees, each carrying half the message, as NCCL's double
+            // binary tree. Several nodes: NCCL's shape, a chain in each node
+            // and a binary tree over the nodes, the second tree over the
+            // nodes in reverse order with the chains reversed; one channel
+            // per local rank (rail) when the nodes are alike, channel `c`'s
+            // chains starting at local rank `c` so its tree crosses the
+            // network on NIC `c` only (every NIC carries 1/m of the bytes).
+            // One node: NCCL's tree inside a node is a chain (and its mirror).
+            // No node information: two mirrored heap-shaped trees.
             let half = total / 2;
-            let (a, b) = (
-                split_range(0, half, chunks),
-                split_range(half, total, chunks),
-            );
             let nodes = &opts.nodes;
-            let multi = nodes.len() >= 2 && nodes.iter().flatten().count() == n;
-            if multi {
-                let (ra, pa) = node_tree_parents(nodes);
-                let rev: Vec<Vec<usize>> = nodes
-                    .iter()
-                    .rev()
-                    .map(|g| g.iter().rev().copied().collect())
-                    .collect();
-                let (rb, pb) = node_tree_parents(&rev);
+            let covers = nodes.iter().flatten().count() == n;
+            if covers && nodes.len() >= 2 {
+                tree_channels(nodes, 0, half, total, chunks)
+            } else if covers && nodes.len() == 1 {
+                let chain: Vec<usize> = nodes[0].clone();
+                let mirror: Vec<usize> = chain.iter().rev().copied().collect();
+                let parents: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
                 parallel(vec![
-                    tree_allreduce(&ra, &pa, &a),
-                    tree_allreduce(&rb, &pb, &b),
+                    tree_allreduce(&chain, &parents, &split_range(0, half, chunks)),
+                    tree_allreduce(&mirror, &parents, &split_range(half, total, chunks)),
                 ])
             } else {
                 let mirror: Vec<usize> = all.iter().rev().copied().collect();
                 let heap = heap_parents(n);
                 parallel(vec![
-                    tree_allreduce(all, &heap, &a),
-                    tree_allreduce(&mirror, &heap, &b),
+                    tree_allreduce(all, &heap, &split_range(0, half, chunks)),
+                    tree_allreduce(&mirror, &heap, &split_range(half, total, chunks)),
                 ])
             }
         }
@@ -471,4 +469,87 @@ fn allreduce(
         }
         Pairwise => return Err(not_applicable(op, algo, "not an allreduce algorithm")),
     })
+}
+
+/// NCCL's double binary tree across nodes over every NIC: with `m` ranks in
+/// every node, `m` channels (fewer when the message has fewer chunks); channel
+/// `c` carries part `c` of each half (`[lo, mid)` on tree A, `[mid, hi)` on
+/// tree B) in `chunks / channels` pipeline chunks (at least one), so the
+/// chunk size is that of a single channel. Tree A: chains `g[c], g[c+1], ...`
+/// under a heap over the nodes in order; tree B: chains `g[c], g[c-1], ...`
+/// under a heap over the nodes in reverse order. Nodes of different sizes run
+/// one channel (chains in the given order).
+fn tree_channels(
+    nodes: &[Vec<usize>],
+    lo: u64,
+    mid: u64,
+    hi: u64,
+    chunks: usize,
+) -> Vec<Vec<Move>> {
+    let shape = TreeChannels::new(nodes, chunks);
+    parallel(
+        (0..shape.channels)
+            .map(|c| shape.channel(nodes, c, lo, mid, hi))
+            .collect(),
+    )
+}
+
+/// How [`tree_channels`] cuts a message: channels and chunks per channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeChannels {
+    pub channels: usize,
+    pub per: usize,
+}
+
+impl TreeChannels {
+    pub fn new(nodes: &[Vec<usize>], chunks: usize) -> TreeChannels {
+        let m = nodes.first().map_or(1, Vec::len);
+        let alike = nodes.iter().all(|g| g.len() == m);
+        // NCCL runs fewer channels on small messages: never more channels
+        // than pipeline chunks, so a message moves in `chunks` pieces per tree.
+        let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
+        TreeChannels {
+            channels,
+            per: (chunks / channels).max(1),
+        }
+    }
+
+    /// Channel `c`'s steps (both trees).
+    pub fn channel(
+        &self,
+        nodes: &[Vec<usize>],
+        c: usize,
+        lo: u64,
+        mid: u64,
+        hi: u64,
+    ) -> Vec<Vec<Move>> {
+        let (a, b) = self.ranges(c, lo, mid, hi);
+        let fwd: Vec<Vec<usize>> = nodes
+            .iter()
+            .map(|g| (0..g.len()).map(|j| g[(c + j) % g.len()]).collect())
+            .collect();
+        let back: Vec<Vec<usize>> = nodes
+            .iter()
+            .rev()
+            .map(|g| {
+                (0..g.len())
+                    .map(|j| g[(c + g.len() - j) % g.len()])
+                    .collect()
+            })
+            .collect();
+        let (ra, pa) = node_tree_parents(&fwd);
+        let (rb, pb) = node_tree_parents(&back);
+        parallel(vec![
+            tree_allreduce(&ra, &pa, &split_range(a.0, a.1, self.per)),
+            tree_allreduce(&rb, &pb, &split_range(b.0, b.1, self.per)),
+        ])
+    }
+
+    /// Channel `c`'s part of each half.
+    pub fn ranges(&self, c: usize, lo: u64, mid: u64, hi: u64) -> ((u64, u64), (u64, u64)) {
+        (
+            split_range(lo, mid, self.channels)[c],
+            split_range(mid, hi, self.channels)[c],
+        )
+    }
 }

@@ -13,6 +13,7 @@
 pub mod algorithms;
 pub mod blocks;
 pub mod calibration;
+pub mod channels;
 pub mod data;
 pub mod groups;
 pub mod kinds;
@@ -25,6 +26,7 @@ pub mod tuner;
 
 pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 pub use calibration::{Calibration, ProtocolParams};
+pub use channels::{tree_on_quotient, TreeSpec};
 pub use groups::{time_groups, time_groups_merged, GroupsTiming};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use plan::{Move, Plan, Via};

@@ -79,12 +79,15 @@ impl Group {
     }
 
     /// Ranks grouped by the node of their device, in rank order of first
-    /// appearance (for hierarchical algorithms).
+    /// appearance (for hierarchical algorithms and NCCL's trees); a device
+    /// outside any node (a flat switch, a ring) is a node of its own, as a
+    /// one-GPU server is to NCCL.
     pub fn nodes(&self, topo: &Topology) -> Vec<Vec<usize>> {
-        let mut by_node: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
+        let mut by_node: BTreeMap<(Option<u32>, usize), Vec<usize>> = BTreeMap::new();
         for (r, &d) in self.devices.iter().enumerate() {
             let node = topo.device(d).and_then(|c| topo.component(c).node);
-            by_node.entry(node).or_default().push(r);
+            let alone = if node.is_none() { r } else { 0 };
+            by_node.entry((node, alone)).or_default().push(r);
         }
         let mut nodes: Vec<Vec<usize>> = by_node.into_values().collect();
         nodes.sort_by_key(|g| g[0]);
@@ -268,10 +271,14 @@ impl Deps {
 
     /// Tasks a send of `[off, off + len)` from `r` waits for, behind a
     /// compute task of the protocol's hop latency when it is non-zero.
+    /// `key` is the sender's slot in `last_sends` (its rank, or its class in
+    /// a quotient run).
+    #[allow(clippy::too_many_arguments)]
     fn gate(
         &self,
         sched: &mut Schedule,
         r: usize,
+        key: usize,
         off: u64,
         len: u64,
         hop: Time,
@@ -282,7 +289,7 @@ impl Deps {
             .filter(|&(&(o, l), _)| o + l > off)
             .map(|(_, &t)| t)
             .collect();
-        d.extend_from_slice(&self.last_sends[r]);
+        d.extend_from_slice(&self.last_sends[key]);
         if hop == Time::ZERO {
             return Ok(d);
         }
@@ -318,7 +325,39 @@ pub fn simulate_with_faults(
     cal: &Calibration,
     faults: &[LinkFault],
 ) -> Result<CollectiveTiming, CollectiveError> {
+    simulate_inner(
+        topo, group, plan, elem_bytes, algo, proto, cal, faults, None,
+    )
+}
+
+/// A plan that stands for a larger run with a symmetry (`channels.rs`): the
+/// run's links and ranks fall into classes of `copies` each, one plan's
+/// moves per class member; the plan's routes run on one link per class
+/// (`link_class`, a link id of the class) and a rank's sends of one step gate
+/// the next step of every rank of its class (`sender_class`), as the ranks of
+/// the whole run carry one move of each copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quotient {
+    pub link_class: Vec<usize>,
+    pub sender_class: Vec<usize>,
+    pub copies: usize,
+}
+
+/// [`simulate_with_faults`], optionally on a quotient (no faults then).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn simulate_inner(
+    topo: &Topology,
+    group: &Group,
+    plan: &Plan,
+    elem_bytes: u64,
+    algo: Algorithm,
+    proto: Protocol,
+    cal: &Calibration,
+    faults: &[LinkFault],
+    quotient: Option<&Quotient>,
+) -> Result<CollectiveTiming, CollectiveError> {
     let n = group.len();
+    let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
     if plan.ranks != n {
         return Err(CollectiveError::Buffers(format!(
             "plan for {} ranks on a group of {n}",
@@ -350,11 +389,25 @@ pub fn simulate_with_faults(
                         continue;
                     }
                     let net = routes.crosses_network(m.from, m.to)?;
-                    let gate = deps.gate(&mut sched, m.from, m.src, m.len, hop(&params, net))?;
-                    let route = routes.get(m.from, m.to)?.to_vec();
+                    let gate = deps.gate(
+                        &mut sched,
+                        m.from,
+                        key(m.from),
+                        m.src,
+                        m.len,
+                        hop(&params, net),
+                    )?;
+                    let route: Vec<usize> = match quotient {
+                        Some(q) => routes
+                            .get(m.from, m.to)?
+                            .iter()
+                            .map(|&l| q.link_class[l])
+                            .collect(),
+                        None => routes.get(m.from, m.to)?.to_vec(),
+                    };
                     let t = sched.add_transfer(route, bytes, &gate)?;
                     flows += 1;
-                    sent.entry(m.from).or_default().push(t);
+                    sent.entry(key(m.from)).or_default().push(t);
                     writes.push((m.to, m.dst, m.len, t));
                 }
                 Via::SwitchReduce => reduce_groups
@@ -372,9 +425,9 @@ pub fn simulate_with_faults(
             let mut ups = Vec::with_capacity(senders.len());
             for (from, src) in senders {
                 let (up, _) = routes.switch_links(from)?;
-                let gate = deps.gate(&mut sched, from, src, len, hop(&params, false))?;
+                let gate = deps.gate(&mut sched, from, key(from), src, len, hop(&params, false))?;
                 let t = sched.add_transfer(vec![up], bytes, &gate)?;
-                sent.entry(from).or_default().push(t);
+                sent.entry(key(from)).or_default().push(t);
                 ups.push(t);
             }
             let (_, down) = routes.switch_links(to)?;
@@ -385,9 +438,9 @@ pub fn simulate_with_faults(
         for ((from, src, len), receivers) in multicast_groups {
             let bytes = len * elem_bytes;
             let (up, _) = routes.switch_links(from)?;
-            let gate = deps.gate(&mut sched, from, src, len, hop(&params, false))?;
+            let gate = deps.gate(&mut sched, from, key(from), src, len, hop(&params, false))?;
             let u = sched.add_transfer(vec![up], bytes, &gate)?;
-            sent.entry(from).or_default().push(u);
+            sent.entry(key(from)).or_default().push(u);
             for to in receivers {
                 let (_, down) = routes.switch_links(to)?;
                 let t = sched.add_transfer(vec![down], bytes, &[u])?;
@@ -443,5 +496,6 @@ pub fn simulate_with_faults(
         )));
     }
     let time = report.makespan.checked_add(us(params.base_us))?;
+    let flows = flows * quotient.map_or(1, |q| q.copies);
     Ok(CollectiveTiming { time, flows })
 }

@@ -13,10 +13,11 @@ use crate::topology::{LinkClass, Topology};
 
 use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
+use super::channels::TreeSpec;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::plan::{Plan, Via};
 use super::rings::RingSpec;
-use super::timing::{simulate, Group, Routes};
+use super::timing::{simulate, simulate_inner, Group, Quotient, Routes};
 use super::CollectiveError;
 
 /// An algorithm and protocol with the estimated time (picoseconds).
@@ -48,11 +49,14 @@ struct StepCost {
     route_latency_ps: u64,
 }
 
+/// `classes`: link classes of a quotient plan (`channels.rs`), whose loads
+/// are those of every link of the class in the whole run.
 fn step_costs(
     topo: &Topology,
     routes: &mut Routes,
     plan: &Plan,
     elem_bytes: u64,
+    classes: Option<&[usize]>,
 ) -> Result<Vec<StepCost>, CollectiveError> {
     let links = topo.links();
     let mut out = Vec::with_capacity(plan.steps.len());
@@ -74,6 +78,7 @@ fn step_costs(
                     let route = routes.get(m.from, m.to)?;
                     let mut lat = 0;
                     for &l in route {
+                        let l = classes.map_or(l, |c| c[l]);
                         *load.entry(l).or_default() += bytes;
                         lat += links[l].latency_ps();
                         c.crosses_network |= links[l].class == LinkClass::Network;
@@ -156,6 +161,8 @@ pub fn protocols_for(algo: Algorithm) -> &'static [Protocol] {
 pub enum Candidate {
     Plan(Plan),
     Ring(RingSpec),
+    /// A tree whose channels are images of channel 0: its plan and quotient.
+    Channels(Box<(Plan, Quotient)>),
 }
 
 impl Candidate {
@@ -173,7 +180,7 @@ impl Candidate {
     ) -> Result<Plan, CollectiveError> {
         match self {
             Candidate::Plan(p) => Ok(p),
-            Candidate::Ring(_) => {
+            Candidate::Ring(_) | Candidate::Channels(_) => {
                 let opts = plan_options(topo, group, cal, total * elem_bytes);
                 build(op, algo, group.len(), total, &opts)
             }
@@ -246,7 +253,7 @@ pub(crate) fn choose_candidate(
                     steps: vec![spec.one_step()],
                     reduced: Vec::new(),
                 };
-                let one = step_costs(topo, routes, &step, elem_bytes)?[0];
+                let one = step_costs(topo, routes, &step, elem_bytes, None)?[0];
                 (Candidate::Ring(spec.clone()), vec![one; spec.steps])
             }
             None => {
@@ -258,15 +265,35 @@ pub(crate) fn choose_candidate(
                         continue;
                     }
                 }
-                let plan = match build(op, a, group.len(), total, &opts) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        last_err = Some(e);
-                        continue;
-                    }
+                let tree = match a {
+                    Algorithm::Tree => TreeSpec::new(op, group.len(), total, &opts),
+                    _ => None,
                 };
-                let costs = step_costs(topo, routes, &plan, elem_bytes)?;
-                (Candidate::Plan(plan), costs)
+                let quotient = match &tree {
+                    Some(spec) => {
+                        let plan0 = spec.channel_plan(group.len());
+                        spec.quotient(topo, routes, &plan0)?.map(|q| (plan0, q))
+                    }
+                    None => None,
+                };
+                match quotient {
+                    Some((plan0, q)) => {
+                        let costs =
+                            step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?;
+                        (Candidate::Channels(Box::new((plan0, q))), costs)
+                    }
+                    None => {
+                        let plan = match build(op, a, group.len(), total, &opts) {
+                            Ok(p) => p,
+                            Err(e) => {
+                                last_err = Some(e);
+                                continue;
+                            }
+                        };
+                        let costs = step_costs(topo, routes, &plan, elem_bytes, None)?;
+                        (Candidate::Plan(plan), costs)
+                    }
+                }
             }
         };
         let protos: Vec<Protocol> = match proto {
@@ -348,6 +375,26 @@ pub fn time_collective(
                 flows: t.flows,
             });
         }
+    }
+    if let Candidate::Channels(c) = &cand {
+        let (plan0, q) = &**c;
+        let t = simulate_inner(
+            topo,
+            group,
+            plan0,
+            elem_bytes,
+            choice.algo,
+            choice.proto,
+            cal,
+            &[],
+            Some(q),
+        )?;
+        return Ok(TimedChoice {
+            algo: choice.algo,
+            proto: choice.proto,
+            time: t.time,
+            flows: t.flows,
+        });
     }
     let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
     let t = simulate(

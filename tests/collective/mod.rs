@@ -4,6 +4,7 @@
 
 mod bounds;
 mod calibration;
+mod channels;
 mod groups;
 mod numerics;
 mod rings;

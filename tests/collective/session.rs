@@ -207,6 +207,61 @@ fn cli_rows_follow_nccl_tests_definitions() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `--ranks` as a device list and as one GPU per node (the mesh group over
+/// the node axis): the json names the devices; devices that do not exist,
+/// duplicates and a missing local rank are one line, exit 2.
+#[test]
+fn cli_ranks_lists_and_node_groups() {
+    let run = |ranks: &str| {
+        shardsim(&[
+            "collective",
+            "--topology",
+            "dgx-h100",
+            "--nodes",
+            "4",
+            "--ranks",
+            ranks,
+            "--sizes",
+            "1MiB",
+            "--format",
+            "json",
+        ])
+    };
+    for (ranks, devices) in [
+        ("0,8,16,24", vec![0, 8, 16, 24]),
+        ("local:3", vec![3, 11, 19, 27]),
+        ("4-6,9", vec![4, 5, 6, 9]),
+        ("2", vec![0, 1]),
+    ] {
+        let out = run(ranks);
+        assert!(
+            out.status.success(),
+            "{ranks}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["ranks"].as_u64(), Some(devices.len() as u64), "{ranks}");
+        let text = v.to_string();
+        for d in devices {
+            let name = format!("n{}.gpu{}", d / 8, d % 8);
+            assert!(text.contains(&name), "{ranks}: {name} missing in {text}");
+        }
+    }
+    for (ranks, says) in [
+        ("0,8,99", "device 99 does not exist"),
+        ("0,0", "appears twice"),
+        ("local:8", "local rank 8 does not exist"),
+        ("0,x", "expected a device number"),
+        ("0", "the topology has 32 devices"),
+    ] {
+        let out = run(ranks);
+        assert_eq!(out.status.code(), Some(2), "{ranks}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{ranks}: {err}");
+        assert!(err.contains(says), "{ranks}: {err}");
+    }
+}
+
 #[test]
 fn empty_checks_the_memory_scope() {
     let mut s = session(2);

@@ -1,0 +1,179 @@
+//! NCCL's tree channels timed once: across nodes of `m` ranks, a tree
+//! allreduce runs `m` channels ([`TreeChannels`]), channel `c` the image of
+//! channel 0 under the rotation `sigma^c` of every node's local ranks
+//! (`g[p] -> g[p + 1 mod m]`). When the topology carries that rotation too
+//! (every route of an image pair is the image of the route, link for link, with
+//! the same capacity, latency and class; a rail-optimized fabric whose ECMP
+//! choices happen to agree), the whole run is invariant under it: every
+//! channel's flows get the rates and times of channel 0's. Channel 0 alone is
+//! then simulated on the quotient: one link per orbit of links (each orbit of
+//! exactly `m` links, so a link's load in the whole run is the load channel 0
+//! puts on its orbit), and a rank's sends of one step gate the next step of
+//! every rank of its node (a rank of the whole run sends for every channel).
+//! The estimate is the same walk on the quotient (per-step link loads are
+//! integers, so equal to the whole plan's). Exactness is tested against the
+//! full simulation (`tests/collective/channels.rs`, to the picosecond).
+
+use std::collections::BTreeMap;
+
+use crate::topology::Topology;
+
+use super::algorithms::{PlanOptions, TreeChannels};
+use super::kinds::CollectiveOp;
+use super::plan::{buffer_len, Plan, Via};
+use super::timing::{Quotient, Routes};
+use super::CollectiveError;
+
+/// A multi-node tree allreduce whose channels are images of channel 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeSpec {
+    pub nodes: Vec<Vec<usize>>,
+    pub shape: TreeChannels,
+    pub total: u64,
+}
+
+impl TreeSpec {
+    /// The channel form of `op` with `Algorithm::Tree` over `n` ranks, when
+    /// it has a channel per local rank, all carrying equal chunks.
+    pub fn new(op: &CollectiveOp, n: usize, total: u64, opts: &PlanOptions) -> Option<TreeSpec> {
+        if *op != CollectiveOp::AllReduce {
+            return None;
+        }
+        let nodes = &opts.nodes;
+        let m = nodes.first()?.len();
+        if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
+            return None;
+        }
+        let shape = TreeChannels::new(nodes, opts.chunks.max(1));
+        if shape.channels != m {
+            return None;
+        }
+        // Every channel's chunks as long as channel 0's.
+        let half = total / 2;
+        let lens = |c: usize| {
+            let (a, b) = shape.ranges(c, 0, half, total);
+            (a.1 - a.0, b.1 - b.0)
+        };
+        let first = lens(0);
+        let even = |len: u64| len % shape.per as u64 == 0 && len > 0;
+        if (1..m).any(|c| lens(c) != first) || !even(first.0) || !even(first.1) {
+            return None;
+        }
+        Some(TreeSpec {
+            nodes: nodes.clone(),
+            shape,
+            total,
+        })
+    }
+
+    /// Channel 0's plan (the whole run's step structure, one channel's moves).
+    pub fn channel_plan(&self, n: usize) -> Plan {
+        let half = self.total / 2;
+        Plan {
+            ranks: n,
+            buffer_len: buffer_len(&CollectiveOp::AllReduce, self.total),
+            steps: self.shape.channel(&self.nodes, 0, 0, half, self.total),
+            reduced: (0..n).map(|r| (r, 0, self.total)).collect(),
+        }
+    }
+
+    /// The quotient by the node rotation, when the topology carries it
+    /// (`None`: time the whole plan).
+    pub(crate) fn quotient(
+        &self,
+        topo: &Topology,
+        routes: &mut Routes,
+        plan0: &Plan,
+    ) -> Result<Option<Quotient>, CollectiveError> {
+        let n = plan0.ranks;
+        let m = self.shape.channels;
+        let mut sigma = vec![usize::MAX; n];
+        let mut node_of = vec![0usize; n];
+        for (i, g) in self.nodes.iter().enumerate() {
+            for (p, &r) in g.iter().enumerate() {
+                sigma[r] = g[(p + 1) % m];
+                node_of[r] = i;
+            }
+        }
+        let mut pairs: Vec<(usize, usize)> = plan0
+            .steps
+            .iter()
+            .flatten()
+            .filter(|mv| mv.via == Via::P2p && mv.from != mv.to && mv.len > 0)
+            .map(|mv| (mv.from, mv.to))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        // phi: link -> its image, from every channel's routes to the next's.
+        let links = topo.links();
+        let mut phi: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut inverse: BTreeMap<usize, usize> = BTreeMap::new();
+        for &(a0, b0) in &pairs {
+            let (mut a, mut b) = (a0, b0);
+            let mut route = routes.get(a, b)?.to_vec();
+            for _ in 0..m {
+                let (na, nb) = (sigma[a], sigma[b]);
+                let next = routes.get(na, nb)?.to_vec();
+                if next.len() != route.len() {
+                    return Ok(None);
+                }
+                for (&l, &k) in route.iter().zip(&next) {
+                    let (x, y) = (&links[l], &links[k]);
+                    if x.bandwidth_bytes_per_s() != y.bandwidth_bytes_per_s()
+                        || x.latency_ps() != y.latency_ps()
+                        || x.class != y.class
+                    {
+                        return Ok(None);
+                    }
+                    if *phi.entry(l).or_insert(k) != k || *inverse.entry(k).or_insert(l) != l {
+                        return Ok(None);
+                    }
+                }
+                (a, b, route) = (na, nb, next);
+            }
+        }
+        // Every orbit has exactly m links; its class is its smallest link id.
+        let mut link_class: Vec<usize> = (0..links.len()).collect();
+        for &l in phi.keys() {
+            let mut orbit = vec![l];
+            let mut k = phi[&l];
+            while k != l {
+                if orbit.len() >= m {
+                    return Ok(None);
+                }
+                orbit.push(k);
+                k = match phi.get(&k) {
+                    Some(&x) => x,
+                    None => return Ok(None),
+                };
+            }
+            if orbit.len() != m {
+                return Ok(None);
+            }
+            link_class[l] = orbit.iter().copied().min().unwrap_or(l);
+        }
+        Ok(Some(Quotient {
+            link_class,
+            sender_class: node_of,
+            copies: m,
+        }))
+    }
+}
+
+/// Whether [`super::time_collective`] times a tree allreduce of `total`
+/// elements on `group` on its quotient (the channel fast path applies).
+pub fn tree_on_quotient(
+    topo: &Topology,
+    group: &super::Group,
+    total: u64,
+    elem_bytes: u64,
+    cal: &super::Calibration,
+) -> Result<bool, CollectiveError> {
+    let opts = super::tuner::plan_options(topo, group, cal, total * elem_bytes);
+    let Some(spec) = TreeSpec::new(&CollectiveOp::AllReduce, group.len(), total, &opts) else {
+        return Ok(false);
+    };
+    let mut routes = Routes::new(topo, group);
+    let plan0 = spec.channel_plan(group.len());
+    Ok(spec.quotient(topo, &mut routes, &plan0)?.is_some())
+}

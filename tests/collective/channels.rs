@@ -1,0 +1,134 @@
+//! Tree channels timed once on the quotient by the node rotation
+//! (`collective::channels`) against the whole plan on the whole network
+//! (`run_collective`): same time to the picosecond, same flow count, on
+//! DGX H100 and A100 clusters of 2-8 nodes, every protocol, sizes whose chunks
+//! split evenly over the channels (the fast path, checked to apply) and sizes
+//! that do not (the plan itself).
+
+use shardsim::collective::{
+    run_collective, time_collective, tree_on_quotient, Algorithm, Calibration, CollectiveOp, Group,
+    Protocol,
+};
+use shardsim::topology;
+
+fn check(preset: &str, nodes: u32, sizes: &[(u64, bool)]) {
+    let over = [topology::Override {
+        key: "nodes".into(),
+        value: nodes.to_string(),
+    }];
+    let t = topology::load(preset, &over).unwrap();
+    let g = Group::first(&t, t.num_devices()).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let op = CollectiveOp::AllReduce;
+    for &(bytes, fast) in sizes {
+        let total = bytes / 4;
+        assert_eq!(
+            tree_on_quotient(&t, &g, total, 4, &cal).unwrap(),
+            fast,
+            "{preset} x{nodes} {bytes} B: fast path expected {fast}"
+        );
+        for proto in Protocol::ALL {
+            let quick = time_collective(
+                &t,
+                &g,
+                &op,
+                total,
+                4,
+                &cal,
+                Some(Algorithm::Tree),
+                Some(proto),
+            )
+            .unwrap();
+            let full = run_collective(
+                &t,
+                &g,
+                &op,
+                total,
+                4,
+                &cal,
+                Some(Algorithm::Tree),
+                Some(proto),
+            )
+            .unwrap();
+            assert_eq!(
+                (quick.time, quick.flows),
+                (full.time, full.flows),
+                "{preset} x{nodes} {bytes} B {proto:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tree_channels_on_the_quotient_equal_the_whole_run() {
+    // 4 MiB: 8 chunks, one per channel; 16 MiB: 4 per channel; 5 MiB + 8 B:
+    // uneven channel parts (plan); 256 KiB: one chunk, one channel (plan).
+    let sizes = [
+        (4 << 20, true),
+        (16 << 20, true),
+        ((5 << 20) + 8, false),
+        (256 << 10, false),
+    ];
+    check("dgx-h100", 2, &sizes);
+    check("dgx-h100", 3, &sizes[..2]);
+    check("dgx-a100", 4, &sizes[..2]);
+}
+
+#[test]
+fn tree_channels_use_every_nic() {
+    // Two DGX H100 nodes with 200 Gb/s NICs: the rail rings are NIC-bound
+    // (busbw at most 8 x 25 GB/s), while the trees, over every NIC, move half
+    // the ring's network bytes on two nodes and put the rest on NVLink
+    // (NCCL's maintainers: on two nodes the tree exceeds the network
+    // bandwidth, NVIDIA/nccl issue 837). Every GPU sends across nodes.
+    let over = [
+        topology::Override {
+            key: "nodes".into(),
+            value: "2".into(),
+        },
+        topology::Override {
+            key: "nic.bandwidth".into(),
+            value: "200Gb/s".into(),
+        },
+    ];
+    let t = topology::load("dgx-h100", &over).unwrap();
+    let g = Group::first(&t, 16).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let op = CollectiveOp::AllReduce;
+    let total = (1u64 << 30) / 4;
+    let simple = Some(Protocol::Simple);
+    let tree = run_collective(&t, &g, &op, total, 4, &cal, Some(Algorithm::Tree), simple).unwrap();
+    let nodes = g.nodes(&t);
+    let senders: std::collections::BTreeSet<usize> = tree
+        .plan
+        .steps
+        .iter()
+        .flatten()
+        .filter(|m| {
+            nodes
+                .iter()
+                .any(|n| n.contains(&m.from) && !n.contains(&m.to))
+        })
+        .map(|m| m.from)
+        .collect();
+    assert_eq!(
+        senders.len(),
+        16,
+        "every GPU sends across nodes on its own NIC"
+    );
+    let ring = run_collective(&t, &g, &op, total, 4, &cal, Some(Algorithm::Ring), simple).unwrap();
+    let nic_bound = 8.0 * 25e9 * 0.94;
+    let busbw = |ps: u64| (total * 4) as f64 / (ps as f64 * 1e-12) * op.busbw_factor(16);
+    assert!(
+        busbw(ring.time.ps()) <= nic_bound * 1.001,
+        "ring above the NICs"
+    );
+    assert!(
+        busbw(tree.time.ps()) > 1.25 * busbw(ring.time.ps()),
+        "tree {} vs ring {}",
+        tree.time,
+        ring.time
+    );
+    let auto = time_collective(&t, &g, &op, total, 4, &cal, None, None).unwrap();
+    assert_eq!(auto.algo, Algorithm::Tree);
+}
