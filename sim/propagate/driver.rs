@@ -409,28 +409,39 @@ fn op_priority_direction(
     dir
 }
 
-/// The mesh named by the first sharding among `shardings` (and its name), if
-/// all sharded ones agree on it.
+/// The common mesh of `shardings` (and its name), as Shardy's
+/// `getCommonMeshOrRef`: shardings on the empty mesh `<[]>` are placeholders
+/// that take any other mesh (so propagation replaces it), meshes with other
+/// names but equal axes and device ids are the same mesh (the first name is
+/// kept), and any other difference means no common mesh.
 fn common_mesh<'m>(
     meshes: &'m [(String, Mesh)],
     shardings: &[Option<&TensorSharding>],
 ) -> Option<(&'m str, &'m Mesh)> {
-    let mut name: Option<&str> = None;
+    let mut found: Option<(&'m str, &'m Mesh)> = None;
     for s in shardings.iter().flatten() {
         let MeshRef::Symbol(n) = &s.mesh else {
             return None;
         };
-        match name {
-            None => name = Some(n),
-            Some(m) if m == n => {}
-            Some(_) => return None,
+        let other = meshes
+            .iter()
+            .find(|(m, _)| m == n)
+            .map(|(m, mesh)| (m.as_str(), mesh))?;
+        match found {
+            Some((_, mesh)) if !is_empty_mesh(mesh) => {
+                if !is_empty_mesh(other.1) && other.1 != mesh {
+                    return None;
+                }
+            }
+            _ => found = Some(other),
         }
     }
-    let name = name?;
-    meshes
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(n, m)| (n.as_str(), m))
+    found
+}
+
+/// Shardy's empty mesh: no axes and no device ids (a maximal mesh is not empty).
+fn is_empty_mesh(mesh: &Mesh) -> bool {
+    mesh.axes().is_empty() && !mesh.is_maximal()
 }
 
 /// Import: constraints' shardings onto their results (and inputs), groups unified.
