@@ -456,6 +456,12 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
     }
     for &id in &order {
         let op = func.op(id);
+        // A reshard's result has the reshard's sharding (it never reaches its input).
+        if let OpKind::Reshard { sharding } = &op.kind {
+            let (sharding, result) = (sharding.clone(), op.results[0]);
+            func.value_mut(result).sharding = Some(sharding);
+            continue;
+        }
         if let OpKind::ShardingConstraint { sharding } = &op.kind {
             let sharding = sharding.clone();
             let (input, result) = (op.operands[0], op.results[0]);
