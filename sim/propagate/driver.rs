@@ -487,6 +487,40 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
             }
         }
     }
+    // Named computations: the block arguments take the in shardings and the
+    // results the out shardings (Shardy's data-flow edge owners).
+    for &id in &order {
+        let op = func.op(id);
+        let OpKind::NamedComputation {
+            in_shardings,
+            out_shardings,
+            ..
+        } = &op.kind
+        else {
+            continue;
+        };
+        let args: Vec<ValueId> = op
+            .regions
+            .first()
+            .map(|r| r.args.clone())
+            .unwrap_or_default();
+        let pairs: Vec<(ValueId, TensorSharding)> = args
+            .iter()
+            .copied()
+            .zip(in_shardings.iter().flatten().cloned())
+            .chain(
+                op.results
+                    .iter()
+                    .copied()
+                    .zip(out_shardings.iter().flatten().cloned()),
+            )
+            .collect();
+        for (v, sh) in pairs {
+            if func.value(v).sharding.is_none() {
+                func.value_mut(v).sharding = Some(sh);
+            }
+        }
+    }
     // Manual computations: results take the out shardings, operands the in
     // shardings (as constraints do), and the body's arguments the in shardings
     // restricted to the free (non-manual) axes, from which the body propagates.
@@ -1143,12 +1177,56 @@ fn export(func: &mut Func, st: &State<'_>) {
         func.op_mut(unit.op).rule = Some(unit.rule.clone());
     }
     export_manual(func, st);
+    export_named(func);
     for id in func.walk() {
         if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
             let result = func.op(id).results[0];
             if let Some(s) = func.value(result).sharding.clone() {
                 func.op_mut(id).kind = OpKind::Reshard { sharding: s };
             }
+        }
+    }
+}
+
+/// Named computations: in and out shardings from the block arguments and the
+/// results, as Shardy's export writes them (a value without a sharding is
+/// replicated); none when nothing in or out is sharded.
+fn export_named(func: &mut Func) {
+    for id in func.walk() {
+        let op = func.op(id);
+        if !matches!(op.kind, OpKind::NamedComputation { .. }) {
+            continue;
+        }
+        let args: Vec<ValueId> = op
+            .regions
+            .first()
+            .map(|r| r.args.clone())
+            .unwrap_or_default();
+        let results = op.results.clone();
+        let all: Vec<ValueId> = args.iter().chain(&results).copied().collect();
+        let Some(mesh) = all
+            .iter()
+            .find_map(|&v| func.value(v).sharding.as_ref().and_then(|s| s.mesh_name()))
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let of = |v: ValueId| {
+            func.value(v)
+                .sharding
+                .clone()
+                .unwrap_or_else(|| TensorSharding::replicated(&mesh, func.value(v).ty.rank()))
+        };
+        let ins: Vec<TensorSharding> = args.iter().map(|&v| of(v)).collect();
+        let outs: Vec<TensorSharding> = results.iter().map(|&v| of(v)).collect();
+        if let OpKind::NamedComputation {
+            in_shardings,
+            out_shardings,
+            ..
+        } = &mut func.op_mut(id).kind
+        {
+            *in_shardings = Some(ins);
+            *out_shardings = Some(outs);
         }
     }
 }

@@ -302,7 +302,11 @@ impl Printer {
         );
         let said = own
             || match &op.kind {
-                OpKind::ManualComputation { out_shardings, .. } => shardings
+                OpKind::ManualComputation { out_shardings, .. }
+                | OpKind::NamedComputation {
+                    out_shardings: Some(out_shardings),
+                    ..
+                } => shardings
                     .iter()
                     .zip(out_shardings)
                     .all(|(s, o)| s.map_or(true, |s| s == o)),
