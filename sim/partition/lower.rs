@@ -235,6 +235,7 @@ impl Builder {
                 }
             }
             OpKind::ManualComputation { .. } => self.partition_manual(func, id)?,
+            OpKind::NamedComputation { .. } => self.partition_named(func, id)?,
             OpKind::While => self.partition_while(func, id)?,
             // Scalar bodies run inside the local op.
             OpKind::Sort { .. } | OpKind::Scatter { .. } | OpKind::ReduceWindow { .. } => {
@@ -346,6 +347,39 @@ impl Builder {
     }
 
     /// The sharding propagation gave `v` (replicated when none).
+    /// A named computation runs inline, as XLA runs the call Shardy's export
+    /// makes of it: its block arguments are its operands resharded to the
+    /// in-shardings, its results the returned values resharded to the
+    /// out-shardings (both filled by propagation).
+    fn partition_named(&mut self, func: &Func, id: OpId) -> Result<(), PartitionError> {
+        let op = func.op(id);
+        let region = op
+            .regions
+            .first()
+            .ok_or_else(|| PartitionError::Module("sdy.named_computation without a body".into()))?;
+        for (&src, &arg) in op.operands.iter().zip(&region.args) {
+            let slot = self.slot(func, src)?;
+            let t = self.declared(func, arg);
+            let out = self.reshard(slot, &t, &func.value(arg).name)?;
+            self.slot_of[arg.0 as usize] = Some(out);
+        }
+        let Some((&ret, body)) = region.ops.split_last() else {
+            return Err(PartitionError::Module(
+                "sdy.named_computation body without sdy.return".into(),
+            ));
+        };
+        for &inner in body {
+            self.partition_one(func, inner)?;
+        }
+        for (&r, &v) in op.results.iter().zip(&func.op(ret).operands) {
+            let slot = self.slot(func, v)?;
+            let t = self.declared(func, r);
+            let out = self.reshard(slot, &t, &func.value(r).name)?;
+            self.slot_of[r.0 as usize] = Some(out);
+        }
+        Ok(())
+    }
+
     pub(super) fn declared(&self, func: &Func, v: ValueId) -> TensorSharding {
         let val = func.value(v);
         match &val.sharding {

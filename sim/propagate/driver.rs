@@ -409,28 +409,39 @@ fn op_priority_direction(
     dir
 }
 
-/// The mesh named by the first sharding among `shardings` (and its name), if
-/// all sharded ones agree on it.
+/// The common mesh of `shardings` (and its name), as Shardy's
+/// `getCommonMeshOrRef`: shardings on the empty mesh `<[]>` are placeholders
+/// that take any other mesh (so propagation replaces it), meshes with other
+/// names but equal axes and device ids are the same mesh (the first name is
+/// kept), and any other difference means no common mesh.
 fn common_mesh<'m>(
     meshes: &'m [(String, Mesh)],
     shardings: &[Option<&TensorSharding>],
 ) -> Option<(&'m str, &'m Mesh)> {
-    let mut name: Option<&str> = None;
+    let mut found: Option<(&'m str, &'m Mesh)> = None;
     for s in shardings.iter().flatten() {
         let MeshRef::Symbol(n) = &s.mesh else {
             return None;
         };
-        match name {
-            None => name = Some(n),
-            Some(m) if m == n => {}
-            Some(_) => return None,
+        let other = meshes
+            .iter()
+            .find(|(m, _)| m == n)
+            .map(|(m, mesh)| (m.as_str(), mesh))?;
+        match found {
+            Some((_, mesh)) if !is_empty_mesh(mesh) => {
+                if !is_empty_mesh(other.1) && other.1 != mesh {
+                    return None;
+                }
+            }
+            _ => found = Some(other),
         }
     }
-    let name = name?;
-    meshes
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(n, m)| (n.as_str(), m))
+    found
+}
+
+/// Shardy's empty mesh: no axes and no device ids (a maximal mesh is not empty).
+fn is_empty_mesh(mesh: &Mesh) -> bool {
+    mesh.axes().is_empty() && !mesh.is_maximal()
 }
 
 /// Import: constraints' shardings onto their results (and inputs), groups unified.
@@ -445,6 +456,12 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
     }
     for &id in &order {
         let op = func.op(id);
+        // A reshard's result has the reshard's sharding (it never reaches its input).
+        if let OpKind::Reshard { sharding } = &op.kind {
+            let (sharding, result) = (sharding.clone(), op.results[0]);
+            func.value_mut(result).sharding = Some(sharding);
+            continue;
+        }
         if let OpKind::ShardingConstraint { sharding } = &op.kind {
             let sharding = sharding.clone();
             let (input, result) = (op.operands[0], op.results[0]);
@@ -467,6 +484,40 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
                     ),
                     pass: "import".into(),
                 });
+            }
+        }
+    }
+    // Named computations: the block arguments take the in shardings and the
+    // results the out shardings (Shardy's data-flow edge owners).
+    for &id in &order {
+        let op = func.op(id);
+        let OpKind::NamedComputation {
+            in_shardings,
+            out_shardings,
+            ..
+        } = &op.kind
+        else {
+            continue;
+        };
+        let args: Vec<ValueId> = op
+            .regions
+            .first()
+            .map(|r| r.args.clone())
+            .unwrap_or_default();
+        let pairs: Vec<(ValueId, TensorSharding)> = args
+            .iter()
+            .copied()
+            .zip(in_shardings.iter().flatten().cloned())
+            .chain(
+                op.results
+                    .iter()
+                    .copied()
+                    .zip(out_shardings.iter().flatten().cloned()),
+            )
+            .collect();
+        for (v, sh) in pairs {
+            if func.value(v).sharding.is_none() {
+                func.value_mut(v).sharding = Some(sh);
             }
         }
     }
@@ -1126,12 +1177,56 @@ fn export(func: &mut Func, st: &State<'_>) {
         func.op_mut(unit.op).rule = Some(unit.rule.clone());
     }
     export_manual(func, st);
+    export_named(func);
     for id in func.walk() {
         if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
             let result = func.op(id).results[0];
             if let Some(s) = func.value(result).sharding.clone() {
                 func.op_mut(id).kind = OpKind::Reshard { sharding: s };
             }
+        }
+    }
+}
+
+/// Named computations: in and out shardings from the block arguments and the
+/// results, as Shardy's export writes them (a value without a sharding is
+/// replicated); none when nothing in or out is sharded.
+fn export_named(func: &mut Func) {
+    for id in func.walk() {
+        let op = func.op(id);
+        if !matches!(op.kind, OpKind::NamedComputation { .. }) {
+            continue;
+        }
+        let args: Vec<ValueId> = op
+            .regions
+            .first()
+            .map(|r| r.args.clone())
+            .unwrap_or_default();
+        let results = op.results.clone();
+        let all: Vec<ValueId> = args.iter().chain(&results).copied().collect();
+        let Some(mesh) = all
+            .iter()
+            .find_map(|&v| func.value(v).sharding.as_ref().and_then(|s| s.mesh_name()))
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let of = |v: ValueId| {
+            func.value(v)
+                .sharding
+                .clone()
+                .unwrap_or_else(|| TensorSharding::replicated(&mesh, func.value(v).ty.rank()))
+        };
+        let ins: Vec<TensorSharding> = args.iter().map(|&v| of(v)).collect();
+        let outs: Vec<TensorSharding> = results.iter().map(|&v| of(v)).collect();
+        if let OpKind::NamedComputation {
+            in_shardings,
+            out_shardings,
+            ..
+        } = &mut func.op_mut(id).kind
+        {
+            *in_shardings = Some(ins);
+            *out_shardings = Some(outs);
         }
     }
 }

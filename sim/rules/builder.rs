@@ -40,14 +40,21 @@ impl RuleBuilder {
     ) -> usize {
         let f = self.rule.factor_sizes.len();
         self.rule.factor_sizes.push(size);
+        // As Shardy's builder: a size-1 factor is not added to a dim that
+        // already has factors.
+        let map = |dims: &mut Vec<Vec<usize>>, d: usize| {
+            if size != 1 || dims[d].is_empty() {
+                dims[d].push(f);
+            }
+        };
         for (t, d) in operand_dims.iter().enumerate() {
             if let Some(d) = d {
-                self.rule.operand_mappings[t][*d].push(f);
+                map(&mut self.rule.operand_mappings[t], *d);
             }
         }
         for (t, d) in result_dims.iter().enumerate() {
             if let Some(d) = d {
-                self.rule.result_mappings[t][*d].push(f);
+                map(&mut self.rule.result_mappings[t], *d);
             }
         }
         match kind {
@@ -57,6 +64,11 @@ impl RuleBuilder {
             FactorKind::Permutation => self.rule.permutation_factors.push(f),
         }
         f
+    }
+
+    /// The number of factors so far (the index the next factor gets).
+    pub fn rule_len(&self) -> usize {
+        self.rule.factor_sizes.len()
     }
 
     /// Mark factor `f` as blocked for propagation too.

@@ -19,7 +19,110 @@ use super::structured;
 pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
     let operands: Vec<&TensorType> = op.operands.iter().map(|&v| &func.value(v).ty).collect();
     let results: Vec<&TensorType> = op.results.iter().map(|&v| &func.value(v).ty).collect();
-    rule_for_types(&op.kind, &operands, &results)
+    let mut rule = rule_for_types(&op.kind, &operands, &results)?;
+    match &op.kind {
+        // concat(slice(x), ..., slice(y)) and concat(slice(x), x, ...) only
+        // permute the concatenated dim: Shardy marks it a permutation.
+        OpKind::Concatenate { dim } if concat_of_slices(func, op) => {
+            let f = *rule.result_mappings.first()?.get(*dim as usize)?.first()?;
+            rule.need_replication_factors.retain(|&g| g != f);
+            rule.permutation_factors.push(f);
+            rule.permutation_factors.sort_unstable();
+        }
+        // With constant start indices the update's sliced dims need no
+        // replication (Shardy relies on the partitioner's local indices).
+        OpKind::DynamicUpdateSlice
+            if op.operands.get(2..).unwrap_or_default().iter().all(|&v| {
+                defining_kind(func, v).is_some_and(|k| matches!(k, OpKind::Constant { .. }))
+            }) =>
+        {
+            rule.need_replication_factors.clear();
+        }
+        // Batch dims only in the indices and updates reduce into the result
+        // when the update computation is one common reduction; else they
+        // need replication.
+        OpKind::Scatter { .. } if !common_scatter_reduction(func, op) => {
+            let reductions = std::mem::take(&mut rule.reduction_factors);
+            rule.need_replication_factors.extend(reductions);
+            rule.need_replication_factors.sort_unstable();
+        }
+        _ => {}
+    }
+    Some(rule)
+}
+
+/// Shardy's `getCommonSupportedReductionOp`: every returned value of the
+/// update computation is the same add, multiply, max or min (and/or on i1) of
+/// input `i` and update `i` (block arguments `i` and `i + n`).
+fn common_scatter_reduction(func: &Func, op: &Op) -> bool {
+    use crate::ir::{BinaryOp, ValueDef};
+    let n = op.results.len();
+    let Some(region) = op.regions.first() else {
+        return false;
+    };
+    if region.args.len() != 2 * n {
+        return false;
+    }
+    let Some(&ret) = region.ops.last() else {
+        return false;
+    };
+    let ret = func.op(ret);
+    if ret.operands.len() != n {
+        return false;
+    }
+    let mut common: Option<BinaryOp> = None;
+    for (i, &v) in ret.operands.iter().enumerate() {
+        let ValueDef::Result { op: d, .. } = func.value(v).def else {
+            return false;
+        };
+        let d = func.op(d);
+        let OpKind::Binary(b) = d.kind else {
+            return false;
+        };
+        let logical = matches!(b, BinaryOp::And | BinaryOp::Or)
+            && func.value(v).ty.dtype == crate::base::DType::I1;
+        let arith = matches!(
+            b,
+            BinaryOp::Add | BinaryOp::Multiply | BinaryOp::Maximum | BinaryOp::Minimum
+        );
+        if !(logical || arith) || common.is_some_and(|c| c != b) || d.operands.len() != 2 {
+            return false;
+        }
+        common = Some(b);
+        let (x, y) = (region.args[i], region.args[i + n]);
+        if !((d.operands[0] == x && d.operands[1] == y)
+            || (d.operands[0] == y && d.operands[1] == x))
+        {
+            return false;
+        }
+    }
+    true
+}
+
+fn defining_kind(func: &Func, v: crate::ir::ValueId) -> Option<&OpKind> {
+    match func.value(v).def {
+        crate::ir::ValueDef::Result { op, .. } => Some(&func.op(op).kind),
+        _ => None,
+    }
+}
+
+/// Shardy's two concat patterns that need only a permutation: every operand
+/// is a slice, or every operand is `x` or a slice of the same `x` (one at least
+/// a slice).
+fn concat_of_slices(func: &Func, op: &Op) -> bool {
+    let is_slice = |v| matches!(defining_kind(func, v), Some(OpKind::Slice { .. }));
+    let before_slice = |v: crate::ir::ValueId| match func.value(v).def {
+        crate::ir::ValueDef::Result { op: d, .. } if is_slice(v) => func.op(d).operands[0],
+        _ => v,
+    };
+    if op.operands.iter().all(|&v| is_slice(v)) {
+        return true;
+    }
+    let Some(&first) = op.operands.first() else {
+        return false;
+    };
+    let same = before_slice(first);
+    op.operands.iter().all(|&v| before_slice(v) == same) && op.operands.iter().any(|&v| is_slice(v))
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -60,8 +163,8 @@ pub fn rule_for_types(
                     concat_dim,
                     ..
                 } => {
+                    // Split dim first, then the concat dim (as Shardy orders them).
                     let mut d = vec![*split_dim as usize, *concat_dim as usize];
-                    d.sort_unstable();
                     d.dedup();
                     d
                 }
@@ -256,30 +359,29 @@ pub fn rule_for_types(
             }
         }
         OpKind::Reshape => reshape_rule(&mut b, &operands.first()?.shape, out?)?,
-        OpKind::Gather {
-            dims, slice_sizes, ..
-        } => structured::gather_rule(
-            &mut b,
-            operands.first()?,
-            operands.get(1)?,
-            out?,
-            dims,
-            slice_sizes,
-        )?,
+        OpKind::Gather { dims, .. } => {
+            structured::gather_rule(&mut b, operands.first()?, operands.get(1)?, out?, dims)?
+        }
         OpKind::Scatter { dims, .. } => structured::scatter_rule(&mut b, operands, dims)?,
         OpKind::Sort { dimension, .. } => {
             let dim = *dimension as usize;
-            b.pointwise(out?, &op_ranks, &res_ranks, &|d| {
+            let shape = out?;
+            let f0 = b.rule_len();
+            b.pointwise(shape, &op_ranks, &res_ranks, &|d| {
                 if d == dim {
                     FactorKind::NeedReplication
                 } else {
                     FactorKind::Default
                 }
             });
+            // When every other dim has size 1 the sort dim is also blocked.
+            if dim < shape.len() && shape.iter().enumerate().all(|(d, &s)| d == dim || s == 1) {
+                b.block(f0 + dim);
+            }
         }
         OpKind::TopK { .. } => structured::top_k_rule(&mut b, operands.first()?)?,
         OpKind::ReduceWindow { window } => {
-            structured::reduce_window_rule(&mut b, operands.first()?, results.len(), window)?
+            structured::reduce_window_rule(&mut b, out?, results.len(), window)?
         }
         OpKind::Convolution {
             dims,
@@ -297,8 +399,45 @@ pub fn rule_for_types(
             *feature_group_count,
             *batch_group_count,
         )?,
-        OpKind::BitcastConvert if op_ranks == res_ranks => {
-            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        OpKind::BitcastConvert => {
+            // Shared dims are pointwise; the extra innermost dim of the
+            // narrower element type needs replication.
+            let (input, output) = (&operands.first()?.shape, out?);
+            let shared = input.len().min(output.len());
+            for (d, &size) in output.iter().enumerate().take(shared) {
+                b.factor(&[Some(d)], &[Some(d)], size, FactorKind::Default);
+            }
+            if input.len() > shared {
+                b.factor(
+                    &[Some(shared)],
+                    &[None],
+                    input[shared],
+                    FactorKind::NeedReplication,
+                );
+            } else if output.len() > shared {
+                b.factor(
+                    &[None],
+                    &[Some(shared)],
+                    output[shared],
+                    FactorKind::NeedReplication,
+                );
+            }
+        }
+        OpKind::RngBitGenerator { .. } => {
+            // The states are replicated and never propagate into each other.
+            let state = &operands.first()?.shape;
+            for (d, &size) in state.iter().enumerate() {
+                let f = b.factor(
+                    &[Some(d)],
+                    &[Some(d), None],
+                    size,
+                    FactorKind::NeedReplication,
+                );
+                b.block(f);
+            }
+            for (d, &size) in results.get(1)?.shape.iter().enumerate() {
+                b.factor(&[None], &[None, Some(d)], size, FactorKind::Default);
+            }
         }
         OpKind::CustomCall { target } if target == "Sharding" => {
             b.pointwise(out?, &op_ranks, &res_ranks, &default);

@@ -1,11 +1,11 @@
 //! Rules of the structured ops real programs use, as Shardy gives them:
-//! gather and scatter (result/update dims first, then operand-only dims, then
-//! the index vector dim; an indexed operand dim is a reduction factor, so a
-//! table sharded on it gives a masked local gather plus an all-reduce, and the
-//! scatter dims of updates are reductions), sort and top_k (the sorted dim
-//! needs replication), reduce_window (windowed dims are permutations) and
-//! convolution (batch, spatial as output x window where the windows tile the
-//! input, input features as a reduction, output features).
+//! gather and scatter (result/update dims first, then collapsed dims, then
+//! the index vector dim; a collapsed operand dim of a gather is a reduction
+//! factor, so a table sharded on it gives a masked local gather plus an
+//! all-reduce, and the scatter dims of updates are reductions), sort and top_k
+//! (the sorted dim needs replication), reduce_window (windowed dims are
+//! permutations) and convolution (batch, spatial as windows x window size,
+//! input features as a reduction, output features).
 
 use crate::base::TensorType;
 use crate::ir::attrs::{ConvDims, ConvWindow, GatherDims, ScatterDims, WindowAttrs};
@@ -17,9 +17,108 @@ fn position(dims: &[u64], d: usize) -> Option<usize> {
     dims.iter().position(|&x| x == d as u64)
 }
 
-/// The dims of a tensor of rank `rank` other than `skip`, in order.
-fn dims_except(rank: usize, skip: &[u64]) -> Vec<usize> {
-    (0..rank).filter(|&d| position(skip, d).is_none()).collect()
+/// Adds one gather/scatter factor: `(input dim, indices dim, slices dim,
+/// size, kind, blocked)`.
+type AddFactor<'a> =
+    dyn FnMut(Option<usize>, Option<usize>, Option<usize>, u64, FactorKind, bool) + 'a;
+
+/// Shardy's shared walk of gather and scatter: the slices (gather result,
+/// scatter update) dims in order, offset dims matched to the input dims that
+/// are neither collapsed nor batching, batch dims to the indices dims (and the
+/// input batching dim when explicit); then the collapsed dims, then the
+/// index vector dim. `add(input, indices, slices, size, kind, blocked)`.
+#[allow(clippy::too_many_arguments)]
+fn gather_scatter(
+    scatter: bool,
+    input: &[u64],
+    slices: &[u64],
+    indices: &[u64],
+    index_vector_dim: usize,
+    offset_dims: &[u64],
+    collapsed: &[u64],
+    input_batching: &[u64],
+    indices_batching: &[u64],
+    add: &mut AddFactor<'_>,
+) -> Option<()> {
+    let (mut input_dim, mut batch_pos) = (0usize, 0usize);
+    for (sd, &slice_size) in slices.iter().enumerate() {
+        if position(offset_dims, sd).is_some() {
+            while position(collapsed, input_dim).is_some()
+                || position(input_batching, input_dim).is_some()
+            {
+                input_dim += 1;
+            }
+            let size = *input.get(input_dim)?;
+            let id = Some(input_dim);
+            if size == slice_size {
+                add(id, None, Some(sd), size, FactorKind::Default, false);
+            } else if scatter {
+                add(id, None, None, size, FactorKind::NeedReplication, false);
+                add(
+                    None,
+                    None,
+                    Some(sd),
+                    slice_size,
+                    FactorKind::NeedReplication,
+                    false,
+                );
+            } else if slice_size == 1 {
+                // Sharded on the operand: an all-reduce of the result.
+                add(id, None, None, size, FactorKind::Reduction, false);
+                add(
+                    None,
+                    None,
+                    Some(sd),
+                    slice_size,
+                    FactorKind::NeedReplication,
+                    false,
+                );
+            } else {
+                add(id, None, Some(sd), size, FactorKind::NeedReplication, true);
+            }
+            input_dim += 1;
+        } else {
+            let idx = if batch_pos < index_vector_dim {
+                batch_pos
+            } else {
+                batch_pos + 1
+            };
+            let explicit = position(indices_batching, idx).map(|p| input_batching[p] as usize);
+            // Scatter batch dims only in the indices and updates reduce into
+            // the result (Reduction; set to NeedReplication by the caller when
+            // the update computation is not a common reduction).
+            let kind = if scatter && explicit.is_none() {
+                FactorKind::Reduction
+            } else {
+                FactorKind::Default
+            };
+            add(explicit, Some(idx), Some(sd), slice_size, kind, false);
+            batch_pos += 1;
+        }
+    }
+    for &c in collapsed {
+        let size = *input.get(c as usize)?;
+        let kind = if scatter {
+            FactorKind::Default
+        } else if size == 1 {
+            FactorKind::NeedReplication
+        } else {
+            FactorKind::Reduction
+        };
+        add(Some(c as usize), None, None, size, kind, false);
+    }
+    if index_vector_dim < indices.len() {
+        let size = indices[index_vector_dim];
+        add(
+            None,
+            Some(index_vector_dim),
+            None,
+            size,
+            FactorKind::NeedReplication,
+            false,
+        );
+    }
+    Some(())
 }
 
 /// `stablehlo.gather` (operands: operand, indices).
@@ -29,143 +128,51 @@ pub fn gather_rule(
     indices: &TensorType,
     out: &[u64],
     d: &GatherDims,
-    slice_sizes: &[u64],
 ) -> Option<()> {
-    let ivd = d.index_vector_dim as usize;
-    let batch_idx: Vec<usize> = (0..indices.rank()).filter(|&x| x != ivd).collect();
-    let mut dropped = d.collapsed_slice_dims.clone();
-    dropped.extend(&d.operand_batching_dims);
-    let offset_operand = dims_except(operand.rank(), &dropped);
-    let (mut nb, mut no) = (0usize, 0usize);
-    let mut mapped = vec![false; operand.rank()];
-    for (r, &size) in out.iter().enumerate() {
-        if position(&d.offset_dims, r).is_some() {
-            let od = *offset_operand.get(no)?;
-            no += 1;
-            if *slice_sizes.get(od)? == operand.shape[od] {
-                mapped[od] = true;
-                b.factor(&[Some(od), None], &[Some(r)], out[r], FactorKind::Default);
-            } else {
-                b.factor(
-                    &[None, None],
-                    &[Some(r)],
-                    out[r],
-                    FactorKind::NeedReplication,
-                );
+    gather_scatter(
+        false,
+        &operand.shape,
+        out,
+        &indices.shape,
+        d.index_vector_dim as usize,
+        &d.offset_dims,
+        &d.collapsed_slice_dims,
+        &d.operand_batching_dims,
+        &d.start_indices_batching_dims,
+        &mut |i, x, s, size, kind, blocked| {
+            let f = b.factor(&[i, x], &[s], size, kind);
+            if blocked {
+                b.block(f);
             }
-        } else {
-            let id = *batch_idx.get(nb)?;
-            nb += 1;
-            let od = position(&d.start_indices_batching_dims, id)
-                .map(|p| d.operand_batching_dims[p] as usize);
-            if let Some(od) = od {
-                mapped[od] = true;
-            }
-            b.factor(&[od, Some(id)], &[Some(r)], size, FactorKind::Default);
-        }
-    }
-    for (od, _) in mapped.iter().enumerate().filter(|(_, &m)| !m) {
-        let indexed = position(&d.collapsed_slice_dims, od).is_some()
-            && position(&d.start_index_map, od).is_some();
-        let kind = if indexed {
-            FactorKind::Reduction
-        } else {
-            FactorKind::NeedReplication
-        };
-        b.factor(&[Some(od), None], &[None], operand.shape[od], kind);
-    }
-    if ivd < indices.rank() {
-        b.factor(
-            &[None, Some(ivd)],
-            &[None],
-            indices.shape[ivd],
-            FactorKind::NeedReplication,
-        );
-    }
-    Some(())
+        },
+    )
 }
 
 /// `stablehlo.scatter` (operands: N inputs, indices, N updates; N results).
 pub fn scatter_rule(b: &mut RuleBuilder, t: &[&TensorType], d: &ScatterDims) -> Option<()> {
     let n = (t.len().checked_sub(1)?) / 2;
     let (input, indices, update) = (t.first()?, t.get(n)?, t.get(n + 1)?);
-    let ivd = d.index_vector_dim as usize;
-    let batch_idx: Vec<usize> = (0..indices.rank()).filter(|&x| x != ivd).collect();
-    let mut dropped = d.inserted_window_dims.clone();
-    dropped.extend(&d.input_batching_dims);
-    let window_input = dims_except(input.rank(), &dropped);
-    // Operand slots: inputs, indices, updates; results: one per input.
-    let ops = |inp: Option<usize>, idx: Option<usize>, upd: Option<usize>| {
-        let mut v = vec![inp; n];
-        v.push(idx);
-        v.extend(std::iter::repeat(upd).take(n));
-        v
-    };
-    let res = |inp: Option<usize>| vec![inp; n];
-    let (mut nw, mut ns) = (0usize, 0usize);
-    let mut mapped = vec![false; input.rank()];
-    for u in 0..update.rank() {
-        if position(&d.update_window_dims, u).is_some() {
-            let wd = *window_input.get(nw)?;
-            nw += 1;
-            if update.shape[u] == input.shape[wd] {
-                mapped[wd] = true;
-                b.factor(
-                    &ops(Some(wd), None, Some(u)),
-                    &res(Some(wd)),
-                    update.shape[u],
-                    FactorKind::Default,
-                );
-            } else {
-                b.factor(
-                    &ops(None, None, Some(u)),
-                    &res(None),
-                    update.shape[u],
-                    FactorKind::NeedReplication,
-                );
+    gather_scatter(
+        true,
+        &input.shape,
+        &update.shape,
+        &indices.shape,
+        d.index_vector_dim as usize,
+        &d.update_window_dims,
+        &d.inserted_window_dims,
+        &d.input_batching_dims,
+        &d.scatter_indices_batching_dims,
+        &mut |i, x, s, size, kind, blocked| {
+            // Operand slots: inputs, indices, updates; results: one per input.
+            let mut ops = vec![i; n];
+            ops.push(x);
+            ops.extend(std::iter::repeat(s).take(n));
+            let f = b.factor(&ops, &vec![i; n], size, kind);
+            if blocked {
+                b.block(f);
             }
-        } else {
-            let id = *batch_idx.get(ns)?;
-            ns += 1;
-            match position(&d.scatter_indices_batching_dims, id) {
-                Some(p) => {
-                    let ib = d.input_batching_dims[p] as usize;
-                    mapped[ib] = true;
-                    b.factor(
-                        &ops(Some(ib), Some(id), Some(u)),
-                        &res(Some(ib)),
-                        update.shape[u],
-                        FactorKind::Default,
-                    );
-                }
-                None => {
-                    b.factor(
-                        &ops(None, Some(id), Some(u)),
-                        &res(None),
-                        update.shape[u],
-                        FactorKind::Reduction,
-                    );
-                }
-            }
-        }
-    }
-    for (id, _) in mapped.iter().enumerate().filter(|(_, &m)| !m) {
-        b.factor(
-            &ops(Some(id), None, None),
-            &res(Some(id)),
-            input.shape[id],
-            FactorKind::Default,
-        );
-    }
-    if ivd < indices.rank() {
-        b.factor(
-            &ops(None, Some(ivd), None),
-            &res(None),
-            indices.shape[ivd],
-            FactorKind::NeedReplication,
-        );
-    }
-    Some(())
+        },
+    )
 }
 
 /// `chlo.top_k`: the last dim needs replication and blocks propagation.
@@ -187,26 +194,20 @@ pub fn top_k_rule(b: &mut RuleBuilder, operand: &TensorType) -> Option<()> {
     Some(())
 }
 
-/// `stablehlo.reduce_window` (N inputs, N scalar inits): a dim with a window,
-/// stride, dilation or padding is a permutation factor.
+/// `stablehlo.reduce_window` (N inputs, N scalar inits): a factor per result
+/// dim; a dim with a window, stride or padding is a permutation factor.
 pub fn reduce_window_rule(
     b: &mut RuleBuilder,
-    input: &TensorType,
+    output: &[u64],
     n: usize,
     w: &WindowAttrs,
 ) -> Option<()> {
-    let (strides, base, wdil, pad) = (
-        w.strides_or_default(),
-        w.base_dilations_or_default(),
-        w.window_dilations_or_default(),
-        w.padding_or_default(),
-    );
-    for (d, &size) in input.shape.iter().enumerate() {
-        let plain = *w.dimensions.get(d)? == 1
-            && *strides.get(d)? == 1
-            && *base.get(d)? == 1
-            && *wdil.get(d)? == 1
-            && *pad.get(d)? == (0, 0);
+    // Shardy: a factor per result dim (the number of windows); a dim passes
+    // through when its window and stride are 1 and it is unpadded (dilations
+    // are not looked at), else it is a permutation.
+    let (strides, pad) = (w.strides_or_default(), w.padding_or_default());
+    for (d, &size) in output.iter().enumerate() {
+        let plain = *w.dimensions.get(d)? == 1 && *strides.get(d)? == 1 && *pad.get(d)? == (0, 0);
         let mut ops = vec![Some(d); n];
         ops.extend(std::iter::repeat(None).take(n));
         let kind = if plain {
@@ -219,10 +220,10 @@ pub fn reduce_window_rule(
     Some(())
 }
 
-/// `stablehlo.convolution`: batch; per spatial dim the output part and the
-/// window (a compound input dim when the windows tile the input exactly,
-/// else a permutation of the input and a reduction over the kernel); input
-/// features (a reduction); output features.
+/// `stablehlo.convolution`, as Shardy builds it: batch groups, batch; per
+/// spatial dim the number of windows (a permutation) and the window size (a
+/// reduction with the kernel dim), the larger major; feature groups; input
+/// features (a reduction); output features per group.
 #[allow(clippy::too_many_arguments)]
 pub fn convolution_rule(
     b: &mut RuleBuilder,
@@ -230,108 +231,86 @@ pub fn convolution_rule(
     rhs: &TensorType,
     out: &[u64],
     d: &ConvDims,
-    w: &ConvWindow,
+    _w: &ConvWindow,
     feature_groups: u64,
     batch_groups: u64,
 ) -> Option<()> {
-    let s = d.input_spatial.len();
-    let (stride, pad, ld, rd) = (
-        w.strides(s),
-        w.padding(s),
-        w.lhs_dilation(s),
-        w.rhs_dilation(s),
-    );
     let (ib, ifeat) = (d.input_batch as usize, d.input_feature as usize);
     let (kin, kout) = (
         d.kernel_input_feature as usize,
         d.kernel_output_feature as usize,
     );
     let (ob, of) = (d.output_batch as usize, d.output_feature as usize);
-    if batch_groups == 1 {
+    if batch_groups > 1 {
+        // The batch groups: input batch major part, kernel output features, output features.
         b.factor(
-            &[Some(ib), None],
-            &[Some(ob)],
-            lhs.shape[ib],
+            &[Some(ib), Some(kout)],
+            &[Some(of)],
+            batch_groups,
             FactorKind::Default,
         );
-    } else {
-        b.factor(
-            &[Some(ib), None],
-            &[None],
-            lhs.shape[ib],
-            FactorKind::NeedReplication,
-        );
-        b.factor(
-            &[None, None],
-            &[Some(ob)],
-            out[ob],
-            FactorKind::NeedReplication,
-        );
     }
-    for i in 0..s {
+    b.factor(
+        &[Some(ib), None],
+        &[Some(ob)],
+        *out.get(ob)?,
+        FactorKind::Default,
+    );
+    for i in 0..d.input_spatial.len() {
         let (x, k, o) = (
             *d.input_spatial.get(i)? as usize,
             *d.kernel_spatial.get(i)? as usize,
             *d.output_spatial.get(i)? as usize,
         );
-        let ksize = rhs.shape[k];
-        let tiles = stride[i] == ksize as i64
-            && pad[i] == (0, 0)
-            && ld[i] == 1
-            && rd[i] == 1
-            && lhs.shape[x] == out[o] * ksize;
-        if tiles {
-            b.factor(
-                &[Some(x), None],
-                &[Some(o)],
-                out[o],
-                FactorKind::Permutation,
-            );
-            b.factor(&[Some(x), Some(k)], &[None], ksize, FactorKind::Reduction);
+        // The input dim splits into the number of windows (to the output, a
+        // permutation) and the window size (to the kernel, a reduction), the
+        // larger one major; each capped by what is left of the input dim and
+        // dropped when it comes to 1.
+        let (windows, size) = (*out.get(o)?, *rhs.shape.get(k)?);
+        let mut left = *lhs.shape.get(x)?;
+        let order = if windows >= size {
+            [(windows, false), (size, true)]
         } else {
-            b.factor(
-                &[Some(x), None],
-                &[Some(o)],
-                lhs.shape[x],
-                FactorKind::Permutation,
-            );
-            b.factor(&[None, Some(k)], &[None], ksize, FactorKind::Reduction);
+            [(size, true), (windows, false)]
+        };
+        for (factor, contracting) in order {
+            let factor = left.min(factor);
+            if factor > 1 {
+                if contracting {
+                    b.factor(&[Some(x), Some(k)], &[None], factor, FactorKind::Reduction);
+                } else {
+                    b.factor(
+                        &[Some(x), None],
+                        &[Some(o)],
+                        factor,
+                        FactorKind::Permutation,
+                    );
+                }
+                left /= factor;
+            }
         }
     }
-    if feature_groups == 1 {
+    if feature_groups > 1 {
         b.factor(
-            &[Some(ifeat), Some(kin)],
-            &[None],
-            lhs.shape[ifeat],
-            FactorKind::Reduction,
-        );
-    } else {
-        b.factor(
-            &[Some(ifeat), None],
-            &[None],
-            lhs.shape[ifeat],
-            FactorKind::NeedReplication,
-        );
-        b.factor(
-            &[None, Some(kin)],
-            &[None],
-            rhs.shape[kin],
-            FactorKind::NeedReplication,
-        );
-    }
-    if batch_groups == 1 && feature_groups == 1 {
-        b.factor(
-            &[None, Some(kout)],
+            &[Some(ifeat), Some(kout)],
             &[Some(of)],
-            out[of],
+            feature_groups,
             FactorKind::Default,
         );
-    } else {
+    }
+    b.factor(
+        &[Some(ifeat), Some(kin)],
+        &[None],
+        *rhs.shape.get(kin)?,
+        FactorKind::Reduction,
+    );
+    let out_features = out.get(of)? / (batch_groups * feature_groups).max(1);
+    if out_features > 1 {
         b.factor(
             &[None, Some(kout)],
             &[Some(of)],
-            out[of],
-            FactorKind::NeedReplication,
+            out_features,
+            FactorKind::Default,
         );
     }
     Some(())

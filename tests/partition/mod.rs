@@ -11,4 +11,5 @@ mod errors;
 mod fixtures;
 mod means;
 mod models;
+mod named;
 mod props;

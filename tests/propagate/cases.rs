@@ -73,3 +73,25 @@ fn sharding_groups() {
 fn size_one_axes() {
     check_case("size_one_axes");
 }
+
+/// `sdy.reshard` (written, or exported from a sharding constraint) prints as
+/// Shardy prints it: the result's sharding is the op's own, with no extra
+/// `sdy.sharding`. Each `.expect` line must appear.
+#[test]
+fn reshard_prints_as_shardy_prints_it() {
+    let dir = crate::common::fixture("shardy_print");
+    let text = std::fs::read_to_string(dir.join("reshard.mlir")).unwrap();
+    let mut m = parse_and_verify(&text).unwrap();
+    propagate_module(&mut m, Strategy::default()).unwrap();
+    let printed = shardsim::ir::mlir::print_module(&m);
+    let expect = std::fs::read_to_string(dir.join("reshard.expect")).unwrap();
+    for line in expect.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(
+            printed.lines().any(|p| p == line),
+            "missing line {line:?} in\n{printed}"
+        );
+    }
+    assert!(!printed
+        .lines()
+        .any(|l| l.contains("sdy.reshard") && l.contains("sdy.sharding =")));
+}

@@ -728,7 +728,12 @@ impl<'a> Parser<'a> {
                 let ty = types
                     .next()
                     .unwrap_or_else(|| TensorType::new(vec![], crate::base::DType::F32));
-                let sharding = shardings.as_mut().and_then(|it| it.next());
+                let mut sharding = shardings.as_mut().and_then(|it| it.next());
+                // A reshard's result has the reshard's sharding (Shardy prints
+                // no `sdy.sharding` beside it).
+                if let (None, OpKind::Reshard { sharding: own }) = (&sharding, &kind) {
+                    sharding = Some(own.clone());
+                }
                 let vid = fb.func.add_value(Value {
                     name: vname,
                     ty,

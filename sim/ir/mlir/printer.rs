@@ -294,14 +294,24 @@ impl Printer {
             .iter()
             .map(|&r| cx.f.value(r).sharding.as_ref())
             .collect();
-        // A manual computation's out-shardings already say its results' shardings.
-        let said = match &op.kind {
-            OpKind::ManualComputation { out_shardings, .. } => shardings
-                .iter()
-                .zip(out_shardings)
-                .all(|(s, o)| s.map_or(true, |s| s == o)),
-            _ => false,
-        };
+        // A manual computation's out-shardings already say its results'
+        // shardings; a constraint or reshard prints its result's as its own.
+        let own = matches!(
+            op.kind,
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
+        );
+        let said = own
+            || match &op.kind {
+                OpKind::ManualComputation { out_shardings, .. }
+                | OpKind::NamedComputation {
+                    out_shardings: Some(out_shardings),
+                    ..
+                } => shardings
+                    .iter()
+                    .zip(out_shardings)
+                    .all(|(s, o)| s.map_or(true, |s| s == o)),
+                _ => false,
+            };
         if let (false, Some(first)) = (said, shardings.iter().flatten().next()) {
             let mesh = first.mesh_name().unwrap_or("mesh").to_string();
             let all: Vec<TensorSharding> = op
@@ -515,11 +525,14 @@ impl Printer {
             }
             OpKind::Reduce { dims } => return self.reduce(out, cx, op, dims, ind),
             OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
-                format!(
-                    "{res}{name} {ops} {}{attrs}{}",
-                    sharding.to_bare(),
-                    same(self)
-                )
+                // As Shardy prints them: the result's sharding is the op's own
+                // sharding (no `sdy.sharding` beside it).
+                let own = op
+                    .results
+                    .first()
+                    .and_then(|&r| cx.f.value(r).sharding.as_ref())
+                    .unwrap_or(sharding);
+                format!("{res}{name} {ops} {}{attrs}{}", own.to_bare(), same(self))
             }
             OpKind::ShardingGroup { group_id } => {
                 format!(
