@@ -237,21 +237,6 @@ const KNOWN_MISSES: &[(&str, f64, &str)] = &[
         "data-parallel all-reduce on NCCL's trees over all 8 NICs (was 2): faster than measured",
     ),
     (
-        "H100-80GB 1.7B tp1 pp1 dp48",
-        0.17,
-        "data-parallel all-reduce on NCCL's trees over all 8 NICs (was 2): faster than measured",
-    ),
-    (
-        "H100-80GB 177B tp8 pp6 dp48",
-        0.11,
-        "tensor-parallel overlap not modelled; one-node trees are chains (NCCL)",
-    ),
-    (
-        "H100-80GB 314B tp8 pp8 dp48",
-        0.11,
-        "tensor-parallel overlap not modelled; one-node trees are chains (NCCL)",
-    ),
-    (
         "A100-80GB 76.1B tp8 pp4 dp32",
         0.15,
         "interleaving with 3 virtual stages",
