@@ -491,6 +491,11 @@ fn polish(
     })
 }
 
+/// A point: (curve, index in it).
+type Point = (usize, usize);
+/// An (algorithm, protocol) a point is given to.
+type Pair = (Algorithm, Protocol);
+
 /// A start for the search that sidesteps the tuner's choice: each fitted point
 /// is given to the (algorithm, protocol) whose time is closest to it, and each
 /// protocol's figures are fitted to its own points with that pair forced (a
@@ -503,7 +508,7 @@ fn assigned_start(
 ) -> Result<Calibration, CalibrateError> {
     let mut cal = start;
     for _round in 0..3 {
-        let mut owned: Vec<Vec<((usize, usize), (Algorithm, Protocol))>> = vec![Vec::new(); 4];
+        let mut owned: Vec<Vec<(Point, Pair)>> = vec![Vec::new(); 4];
         for &pt in fit_idx {
             let curve = &curves[pt.0];
             let m = curve.points[pt.1].time_us;
