@@ -566,3 +566,5 @@ fn the_collective_report_overlays_the_measured_curve_and_renders() {
     assert_renders(&dir.join("report.html"), &dir);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+mod model;

@@ -44,7 +44,7 @@ pub fn model_timed_options() -> TimedOptions {
 }
 
 /// A program timed on the topology.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TimedProgram {
     pub time_ps: u64,
     /// Bytes of the arguments on one device.
@@ -62,7 +62,7 @@ pub struct TimedProgram {
 }
 
 /// The passes of one kind of chunk.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChunkTiming {
     pub layers: u64,
     pub embed: bool,
@@ -89,7 +89,7 @@ pub struct ChunkTiming {
 }
 
 /// Memory of the fullest device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepMemory {
     /// Parameters, gradients, master weights and moments.
     pub model_state_bytes: u64,
@@ -110,7 +110,7 @@ pub struct StepMemory {
 }
 
 /// One simulated training step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepReport {
     pub model: String,
     pub gpus: u64,

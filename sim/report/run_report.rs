@@ -1,7 +1,7 @@
 //! Everything `shardsim run` writes for one scenario into its report
 //! directory: `summary.json`, `summary.csv` (one row, the sweep columns),
 //! `trace.json` (Chrome trace), `events.csv`, the plots (SVG and PNG) and
-//! `report.html`.
+//! `report.html` (a model workload: the two summaries only).
 
 use std::path::Path;
 
@@ -69,23 +69,30 @@ pub fn summary_rows(r: &ScenarioResult) -> Vec<Vec<String>> {
                 .join(", "),
         ],
         vec!["step time".into(), human_time(t.step_time_ps)],
-        vec![
-            "compute busy (mean)".into(),
-            human_time(t.per_device.iter().map(|d| d.compute_busy_ps).sum::<u64>() / n),
-        ],
-        vec![
-            "communication (mean)".into(),
-            human_time(t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n),
-        ],
-        vec![
-            "exposed communication".into(),
-            format!(
-                "{} mean, {} max",
-                human_time(t.mean_exposed_comm_ps),
-                human_time(t.max_exposed_comm_ps)
-            ),
-        ],
     ];
+    if let Some(m) = &s.model_step {
+        rows.retain(|r| r[0] != "placement");
+        rows.extend(model_rows(m));
+    } else {
+        rows.extend(vec![
+            vec![
+                "compute busy (mean)".into(),
+                human_time(t.per_device.iter().map(|d| d.compute_busy_ps).sum::<u64>() / n),
+            ],
+            vec![
+                "communication (mean)".into(),
+                human_time(t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n),
+            ],
+            vec![
+                "exposed communication".into(),
+                format!(
+                    "{} mean, {} max",
+                    human_time(t.mean_exposed_comm_ps),
+                    human_time(t.max_exposed_comm_ps)
+                ),
+            ],
+        ]);
+    }
     for k in &t.comm_by_kind {
         rows.push(vec![
             format!("  {}", k.kind),
@@ -141,6 +148,44 @@ pub fn summary_rows(r: &ScenarioResult) -> Vec<Vec<String>> {
     rows
 }
 
+/// A model step's figures, as `shardsim train` prints them.
+fn model_rows(m: &crate::models::step::StepReport) -> Vec<Vec<String>> {
+    let mem = &m.memory;
+    vec![
+        vec![
+            "pipeline".into(),
+            format!(
+                "{} microbatches, {} ({:.1}% bubble), stage transfer {}",
+                m.microbatches,
+                human_time(m.pipeline_ps),
+                100.0 * m.bubble_fraction,
+                human_time(m.transfer_ps)
+            ),
+        ],
+        vec![
+            "TFLOP/s per GPU".into(),
+            format!(
+                "{:.1} model, {:.1} with recomputation; MFU {:.1}%",
+                m.model_tflops_per_gpu,
+                m.hardware_tflops_per_gpu,
+                100.0 * m.mfu
+            ),
+        ],
+        vec!["tokens/s".into(), format!("{:.0}", m.tokens_per_s)],
+        vec![
+            "memory per GPU".into(),
+            format!(
+                "model states {}, activations {} ({} in flight), transient {} (stage {})",
+                human_bytes(mem.model_state_bytes),
+                human_bytes(mem.activation_bytes),
+                mem.in_flight,
+                human_bytes(mem.transient_bytes),
+                mem.stage
+            ),
+        ],
+    ]
+}
+
 /// The expectation rows: what, measured, expected, verdict.
 pub fn check_rows(r: &ScenarioResult) -> Vec<Vec<String>> {
     r.summary
@@ -184,13 +229,19 @@ pub fn write_run_report(
     let csv = to_csv(&header, &[(0usize, row)].into_iter().collect())
         .map_err(|e| ReportError::Plot(e.to_string()))?;
     write(dir, "summary.csv", &csv)?;
+    files.extend(["summary.json", "summary.csv"].map(String::from));
+    if r.summary.model_step.is_some() {
+        // A model step is timed per chunk program, not as one timeline:
+        // the trace, events and plots would be empty.
+        return Ok(files);
+    }
     write(
         dir,
         "trace.json",
         trace::chrome_trace(&r.timeline, &r.topology).as_bytes(),
     )?;
     write(dir, "events.csv", trace::events_csv(&r.timeline).as_bytes())?;
-    files.extend(["summary.json", "summary.csv", "trace.json", "events.csv"].map(String::from));
+    files.extend(["trace.json", "events.csv"].map(String::from));
     if !plots {
         return Ok(files);
     }

@@ -5,6 +5,7 @@
 
 pub mod expect;
 pub mod mesh;
+pub mod model_run;
 pub mod options;
 pub mod runner;
 pub mod spec;
@@ -52,6 +53,8 @@ pub enum ScenarioError {
     Numerics(String),
     #[error("sweep: {0}")]
     Sweep(String),
+    #[error(transparent)]
+    Model(#[from] crate::models::ModelError),
 }
 
 fn position(line: Option<usize>, col: Option<usize>) -> String {

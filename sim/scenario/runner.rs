@@ -78,6 +78,9 @@ pub struct ScenarioSummary {
     pub timing: Summary,
     pub checks: Vec<Check>,
     pub passed: bool,
+    /// A model workload's training step (what `shardsim train` reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_step: Option<crate::models::step::StepReport>,
 }
 
 /// A finished run.
@@ -116,6 +119,24 @@ pub fn load_topology(sc: &Scenario) -> Result<(Topology, Vec<Override>), Scenari
     Ok((topo, overrides))
 }
 
+/// The scenario's topology preset or file, for reports.
+pub(crate) fn topology_name(sc: &Scenario) -> String {
+    let t = &sc.file.topology;
+    t.preset
+        .clone()
+        .or_else(|| t.file.clone())
+        .unwrap_or_default()
+}
+
+/// The overrides as `key=value` (without `nodes`, reported apart).
+pub(crate) fn override_strings(overrides: &[Override]) -> Vec<String> {
+    overrides
+        .iter()
+        .filter(|o| o.key != "nodes")
+        .map(|o| format!("{}={}", o.key, o.value))
+        .collect()
+}
+
 /// Seeded random inputs for the entry function: floats uniform in [-1, 1),
 /// integers in [0, 8), booleans fair.
 pub fn random_inputs(module: &Module, seed: u64) -> Result<Vec<Tensor>, ScenarioError> {
@@ -152,8 +173,14 @@ pub fn run_scenario(
     cfg: RunConfig,
 ) -> Result<ScenarioResult, ScenarioError> {
     let (topo, overrides) = load_topology(sc)?;
+    if sc.file.workload.model.is_some() {
+        return super::model_run::run_model(sc, topo, &overrides);
+    }
     let devices = u64::from(topo.num_devices());
-    let mesh = build_mesh(&sc.file.mesh, devices)?;
+    let mesh_spec = sc.file.mesh.as_ref().ok_or_else(|| {
+        ScenarioError::Mesh("a `program` workload needs a [mesh] (shape and axes)".into())
+    })?;
+    let mesh = build_mesh(mesh_spec, devices)?;
     let mapping = MeshMapping::new(&topo, &mesh)?;
     let placement = mesh
         .axes()
@@ -209,22 +236,13 @@ pub fn run_scenario(
         &timing,
         numerics.as_ref().map(|n| n.max_abs_error),
     );
-    let t = &sc.file.topology;
     let summary = ScenarioSummary {
         scenario: sc.name.clone(),
         description: sc.file.description.clone(),
         program: prepared.source.clone(),
-        topology: t
-            .preset
-            .clone()
-            .or_else(|| t.file.clone())
-            .unwrap_or_default(),
-        nodes: t.nodes,
-        overrides: overrides
-            .iter()
-            .filter(|o| o.key != "nodes")
-            .map(|o| format!("{}={}", o.key, o.value))
-            .collect(),
+        topology: topology_name(sc),
+        nodes: sc.file.topology.nodes,
+        overrides: override_strings(&overrides),
         mesh: mesh.to_string(),
         placement,
         seed: sc.file.run.seed,
@@ -233,6 +251,7 @@ pub fn run_scenario(
         passed: checks.iter().all(|c| c.ok),
         checks,
         timing,
+        model_step: None,
     };
     Ok(ScenarioResult {
         summary,

@@ -22,7 +22,10 @@ pub struct ScenarioFile {
     #[serde(default)]
     pub description: String,
     pub topology: TopologySpec,
-    pub mesh: MeshSpec,
+    /// Required for a `program` workload; a `model` workload takes its mesh
+    /// from its strategy (`dp` x `pp` x `tp`) and refuses one.
+    #[serde(default)]
+    pub mesh: Option<MeshSpec>,
     pub workload: WorkloadSpec,
     #[serde(default)]
     pub run: RunSpec,
@@ -72,12 +75,15 @@ pub struct WorkloadSpec {
     /// A StableHLO + sdy program, relative to the scenario file.
     #[serde(default)]
     pub program: Option<String>,
-    /// A model preset name (from the model builders).
+    /// A model preset (`llama3-8b`, `gpt3-175b`, ...) or a model `.toml`
+    /// file relative to the scenario file.
     #[serde(default)]
     pub model: Option<String>,
-    /// The model preset's parallelism strategy.
+    /// The model's parallel strategy, inline (`[workload.strategy]`, the
+    /// fields of `shardsim train --strategy FILE.toml`); its devices must be
+    /// the topology's.
     #[serde(default)]
-    pub strategy: Option<String>,
+    pub strategy: Option<crate::models::Strategy>,
     /// Finish means with an averaging all-reduce (`--avg-means`).
     #[serde(default)]
     pub avg_means: bool,

@@ -1,7 +1,8 @@
 //! The workload of a scenario: a `.mlir` program read from disk (or from the
 //! models embedded in the binary, for the embedded default), its mesh
-//! replaced by the scenario's, propagated and partitioned; or a model preset
-//! (none yet: the model builders plug in here).
+//! replaced by the scenario's, propagated and partitioned. A `model`
+//! workload does not come here: [`super::model_run`] runs it through the
+//! model builders.
 //!
 //! A [`ProgramCache`] keeps parsed programs and partitioned programs per mesh,
 //! so a sweep partitions each (program, mesh) once whatever its other axes.
@@ -31,9 +32,6 @@ pub const EMBEDDED_MODELS: &[(&str, &str)] = &[
         include_str!("../../models/gpt_train_step_tiny.mlir"),
     ),
 ];
-
-/// Model presets that build programs directly (none yet).
-pub const MODEL_PRESETS: &[&str] = &[];
 
 /// A program ready to run: the single-device module (the numerics
 /// reference, mesh rewritten) and its partitioned program.
@@ -82,12 +80,7 @@ fn resolve(spec: &WorkloadSpec, base: Option<&Path>) -> Result<(String, Source),
             }
         }
         (None, Some(m)) => Err(ScenarioError::Workload(format!(
-            "unknown model '{m}' (model presets: {}; use `program = \"file.mlir\"` for a JAX export)",
-            if MODEL_PRESETS.is_empty() {
-                "none yet".to_string()
-            } else {
-                MODEL_PRESETS.join(", ")
-            }
+            "model '{m}' is built per strategy, not prepared as one program (run it with `run_scenario`)"
         ))),
         (Some(_), Some(_)) => Err(ScenarioError::Workload(
             "give either `program` or `model`, not both".into(),

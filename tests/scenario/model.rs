@@ -1,0 +1,130 @@
+//! Model workloads in scenarios: `[workload] model` with an inline strategy
+//! gives the step time and memory `shardsim train` gives with the same
+//! arguments (also under a topology override, as a sweep sets it), and
+//! every field that does not apply to a model step is refused by name.
+
+use std::path::{Path, PathBuf};
+
+use shardsim::scenario::sweep::assign;
+use shardsim::scenario::{run_scenario, ProgramCache, RunConfig, Scenario};
+
+use crate::common::{fixture, shardsim};
+
+const SCENARIO: &str = "scenarios/llama3_8b_dgx_h100_tp4_pp2.toml";
+
+fn path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO)
+}
+
+fn cfg() -> RunConfig {
+    RunConfig {
+        record_memory: false,
+        ..RunConfig::default()
+    }
+}
+
+/// The scenario with `key = value` assigned (as `run --set` and sweeps do).
+fn edited(key: &str, value: toml::Value) -> Result<Scenario, shardsim::scenario::ScenarioError> {
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    assign(&mut table, key, value)?;
+    Scenario::from_table(&table, SCENARIO, path().parent().map(Path::to_path_buf))
+}
+
+/// `shardsim train` on the scenario's model and strategy (written out as
+/// the strategy file `train --strategy` reads), as JSON.
+fn train(sc: &Scenario, sets: &[&str]) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("shardsim-model-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let strategy = dir.join(format!("strategy-{}.toml", sets.len()));
+    let s = sc.file.workload.strategy.as_ref().expect("a strategy");
+    std::fs::write(&strategy, toml::to_string(s).unwrap()).unwrap();
+    let mut args = vec![
+        "train",
+        sc.file.workload.model.as_deref().unwrap(),
+        "--topology",
+        sc.file.topology.preset.as_deref().unwrap(),
+        "--strategy",
+        strategy.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = shardsim(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn model_scenario_step_equals_train_with_the_same_arguments() {
+    let cache = ProgramCache::new();
+    for (key, value, sets) in [
+        (None, None, vec![]),
+        (
+            Some("set.nvlink.bandwidth"),
+            Some("900GB/s"),
+            vec!["nvlink.bandwidth=900GB/s"],
+        ),
+    ] {
+        let sc = match (key, value) {
+            (Some(k), Some(v)) => edited(k, toml::Value::String(v.into())).unwrap(),
+            _ => Scenario::load(&path()).unwrap(),
+        };
+        let r = run_scenario(&sc, &cache, cfg()).unwrap();
+        let t = train(&sc, &sets);
+        let step = r.summary.model_step.as_ref().expect("a model step");
+        assert_eq!(
+            r.summary.timing.step_time_ps,
+            t["step_time_ps"].as_u64().unwrap(),
+            "{sets:?}"
+        );
+        assert_eq!(step.step_time_ps, r.summary.timing.step_time_ps);
+        let peak = r.summary.timing.peak_memory.iter().map(|p| p.peak).max();
+        assert_eq!(peak, t["memory"]["peak_bytes"].as_u64(), "{sets:?}");
+        assert!(r.summary.timing.ooms.is_empty());
+    }
+}
+
+#[test]
+fn model_scenario_refuses_fields_that_do_not_apply() {
+    let text = std::fs::read_to_string(fixture("scenario/model_bad_fields.toml")).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let cases = table["case"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    let cache = ProgramCache::new();
+    for c in cases {
+        let key = c["key"].as_str().unwrap();
+        let want = c["error"].as_str().unwrap();
+        let err = edited(key, c["value"].clone())
+            .and_then(|sc| run_scenario(&sc, &cache, cfg()).map(|_| ()))
+            .expect_err(key)
+            .to_string();
+        assert!(err.contains(want), "{key}: `{err}` lacks `{want}`");
+        assert!(!err.contains('\n'), "{key}: one line: {err}");
+    }
+}
+
+#[test]
+fn model_scenario_user_error_exits_2_naming_both_counts() {
+    let out = shardsim(&[
+        "run",
+        path().to_str().unwrap(),
+        "--set",
+        "topology.nodes=2",
+        "--no-plots",
+        "-o",
+        std::env::temp_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("uses 8 devices") && err.contains("has 16"),
+        "{err}"
+    );
+}
