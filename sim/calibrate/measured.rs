@@ -25,6 +25,11 @@ use crate::topology::Topology;
 
 use super::CalibrateError;
 
+/// A point: (curve, index in it).
+type Point = (usize, usize);
+/// An (algorithm, protocol) pair.
+type Pair = (Algorithm, Protocol);
+
 /// One measured point: message size (bytes) and time (microseconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeasuredPoint {
@@ -276,27 +281,38 @@ fn scaled(c: &Calibration, i: usize, factor: f64) -> Calibration {
 }
 
 /// Every point timed under `cal`: (time in us, algorithm, protocol).
+/// One point timed under `cal`, with the tuner's choice or a forced pair.
+fn time_point(
+    setup: &MeasuredSetup,
+    curves: &[MeasuredCurve],
+    cal: &Calibration,
+    (c, p): Point,
+    pair: Option<Pair>,
+) -> Result<crate::collective::TimedChoice, crate::collective::CollectiveError> {
+    let curve = &curves[c];
+    let count = (curve.points[p].size / setup.elem_bytes).max(1);
+    time_collective(
+        setup.topo,
+        setup.group,
+        &curve.op,
+        count,
+        setup.elem_bytes,
+        cal,
+        pair.map(|x| x.0),
+        pair.map(|x| x.1),
+    )
+}
+
 fn predict(
     setup: &MeasuredSetup,
     curves: &[MeasuredCurve],
     cal: &Calibration,
-    which: &[(usize, usize)],
+    which: &[Point],
 ) -> Result<Vec<(f64, &'static str, &'static str)>, CalibrateError> {
     which
         .iter()
-        .map(|&(c, p)| {
-            let curve = &curves[c];
-            let count = (curve.points[p].size / setup.elem_bytes).max(1);
-            let t = time_collective(
-                setup.topo,
-                setup.group,
-                &curve.op,
-                count,
-                setup.elem_bytes,
-                cal,
-                None,
-                None,
-            )?;
+        .map(|&pt| {
+            let t = time_point(setup, curves, cal, pt, None)?;
             Ok((t.time.ps() as f64 * 1e-6, t.algo.name(), t.proto.name()))
         })
         .collect()
@@ -351,23 +367,12 @@ fn forced(
     setup: &MeasuredSetup,
     curves: &[MeasuredCurve],
     cal: &Calibration,
-    (c, p): (usize, usize),
-    (algo, proto): (Algorithm, Protocol),
+    pt: Point,
+    pair: Pair,
 ) -> Option<f64> {
-    let curve = &curves[c];
-    let count = (curve.points[p].size / setup.elem_bytes).max(1);
-    time_collective(
-        setup.topo,
-        setup.group,
-        &curve.op,
-        count,
-        setup.elem_bytes,
-        cal,
-        Some(algo),
-        Some(proto),
-    )
-    .ok()
-    .map(|t| t.time.ps() as f64 * 1e-6)
+    time_point(setup, curves, cal, pt, Some(pair))
+        .ok()
+        .map(|t| t.time.ps() as f64 * 1e-6)
 }
 
 /// Coordinate descent on the logarithm of each figure in `coords`, shrinking
@@ -490,11 +495,6 @@ fn polish(
         start
     })
 }
-
-/// A point: (curve, index in it).
-type Point = (usize, usize);
-/// An (algorithm, protocol) a point is given to.
-type Pair = (Algorithm, Protocol);
 
 /// A start for the search that sidesteps the tuner's choice: each fitted point
 /// is given to the (algorithm, protocol) whose time is closest to it, and each

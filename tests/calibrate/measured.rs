@@ -101,6 +101,29 @@ fn measured_fit_of_the_published_a100_curve() {
     assert!(fit.median_error(true).unwrap() < 0.05);
 }
 
+/// `shardsim collective --format csv` on `topo` at `sizes`: each size's time (us).
+fn collective_times(topo: &std::path::Path, sizes: &str) -> Vec<f64> {
+    let out = shardsim(&[
+        "collective",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--sizes",
+        sizes,
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+        .collect()
+}
+
 /// The CLI writes a topology with the fit; `collective` on it reproduces the
 /// fitted predictions (fit.csv) at the measured sizes.
 #[test]
@@ -137,26 +160,7 @@ fn measured_topology_is_used_by_collective() {
         sizes.push(rec[sc].to_string());
         predicted.push(rec[pc].parse::<f64>().unwrap());
     }
-    let out = shardsim(&[
-        "collective",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--sizes",
-        &sizes.join(","),
-        "--format",
-        "csv",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = String::from_utf8_lossy(&out.stdout);
-    let times: Vec<f64> = rows
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
-        .collect();
+    let times = collective_times(&topo, &sizes.join(","));
     assert_eq!(times.len(), predicted.len());
     for (t, p) in times.iter().zip(&predicted) {
         assert!(
@@ -179,29 +183,7 @@ fn measured_topology_is_used_by_collective() {
         .insert("A100 SXM4 80GB".into(), toml::Value::Table(cal));
     let slow = dir.join("slow.toml");
     std::fs::write(&slow, toml::to_string(&file).unwrap()).unwrap();
-    let out = shardsim(&[
-        "collective",
-        "--topology",
-        slow.to_str().unwrap(),
-        "--sizes",
-        "64",
-        "--format",
-        "csv",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let slow_us: f64 = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .nth(2)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let slow_us = collective_times(&slow, "64")[0];
     assert!(
         slow_us >= 500.0 && times[0] < 100.0,
         "{slow_us} vs {}",
