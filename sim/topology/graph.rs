@@ -160,6 +160,9 @@ pub struct Topology {
     pub(crate) graph: DiGraph<ComponentId, LinkId>,
     pub(crate) routing: RoutingPolicy,
     pub(crate) by_name: BTreeMap<String, ComponentId>,
+    /// Rails of a rail-optimized cluster (one past the highest rail; 0 when
+    /// none): ECMP keys a flow by its rail offset modulo this.
+    pub(crate) rails: u32,
     /// Least-cost routes already computed (see [`RouteCache`]).
     pub(crate) route_cache: RouteCache,
     /// The file it was built from (overrides applied), when built from one.
@@ -374,10 +377,17 @@ impl Builder {
             .iter()
             .map(|c| (c.name.clone(), c.id))
             .collect();
+        let rails = self
+            .components
+            .iter()
+            .filter_map(|c| c.rail)
+            .max()
+            .map_or(0, |r| r + 1);
         Topology {
             name,
             description,
             sources,
+            rails,
             components: self.components,
             links: self.links,
             devices: self.devices,

@@ -7,11 +7,16 @@
 //!   (wide links first; among equal links, fewer hops), and a link into or out
 //!   of a host 4 times that, so peer-to-peer through a CPU root complex is the
 //!   last resort (it is the only way in a PCIe box). Components that do not
-//!   forward (GPUs in an NVSwitch node) are only ever the first or last hop. Among equal-cost next hops the lowest link id wins, or with ECMP
-//!   (fat trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow
-//!   stays on one path. Rail-aligned first: among equal next hops, those on
-//!   the source's rail win, then those on the destination's rail (GPU `k`
-//!   uses NIC `k`, as NCCL assigns them).
+//!   forward (GPUs in an NVSwitch node) are only ever the first or last hop.
+//!   Among equal-cost next hops the lowest link id wins, or with ECMP (fat
+//!   trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow stays
+//!   on one path. The hash sees a GPU or NIC on a rail as its node, its kind
+//!   and the rail offset to the other end (modulo the rails), not its id, so
+//!   rails are treated alike: rotating every node's rails rotates the routes
+//!   (what lets NCCL's tree channels be timed once, `collective::channels`).
+//!   Rail-aligned first: among equal next hops, those on the source's rail
+//!   win, then those on the destination's rail (GPU `k` uses NIC `k`, as NCCL
+//!   assigns them).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -189,6 +194,7 @@ impl Topology {
         if cost(src) == u64::MAX {
             return Err(no_route());
         }
+        let key = if ecmp { self.ecmp_key(src, dst) } else { 0 };
         let mut cur = src;
         let mut path = Vec::new();
         while cur != dst {
@@ -205,9 +211,7 @@ impl Topology {
                 .collect();
             let candidates = self.rail_preferred(all, src, dst);
             let pick = if ecmp && candidates.len() > 1 {
-                let h = mix(flow_id
-                    ^ mix(((src.0 as u64) << 32) | dst.0 as u64)
-                    ^ mix(path.len() as u64 + 1));
+                let h = mix(flow_id ^ key ^ mix(path.len() as u64 + 1));
                 candidates[(h % candidates.len() as u64) as usize]
             } else {
                 *candidates.first().ok_or_else(no_route)?
@@ -216,6 +220,29 @@ impl Topology {
             cur = self.link(pick).to;
         }
         Ok(path)
+    }
+
+    /// The endpoints' part of the ECMP hash, the same for every rotation of
+    /// the rails: a component on a rail inside a node counts as (node, kind),
+    /// plus the rail offset from `src` to `dst`; anything else by its id.
+    fn ecmp_key(&self, src: ComponentId, dst: ComponentId) -> u64 {
+        let (a, b) = (self.component(src), self.component(dst));
+        let end = |c: &super::graph::Component| match (c.node, c.rail) {
+            (Some(node), Some(_)) => {
+                let kind = match c.kind {
+                    ComponentKind::Device { .. } => 1,
+                    ComponentKind::Nic => 2,
+                    _ => 3,
+                };
+                (1 << 63) | (u64::from(node) << 2) | kind
+            }
+            _ => u64::from(c.id.0),
+        };
+        let offset = match (a.rail, b.rail) {
+            (Some(x), Some(y)) if self.rails > 0 => (y + self.rails - x) % self.rails,
+            _ => 0,
+        };
+        mix(mix(mix(end(a)) ^ end(b)) ^ u64::from(offset))
     }
 
     /// The candidates on `src`'s rail, else on `dst`'s rail, else all.
