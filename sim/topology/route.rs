@@ -21,8 +21,6 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use petgraph::graph::NodeIndex;
-
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
 use super::TopologyError;
 
@@ -173,7 +171,7 @@ impl Topology {
         ecmp: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
         let dist = self.costs_on_paths(src, dst);
-        self.shortest_with(src, dst, flow_id, ecmp, dist)
+        self.shortest_with(src, dst, flow_id, ecmp, dist, true)
     }
 
     /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
@@ -185,6 +183,7 @@ impl Topology {
         flow_id: u64,
         ecmp: bool,
         dist: HashMap<u32, u64>,
+        relays_only: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
         let cost = |c: ComponentId| dist.get(&c.0).copied().unwrap_or(u64::MAX);
         let no_route = || TopologyError::NoRoute {
@@ -199,8 +198,15 @@ impl Topology {
         let mut path = Vec::new();
         while cur != dst {
             let d = cost(cur);
-            let all: Vec<LinkId> = self
-                .out_links(cur)
+            // Only links into relays or `dst` can match (the reference scans all).
+            let out = if relays_only {
+                let mut v = self.passable_out(cur, src, dst);
+                v.sort_unstable();
+                v
+            } else {
+                self.out_links(cur)
+            };
+            let all: Vec<LinkId> = out
                 .into_iter()
                 .filter(|&l| {
                     let to = self.link(l).to;
@@ -367,7 +373,50 @@ impl Topology {
             }
         }
         let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
-        self.shortest_with(src, dst, flow_id, ecmp, self.costs_to_until(dst, src))
+        self.shortest_with(
+            src,
+            dst,
+            flow_id,
+            ecmp,
+            self.costs_to_until(dst, src),
+            false,
+        )
+    }
+
+    /// The links out of `c` into components a route from `src` to `dst` may
+    /// enter: relays, and the two ends (each link once, any order).
+    fn passable_out(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
+        let mut v = self.relay_out[c.0 as usize].clone();
+        let pair = [src, dst];
+        let ends = if src == dst { &pair[..1] } else { &pair[..] };
+        for &end in ends {
+            if !self.component(end).forwards {
+                v.extend(
+                    self.in_links(end)
+                        .into_iter()
+                        .filter(|&l| self.link(l).from == c),
+                );
+            }
+        }
+        v
+    }
+
+    /// The links into `c` from components a route from `src` to `dst` may
+    /// leave: relays, and the two ends (each link once, any order).
+    fn passable_in(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
+        let mut v = self.relay_in[c.0 as usize].clone();
+        let pair = [src, dst];
+        let ends = if src == dst { &pair[..1] } else { &pair[..] };
+        for &end in ends {
+            if !self.component(end).forwards {
+                v.extend(
+                    self.out_links(end)
+                        .into_iter()
+                        .filter(|&l| self.link(l).to == c),
+                );
+            }
+        }
+        v
     }
 
     /// May a least-cost route pass through `c` from `src` to `dst`? Only
@@ -406,11 +455,8 @@ impl Topology {
             if c != dst && !self.component(c).forwards {
                 continue;
             }
-            for e in self
-                .graph
-                .edges_directed(NodeIndex::new(c.0 as usize), petgraph::Direction::Incoming)
-            {
-                let l = *e.weight();
+            // Relaxation order does not matter: the heap's order is total.
+            for l in self.passable_in(c, src, dst) {
                 let from = self.link(l).from;
                 if !self.passable(from, src, dst) {
                     continue;
@@ -458,13 +504,12 @@ impl Topology {
             if c != start && !self.component(c).forwards {
                 continue;
             }
-            let dir = if forward {
-                petgraph::Direction::Outgoing
+            let links = if forward {
+                self.passable_out(c, src, dst)
             } else {
-                petgraph::Direction::Incoming
+                self.passable_in(c, src, dst)
             };
-            for e in self.graph.edges_directed(NodeIndex::new(c.0 as usize), dir) {
-                let l = *e.weight();
+            for l in links {
                 let link = self.link(l);
                 let next = if forward { link.to } else { link.from };
                 if !self.passable(next, src, dst) {
