@@ -130,8 +130,9 @@ impl<'a> Routes<'a> {
     pub fn get(&mut self, a: usize, b: usize) -> Result<&[usize], CollectiveError> {
         if !self.cache.contains_key(&(a, b)) {
             let (da, db) = (self.devices[a], self.devices[b]);
-            let flow = (u64::from(da) << 32) | u64::from(db);
-            let r = self.topo.route_devices(da, db, flow)?;
+            // Flow 0: ECMP spreads pairs by their endpoints, alike on every
+            // rail (a flow id from device ids would break the rails' symmetry).
+            let r = self.topo.route_devices(da, db, 0)?;
             self.cache
                 .insert((a, b), r.iter().map(|l| l.0 as usize).collect());
         }

@@ -160,6 +160,15 @@ pub struct Topology {
     pub(crate) graph: DiGraph<ComponentId, LinkId>,
     pub(crate) routing: RoutingPolicy,
     pub(crate) by_name: BTreeMap<String, ComponentId>,
+    /// Rails of a rail-optimized cluster (one past the highest rail; 0 when
+    /// none): ECMP keys a flow by its rail offset modulo this.
+    pub(crate) rails: u32,
+    /// Per component, its links to (out) and from (in) forwarding
+    /// components, in link-id order: a least-cost search passes through
+    /// nothing else, so a switch of thousands of GPUs costs its few relays
+    /// per step, not its every port.
+    pub(crate) relay_out: Vec<Vec<LinkId>>,
+    pub(crate) relay_in: Vec<Vec<LinkId>>,
     /// Least-cost routes already computed (see [`RouteCache`]).
     pub(crate) route_cache: RouteCache,
     /// The file it was built from (overrides applied), when built from one.
@@ -374,10 +383,29 @@ impl Builder {
             .iter()
             .map(|c| (c.name.clone(), c.id))
             .collect();
+        let rails = self
+            .components
+            .iter()
+            .filter_map(|c| c.rail)
+            .max()
+            .map_or(0, |r| r + 1);
+        let n = self.components.len();
+        let (mut relay_out, mut relay_in) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        for l in &self.links {
+            if self.components[l.to.0 as usize].forwards {
+                relay_out[l.from.0 as usize].push(l.id);
+            }
+            if self.components[l.from.0 as usize].forwards {
+                relay_in[l.to.0 as usize].push(l.id);
+            }
+        }
         Topology {
             name,
             description,
             sources,
+            rails,
+            relay_out,
+            relay_in,
             components: self.components,
             links: self.links,
             devices: self.devices,

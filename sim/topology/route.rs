@@ -7,16 +7,19 @@
 //!   (wide links first; among equal links, fewer hops), and a link into or out
 //!   of a host 4 times that, so peer-to-peer through a CPU root complex is the
 //!   last resort (it is the only way in a PCIe box). Components that do not
-//!   forward (GPUs in an NVSwitch node) are only ever the first or last hop. Among equal-cost next hops the lowest link id wins, or with ECMP
-//!   (fat trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow
-//!   stays on one path. Rail-aligned first: among equal next hops, those on
-//!   the source's rail win, then those on the destination's rail (GPU `k`
-//!   uses NIC `k`, as NCCL assigns them).
+//!   forward (GPUs in an NVSwitch node) are only ever the first or last hop.
+//!   Among equal-cost next hops the lowest link id wins, or with ECMP (fat
+//!   trees) a hash of `(flow_id, src, dst, hop)` picks one, so one flow stays
+//!   on one path. The hash sees a GPU or NIC on a rail as its node, its kind
+//!   and the rail offset to the other end (modulo the rails), not its id, so
+//!   rails are treated alike: rotating every node's rails rotates the routes
+//!   (what lets NCCL's tree channels be timed once, `collective::channels`).
+//!   Rail-aligned first: among equal next hops, those on the source's rail
+//!   win, then those on the destination's rail (GPU `k` uses NIC `k`, as NCCL
+//!   assigns them).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-
-use petgraph::graph::NodeIndex;
 
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
 use super::TopologyError;
@@ -168,7 +171,7 @@ impl Topology {
         ecmp: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
         let dist = self.costs_on_paths(src, dst);
-        self.shortest_with(src, dst, flow_id, ecmp, dist)
+        self.shortest_with(src, dst, flow_id, ecmp, dist, true)
     }
 
     /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
@@ -180,6 +183,7 @@ impl Topology {
         flow_id: u64,
         ecmp: bool,
         dist: HashMap<u32, u64>,
+        relays_only: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
         let cost = |c: ComponentId| dist.get(&c.0).copied().unwrap_or(u64::MAX);
         let no_route = || TopologyError::NoRoute {
@@ -189,12 +193,20 @@ impl Topology {
         if cost(src) == u64::MAX {
             return Err(no_route());
         }
+        let key = if ecmp { self.ecmp_key(src, dst) } else { 0 };
         let mut cur = src;
         let mut path = Vec::new();
         while cur != dst {
             let d = cost(cur);
-            let all: Vec<LinkId> = self
-                .out_links(cur)
+            // Only links into relays or `dst` can match (the reference scans all).
+            let out = if relays_only {
+                let mut v = self.passable_out(cur, src, dst);
+                v.sort_unstable();
+                v
+            } else {
+                self.out_links(cur)
+            };
+            let all: Vec<LinkId> = out
                 .into_iter()
                 .filter(|&l| {
                     let to = self.link(l).to;
@@ -205,9 +217,7 @@ impl Topology {
                 .collect();
             let candidates = self.rail_preferred(all, src, dst);
             let pick = if ecmp && candidates.len() > 1 {
-                let h = mix(flow_id
-                    ^ mix(((src.0 as u64) << 32) | dst.0 as u64)
-                    ^ mix(path.len() as u64 + 1));
+                let h = mix(flow_id ^ key ^ mix(path.len() as u64 + 1));
                 candidates[(h % candidates.len() as u64) as usize]
             } else {
                 *candidates.first().ok_or_else(no_route)?
@@ -216,6 +226,29 @@ impl Topology {
             cur = self.link(pick).to;
         }
         Ok(path)
+    }
+
+    /// The endpoints' part of the ECMP hash, the same for every rotation of
+    /// the rails: a component on a rail inside a node counts as (node, kind),
+    /// plus the rail offset from `src` to `dst`; anything else by its id.
+    fn ecmp_key(&self, src: ComponentId, dst: ComponentId) -> u64 {
+        let (a, b) = (self.component(src), self.component(dst));
+        let end = |c: &super::graph::Component| match (c.node, c.rail) {
+            (Some(node), Some(_)) => {
+                let kind = match c.kind {
+                    ComponentKind::Device { .. } => 1,
+                    ComponentKind::Nic => 2,
+                    _ => 3,
+                };
+                (1 << 63) | (u64::from(node) << 2) | kind
+            }
+            _ => u64::from(c.id.0),
+        };
+        let offset = match (a.rail, b.rail) {
+            (Some(x), Some(y)) if self.rails > 0 => (y + self.rails - x) % self.rails,
+            _ => 0,
+        };
+        mix(mix(mix(end(a)) ^ end(b)) ^ u64::from(offset))
     }
 
     /// The candidates on `src`'s rail, else on `dst`'s rail, else all.
@@ -340,7 +373,50 @@ impl Topology {
             }
         }
         let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
-        self.shortest_with(src, dst, flow_id, ecmp, self.costs_to_until(dst, src))
+        self.shortest_with(
+            src,
+            dst,
+            flow_id,
+            ecmp,
+            self.costs_to_until(dst, src),
+            false,
+        )
+    }
+
+    /// The links out of `c` into components a route from `src` to `dst` may
+    /// enter: relays, and the two ends (each link once, any order).
+    fn passable_out(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
+        let mut v = self.relay_out[c.0 as usize].clone();
+        let pair = [src, dst];
+        let ends = if src == dst { &pair[..1] } else { &pair[..] };
+        for &end in ends {
+            if !self.component(end).forwards {
+                v.extend(
+                    self.in_links(end)
+                        .into_iter()
+                        .filter(|&l| self.link(l).from == c),
+                );
+            }
+        }
+        v
+    }
+
+    /// The links into `c` from components a route from `src` to `dst` may
+    /// leave: relays, and the two ends (each link once, any order).
+    fn passable_in(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
+        let mut v = self.relay_in[c.0 as usize].clone();
+        let pair = [src, dst];
+        let ends = if src == dst { &pair[..1] } else { &pair[..] };
+        for &end in ends {
+            if !self.component(end).forwards {
+                v.extend(
+                    self.out_links(end)
+                        .into_iter()
+                        .filter(|&l| self.link(l).to == c),
+                );
+            }
+        }
+        v
     }
 
     /// May a least-cost route pass through `c` from `src` to `dst`? Only
@@ -379,11 +455,8 @@ impl Topology {
             if c != dst && !self.component(c).forwards {
                 continue;
             }
-            for e in self
-                .graph
-                .edges_directed(NodeIndex::new(c.0 as usize), petgraph::Direction::Incoming)
-            {
-                let l = *e.weight();
+            // Relaxation order does not matter: the heap's order is total.
+            for l in self.passable_in(c, src, dst) {
                 let from = self.link(l).from;
                 if !self.passable(from, src, dst) {
                     continue;
@@ -431,13 +504,12 @@ impl Topology {
             if c != start && !self.component(c).forwards {
                 continue;
             }
-            let dir = if forward {
-                petgraph::Direction::Outgoing
+            let links = if forward {
+                self.passable_out(c, src, dst)
             } else {
-                petgraph::Direction::Incoming
+                self.passable_in(c, src, dst)
             };
-            for e in self.graph.edges_directed(NodeIndex::new(c.0 as usize), dir) {
-                let l = *e.weight();
+            for l in links {
                 let link = self.link(l);
                 let next = if forward { link.to } else { link.from };
                 if !self.passable(next, src, dst) {

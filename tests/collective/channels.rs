@@ -12,10 +12,18 @@ use shardsim::collective::{
 use shardsim::topology;
 
 fn check(preset: &str, nodes: u32, sizes: &[(u64, bool)]) {
-    let over = [topology::Override {
+    check_with(preset, nodes, &[], sizes)
+}
+
+fn check_with(preset: &str, nodes: u32, set: &[(&str, &str)], sizes: &[(u64, bool)]) {
+    let mut over = vec![topology::Override {
         key: "nodes".into(),
         value: nodes.to_string(),
     }];
+    over.extend(set.iter().map(|&(k, v)| topology::Override {
+        key: k.into(),
+        value: v.into(),
+    }));
     let t = topology::load(preset, &over).unwrap();
     let g = Group::first(&t, t.num_devices()).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
@@ -72,6 +80,14 @@ fn tree_channels_on_the_quotient_equal_the_whole_run() {
     check("dgx-h100", 2, &sizes);
     check("dgx-h100", 3, &sizes[..2]);
     check("dgx-a100", 4, &sizes[..2]);
+    // Two leaves per rail under 8 spines (as dgx-h100 from 64 nodes on):
+    // ECMP treats rails alike, so the fast path still applies.
+    check_with(
+        "dgx-h100",
+        9,
+        &[("network.switch_radix", "16")],
+        &sizes[..2],
+    );
 }
 
 #[test]

@@ -203,6 +203,67 @@ fn ecmp_spreads_flows_over_spines_but_keeps_each_flow_on_one_path() {
     }
 }
 
+/// ECMP treats rails alike: on a fat tree with several leaves per rail
+/// (dgx-h100 x 9, 16-port switches: 2 leaves per rail, 8 spines), rotating
+/// the local GPU of both ends (`k -> k + shift mod 8`) rotates every network
+/// hop of the route: same node, rail shifted alike, and the very same spine. NCCL's tree
+/// channels are timed once on that symmetry (`collective::channels`).
+#[test]
+fn ecmp_routes_of_rotated_rails_are_rotated() {
+    let t = topology::load(
+        "dgx-h100",
+        &[
+            Override {
+                key: "nodes".into(),
+                value: "9".into(),
+            },
+            Override {
+                key: "network.switch_radix".into(),
+                value: "16".into(),
+            },
+        ],
+    )
+    .unwrap();
+    let mut spines = std::collections::BTreeSet::new();
+    // Shift 1 on pairs of one rail (NCCL's tree channels); shift 2 on any
+    // pair (PCIe switches pair GPUs 2i and 2i + 1, so only shifts by 2 carry
+    // the cross-rail detours through a neighbour's NIC).
+    for shift in [1u32, 2] {
+        let rot = |d: u32| d / 8 * 8 + (d % 8 + shift) % 8;
+        for a in (0..72u32).step_by(3) {
+            let others = (0..72u32).filter(|b| b / 8 != a / 8 && (shift == 2 || b % 8 == a % 8));
+            for b in others.step_by(if shift == 2 { 5 } else { 1 }) {
+                // Network hops only: a PCIe switch has no rail.
+                let net = |r: Vec<topology::LinkId>| -> Vec<topology::LinkId> {
+                    r.into_iter()
+                        .filter(|&l| t.link(l).class == topology::LinkClass::Network)
+                        .collect()
+                };
+                let r = net(t.route_devices(a, b, 0).unwrap());
+                let s = net(t.route_devices(rot(a), rot(b), 0).unwrap());
+                assert_eq!(r.len(), s.len(), "{a} -> {b}");
+                for (&x, &y) in r.iter().zip(&s) {
+                    let (cx, cy) = (t.component(t.link(x).to), t.component(t.link(y).to));
+                    assert_eq!(cx.node, cy.node, "{a} -> {b}: {} vs {}", cx.name, cy.name);
+                    match cx.rail {
+                        Some(k) => assert_eq!(cy.rail, Some((k + shift) % 8), "{a} -> {b}"),
+                        None => {
+                            assert_eq!(cx.id, cy.id, "{a} -> {b}: {} vs {}", cx.name, cy.name)
+                        }
+                    }
+                    if matches!(cx.kind, ComponentKind::NetworkSwitch { level: 1, .. }) {
+                        spines.insert(cx.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        spines.len() >= 4,
+        "pairs still spread over spines: {spines:?}"
+    );
+}
+
 #[test]
 fn ring_goes_the_short_way_and_ties_go_up() {
     let t = topology::load("ring:6", &[]).unwrap();
