@@ -14,7 +14,8 @@
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
 //! they are part of the achievable bandwidth.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::engine::{LinkFault, Time};
 use crate::net::{self, NetSim, Schedule, TaskId};
@@ -114,7 +115,8 @@ pub struct CollectiveTiming {
 pub(crate) struct Routes<'a> {
     topo: &'a Topology,
     devices: &'a [u32],
-    cache: BTreeMap<(usize, usize), Vec<usize>>,
+    /// Only looked up, never iterated (so a hash map keeps runs deterministic).
+    cache: HashMap<(usize, usize), Vec<usize>>,
 }
 
 impl<'a> Routes<'a> {
@@ -122,21 +124,22 @@ impl<'a> Routes<'a> {
         Routes {
             topo,
             devices: &group.devices,
-            cache: BTreeMap::new(),
+            cache: HashMap::new(),
         }
     }
 
     /// Route (network link indices) from rank `a` to rank `b`.
     pub fn get(&mut self, a: usize, b: usize) -> Result<&[usize], CollectiveError> {
-        if !self.cache.contains_key(&(a, b)) {
-            let (da, db) = (self.devices[a], self.devices[b]);
-            // Flow 0: ECMP spreads pairs by their endpoints, alike on every
-            // rail (a flow id from device ids would break the rails' symmetry).
-            let r = self.topo.route_devices(da, db, 0)?;
-            self.cache
-                .insert((a, b), r.iter().map(|l| l.0 as usize).collect());
+        match self.cache.entry((a, b)) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(e) => {
+                let (da, db) = (self.devices[a], self.devices[b]);
+                // Flow 0: ECMP spreads pairs by their endpoints, alike on every
+                // rail (a flow id from device ids would break the rails' symmetry).
+                let r = self.topo.route_devices(da, db, 0)?;
+                Ok(e.insert(r.iter().map(|l| l.0 as usize).collect()))
+            }
         }
-        Ok(&self.cache[&(a, b)])
     }
 
     /// Does the route leave the node (cross a network link)?
