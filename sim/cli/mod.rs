@@ -145,3 +145,26 @@ impl std::fmt::Display for OutOfMemory {
 }
 
 impl std::error::Error for OutOfMemory {}
+
+impl OutOfMemory {
+    /// The first out-of-memory report of a timed run in one line (and how
+    /// many more there were), or `None` when everything fit.
+    pub fn first_of(t: &shardsim::exec::timed::report::Summary) -> Option<String> {
+        let first = t.ooms.first()?;
+        let more = (t.ooms.len() - 1) as u64 + t.ooms_dropped;
+        Some(format!(
+            "device {} scope {}: {} needs {} bytes with {} of {} in use{}",
+            first.device,
+            first.scope,
+            first.value,
+            first.bytes,
+            first.in_use,
+            first.capacity,
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}

@@ -229,24 +229,12 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     };
     write_output(None, &text)?;
     // The report lists every out-of-memory event; the exit code says it too.
-    if let Some(t) = report.timed.as_ref().filter(|t| !t.timing.ooms.is_empty()) {
-        let first = &t.timing.ooms[0];
-        let more = (t.timing.ooms.len() - 1) as u64 + t.timing.ooms_dropped;
-        return Err(super::OutOfMemory(format!(
-            "device {} scope {}: {} needs {} bytes with {} of {} in use{}",
-            first.device,
-            first.scope,
-            first.value,
-            first.bytes,
-            first.in_use,
-            first.capacity,
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        ))
-        .into());
+    if let Some(line) = report
+        .timed
+        .as_ref()
+        .and_then(|t| super::OutOfMemory::first_of(&t.timing))
+    {
+        return Err(super::OutOfMemory(line).into());
     }
     Ok(())
 }

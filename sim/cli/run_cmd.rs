@@ -125,24 +125,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         for c in r.summary.checks.iter().filter(|c| !c.ok) {
             failed.push(format!("{}: {}: {}", sc.name, c.what, c.message));
         }
-        let t = &r.summary.timing;
-        if let (Some(first), None) = (t.ooms.first(), &sc.file.expect.ooms) {
-            let more = (t.ooms.len() - 1) as u64 + t.ooms_dropped;
-            ooms.push(format!(
-                "scenario {}: device {} scope {}: {} needs {} bytes with {} of {} in use{}",
-                sc.name,
-                first.device,
-                first.scope,
-                first.value,
-                first.bytes,
-                first.in_use,
-                first.capacity,
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
-            ));
+        if sc.file.expect.ooms.is_none() {
+            if let Some(line) = super::OutOfMemory::first_of(&r.summary.timing) {
+                ooms.push(format!("scenario {}: {line}", sc.name));
+            }
         }
         bar.inc();
     }
