@@ -11,6 +11,11 @@ use super::CollectiveError;
 pub struct PlanOptions {
     /// Pipeline chunks for trees and chains (at least 1).
     pub chunks: usize,
+    /// Pipeline chunks of each channel of a multi-node tree when it runs a
+    /// channel per local rank (0: `chunks` shared by the channels). NCCL
+    /// cuts each channel's share into its own chunks, so a large message
+    /// keeps the pipeline full however many channels carry it.
+    pub channel_chunks: usize,
     /// The group's ranks by node, for hierarchical algorithms (each node's
     /// ranks must be consecutive; every node the same count).
     pub nodes: Vec<Vec<usize>>,
@@ -386,7 +391,7 @@ fn allreduce(
             let nodes = &opts.nodes;
             let covers = nodes.iter().flatten().count() == n;
             if covers && nodes.len() >= 2 {
-                tree_channels(nodes, 0, half, total, chunks)
+                tree_channels(nodes, 0, half, total, chunks, opts.channel_chunks)
             } else if covers && nodes.len() == 1 {
                 let chain: Vec<usize> = nodes[0].clone();
                 let mirror: Vec<usize> = chain.iter().rev().copied().collect();
@@ -485,8 +490,9 @@ fn tree_channels(
     mid: u64,
     hi: u64,
     chunks: usize,
+    channel_chunks: usize,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(nodes, chunks);
+    let shape = TreeChannels::new(nodes, chunks, channel_chunks);
     parallel(
         (0..shape.channels)
             .map(|c| shape.channel(nodes, c, lo, mid, hi))
@@ -502,16 +508,19 @@ pub struct TreeChannels {
 }
 
 impl TreeChannels {
-    pub fn new(nodes: &[Vec<usize>], chunks: usize) -> TreeChannels {
+    pub fn new(nodes: &[Vec<usize>], chunks: usize, channel_chunks: usize) -> TreeChannels {
         let m = nodes.first().map_or(1, Vec::len);
         let alike = nodes.iter().all(|g| g.len() == m);
         // NCCL runs fewer channels on small messages: never more channels
         // than pipeline chunks, so a message moves in `chunks` pieces per tree.
         let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
-        TreeChannels {
-            channels,
-            per: (chunks / channels).max(1),
-        }
+        let shared = (chunks / channels).max(1);
+        let per = if channels == m && m > 1 {
+            channel_chunks.max(shared)
+        } else {
+            shared
+        };
+        TreeChannels { channels, per }
     }
 
     /// Channel `c`'s steps (both trees).

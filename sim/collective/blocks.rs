@@ -302,7 +302,9 @@ pub fn node_tree_parents(nodes: &[Vec<usize>]) -> (Vec<usize>, Vec<Option<usize>
 
 /// A pipelined tree allreduce over `ranks` with `parents` (positions; the
 /// root has none, parents come before children): chunk `c` climbs one level
-/// per step, then comes back down.
+/// per step and comes back down as soon as the root has it, while later
+/// chunks still climb (NCCL's split tree: reduce and broadcast run at once
+/// on separate warps, so a link's two directions both stay busy).
 pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64, u64)]) -> Steps {
     let n = ranks.len();
     let mut depth = vec![0usize; n];
@@ -312,7 +314,6 @@ pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64
         }
     }
     let height = depth.iter().copied().max().unwrap_or(0);
-    let k = chunks.len();
     let mut steps = Vec::new();
     for (c, &(lo, hi)) in chunks.iter().enumerate() {
         if hi <= lo {
@@ -328,7 +329,7 @@ pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64
             );
             push_at(
                 &mut steps,
-                height + k + (d - 1) + c,
+                height + (d - 1) + c,
                 Move::copy(ranks[p], ranks[i], lo, hi),
             );
         }

@@ -140,9 +140,13 @@ fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Proto
 
 /// Plan options for a message of `bytes` on `group`.
 pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
+    let nodes = group.nodes(topo);
+    // A tree channel per local rank carries 1/m of the message in its own chunks.
+    let m = nodes.first().map_or(1, Vec::len).max(1) as u64;
     PlanOptions {
         chunks: cal.chunks_for(bytes),
-        nodes: group.nodes(topo),
+        channel_chunks: cal.chunks_for(bytes / m),
+        nodes,
     }
 }
 

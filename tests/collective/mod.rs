@@ -6,6 +6,7 @@ mod bounds;
 mod calibration;
 mod channels;
 mod groups;
+mod multinode;
 mod numerics;
 mod rings;
 mod session;

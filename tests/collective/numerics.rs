@@ -143,6 +143,7 @@ fn check(
     let opts = PlanOptions {
         chunks: 3,
         nodes: nodes_of(n),
+        channel_chunks: 0,
     };
     let plan = match build(op, algo, n, total, &opts) {
         Ok(p) => p,
@@ -332,6 +333,7 @@ fn bad_groups_are_errors() {
     let o = PlanOptions {
         chunks: 1,
         nodes: vec![],
+        channel_chunks: 0,
     };
     assert_eq!(
         build(&CollectiveOp::AllReduce, Algorithm::Ring, 0, 8, &o),
