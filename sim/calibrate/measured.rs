@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::base::csv_columns::{CsvColumns, CsvFault};
 use crate::collective::tuner::protocols_for;
 use crate::collective::{
     auto_algorithms, time_collective, Algorithm, Calibration, CollectiveOp, Group, Protocol,
@@ -64,18 +65,11 @@ pub fn read_curve(
     let at = |line: u64, col: usize, message: String| {
         CalibrateError::Measured(format!("{file}:{line}:{col}: {message}"))
     };
-    let csv_err = |e: csv::Error| {
-        let line = e.position().map_or(1, |p| p.line());
-        at(line, 1, e.to_string())
-    };
-    let mut r = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .trim(csv::Trim::All)
-        .from_reader(bytes);
-    let header = r.headers().map_err(csv_err)?.clone();
-    let header_line = header.position().map_or(1, |p| p.line());
-    let find = |name: &str| header.iter().position(|h| h == name);
-    let listed = || header.iter().collect::<Vec<_>>().join(",");
+    let fault = |f: CsvFault| at(f.line, 1, f.message);
+    let table = CsvColumns::new(bytes).map_err(fault)?;
+    let header_line = table.header_line();
+    let find = |name: &str| table.find(name);
+    let listed = || table.listed();
     let size_col = find("size_bytes").ok_or_else(|| {
         at(
             header_line,
@@ -110,12 +104,12 @@ pub fn read_curve(
     };
     let bus = op.busbw_factor(ranks);
     let mut points: Vec<MeasuredPoint> = Vec::new();
-    for rec in r.records() {
-        let rec = rec.map_err(csv_err)?;
-        let line = rec.position().map_or(0, |p| p.line());
-        // Fields are stored without their commas: add one per field before.
-        let column = |c: usize| rec.range(c).map_or(1, |r| r.start + c + 1);
-        let text = |c: usize| rec.get(c).unwrap_or("");
+    let time_name = table.name(time_col).to_string();
+    for row in table.into_rows() {
+        let row = row.map_err(fault)?;
+        let line = row.line();
+        let column = |c: usize| row.column(c);
+        let text = |c: usize| row.text(c);
         let size: u64 = text(size_col)
             .parse()
             .ok()
@@ -140,7 +134,7 @@ pub fn read_curve(
                     column(time_col),
                     format!(
                         "{}: expected a positive number, found `{}`",
-                        header.get(time_col).unwrap_or(""),
+                        time_name,
                         text(time_col)
                     ),
                 )

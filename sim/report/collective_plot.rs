@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::base::csv_columns::{CsvColumns, CsvFault};
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -102,41 +104,32 @@ pub fn measured_curve_from(bytes: &[u8], file: &str, stem: &str) -> Result<Curve
         file: format!("{file}:{line}:{col}"),
         message,
     };
-    let csv_err = |e: csv::Error| {
-        let line = e.position().map_or(1, |p| p.line());
-        at(line, 1, e.to_string())
-    };
-    let mut r = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .trim(csv::Trim::All)
-        .from_reader(bytes);
-    let header = r.headers().map_err(csv_err)?.clone();
-    let header_line = header.position().map_or(1, |p| p.line());
+    let fault = |f: CsvFault| at(f.line, 1, f.message);
+    let table = CsvColumns::new(bytes).map_err(fault)?;
     let col = |name: &str| {
-        header.iter().position(|h| h == name).ok_or_else(|| {
+        table.find(name).ok_or_else(|| {
             at(
-                header_line,
+                table.header_line(),
                 1,
-                format!(
-                    "no `{name}` column (the header is `{}`)",
-                    header.iter().collect::<Vec<_>>().join(",")
-                ),
+                format!("no `{name}` column (the header is `{}`)", table.listed()),
             )
         })
     };
     let (size, busbw) = (col("size_bytes")?, col("busbw_gbs")?);
     let mut pts = Vec::new();
-    for rec in r.records() {
-        let rec = rec.map_err(csv_err)?;
-        let line = rec.position().map_or(0, |p| p.line());
+    for row in table.into_rows() {
+        let row = row.map_err(fault)?;
         let num = |c: usize, what: &str| {
-            rec.get(c)
-                .and_then(|v| v.parse::<f64>().ok())
+            row.text(c)
+                .parse::<f64>()
+                .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| {
-                    // Fields are stored without their commas: add one per field before.
-                    let column = rec.range(c).map_or(1, |r| r.start + c + 1);
-                    at(line, column, format!("{what} is not a non-negative number"))
+                    at(
+                        row.line(),
+                        row.column(c),
+                        format!("{what} is not a non-negative number"),
+                    )
                 })
         };
         let s = num(size, "size_bytes")?;
