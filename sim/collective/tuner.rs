@@ -141,11 +141,16 @@ fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Proto
 /// Plan options for a message of `bytes` on `group`.
 pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
     let nodes = group.nodes(topo);
-    // A tree channel per local rank carries 1/m of the message in its own chunks.
-    let m = nodes.first().map_or(1, Vec::len).max(1) as u64;
+    // A tree channel per local rank carries 1/m of the message in its own
+    // chunks. Simulation budget: at most `max_chunks` x 16 rank-chunks per
+    // channel (two 8-GPU nodes get `max_chunks` each), never fewer than the
+    // channels' share of `max_chunks`, so large clusters cost what they did.
+    let m = nodes.first().map_or(1, Vec::len).max(1);
+    let chunks = cal.chunks_for(bytes);
+    let budget = (cal.max_chunks * 16 / group.len().max(1)).max(chunks / m);
     PlanOptions {
-        chunks: cal.chunks_for(bytes),
-        channel_chunks: cal.chunks_for(bytes / m),
+        chunks,
+        channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
         nodes,
     }
 }
