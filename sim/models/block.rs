@@ -160,8 +160,8 @@ pub type Acts = BTreeMap<&'static str, Sharded>;
 /// recomputation keeps them: `x` always; the attention core's (`p`, `pmask`,
 /// `pd`) only without recomputation.
 pub const ROLES: &[&str] = &[
-    "x", "ln1", "q", "k", "v", "lse", "p", "pmask", "pd", "ctx", "omask", "x1", "ln2", "h1", "hu", "gact",
-    "mmask",
+    "x", "ln1", "q", "k", "v", "lse", "p", "pmask", "pd", "ctx", "omask", "x1", "ln2", "h1", "hu",
+    "gact", "mmask",
 ];
 
 /// Roles of the attention core (recomputed by selective recomputation and
@@ -453,13 +453,12 @@ pub fn mm_dw(e: &mut Emitter, c: &Ctx, x: &Val, dy: &Val) -> Val {
     if c.cp == 1 {
         return e.dot(x, dy, (&[], &[]), (&[0, 1], &[0, 1]));
     }
+    // The context axis moves to the new dimension with the reshape; the
+    // other dimensions keep their shardings.
     let split = |e: &mut Emitter, v: &Val| {
         let mut shape = vec![v.shape[0], c.cp, v.shape[1] / c.cp];
         shape.extend_from_slice(&v.shape[2..]);
-        let r = e.reshape(v, &shape);
-        let mut dims = vec!["", "context", ""];
-        dims.extend(std::iter::repeat("").take(v.shape.len() - 2));
-        e.constrain(&r, &dims)
+        e.reshape(v, &shape)
     };
     let (xs, dys) = (split(e, x), split(e, dy));
     e.dot(&xs, &dys, (&[1], &[1]), (&[0, 2], &[0, 2]))
@@ -569,9 +568,13 @@ pub fn attention_inputs(
     let (ln1, _) = norm(e, c, x);
     let ln1 = e.constrain(&ln1, &c.act_dims());
     let (b, s, kv, g, d) = (c.b, c.s, c.kv, c.g, c.d);
-    let (qkv, _) = gathered_mm(e, c, &ln1, &c.tokens(&["", "", "tensor", "", ""]), |e, x| {
-        mm(e, x, w(ws, 0))
-    });
+    let (qkv, _) = gathered_mm(
+        e,
+        c,
+        &ln1,
+        &c.tokens(&["", "", "tensor", "", ""]),
+        |e, x| mm(e, x, w(ws, 0)),
+    );
     let qkv = e.transpose(&qkv, &[0, 2, 3, 1, 4]);
     let mut q = e.slice(&qkv, 2, 0, g);
     let k = e.slice(&qkv, 2, g, g + 1);
@@ -815,7 +818,7 @@ pub fn block_backward(
     let dv = e.reshape(&dv, &[b, kv, 1, s, d]);
     let dqkv = e.concatenate(&[&dq, &dk, &dv], 2);
     let dqkv = e.transpose(&dqkv, &[0, 3, 1, 2, 4]);
-    let dqkv = e.constrain(&dqkv, &["", "", "tensor", "", ""]);
+    let dqkv = e.constrain(&dqkv, &c.tokens(&["", "", "tensor", "", ""]));
     let ln1 = ln1_early.unwrap_or_else(|| gathered(e, c, &a("ln1")));
     if !ahead {
         grads[0] = Some(mm_dw(e, c, &ln1, &dqkv));

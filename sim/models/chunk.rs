@@ -417,18 +417,24 @@ fn embedding_grad(
     ids: &Val,
     dy: &Val,
 ) -> Val {
-    let (shape, sdims) = grad_accumulator(strategy, &table.shape, dims);
-    let zero = e.splat(0.0, &shape, c.dtype);
-    let zero = e.constrain(&zero, &sdims);
     if c.cp == 1 {
+        let zero = e.splat(0.0, &table.shape, c.dtype);
+        let zero = e.constrain(&zero, dims);
         return e.add_rows(&zero, ids, dy);
     }
-    let per = [c.b, c.cp, c.s / c.cp, 1];
-    let rank = e.iota(1, &per, DType::I32);
-    let rank = e.reshape(&rank, &[c.b, c.s, 1]);
-    let rank = e.constrain(&rank, &c.tokens(&["", "", ""]));
-    let pairs = e.concatenate(&[&rank, ids], 2);
-    e.add_rows_at(&zero, &pairs, dy)
+    // Each context rank adds its own tokens' rows into its own table: a
+    // computation manual over `context` (partitioned over `tensor` inside).
+    let seq = c.tokens(&["", "", ""]);
+    let scope = e.manual_begin_over(&["context".to_string()], &[(ids, seq.clone()), (dy, seq)]);
+    let (ids, dy) = (scope.args[0].clone(), scope.args[1].clone());
+    let zero = e.splat(0.0, &table.shape, c.dtype);
+    let zero = e.constrain(&zero, dims);
+    let dt = e.add_rows(&zero, &ids, &dy);
+    let mut one = vec![1];
+    one.extend_from_slice(&table.shape);
+    let dt = e.reshape(&dt, &one);
+    let (_, sdims) = grad_accumulator(strategy, &table.shape, dims);
+    e.manual_end(scope, &[(&dt, sdims)])[0].clone()
 }
 
 /// The learned positions' gradient (`[s, h]`): the output gradient summed

@@ -67,6 +67,7 @@ pub fn sharding(dims: &[&str]) -> String {
 #[derive(Debug)]
 pub struct ManualScope {
     start: usize,
+    axes: Vec<String>,
     consts: BTreeMap<(String, DType), Val>,
     operands: Vec<(Val, String)>,
     /// Each device's blocks of the operands.
@@ -503,6 +504,18 @@ impl Emitter {
     /// arguments are each device's blocks, and every op written until
     /// [`Emitter::manual_end`] is per-device code.
     pub fn manual_begin(&mut self, operands: &[(&Val, Vec<&str>)]) -> ManualScope {
+        let axes: Vec<String> = self.mesh.iter().map(|(n, _)| n.clone()).collect();
+        self.manual_begin_over(&axes, operands)
+    }
+
+    /// [`Emitter::manual_begin`] manual over `axes` only: the body is
+    /// partitioned over the others (its in-shardings name manual axes only,
+    /// its out-shardings may add free ones).
+    pub fn manual_begin_over(
+        &mut self,
+        axes: &[String],
+        operands: &[(&Val, Vec<&str>)],
+    ) -> ManualScope {
         let start = self.body.len();
         self.next += 1;
         let tag = self.next;
@@ -511,7 +524,7 @@ impl Emitter {
             .enumerate()
             .map(|(i, (v, dims))| Val {
                 name: format!("%m{tag}_{i}"),
-                shape: self.local_shape(&v.shape, dims),
+                shape: self.local_shape(&v.shape, dims, axes),
                 dtype: v.dtype,
             })
             .collect();
@@ -519,6 +532,7 @@ impl Emitter {
             // The body is isolated from above: constants are written anew
             // inside, and those written inside stay there.
             consts: std::mem::take(&mut self.consts),
+            axes: axes.to_vec(),
             start,
             operands: operands
                 .iter()
@@ -539,7 +553,7 @@ impl Emitter {
             .enumerate()
             .map(|(i, (v, dims))| Val {
                 name: format!("{group}#{i}"),
-                shape: self.global_shape(&v.shape, dims),
+                shape: self.global_shape(&v.shape, dims, &scope.axes),
                 dtype: v.dtype,
             })
             .collect();
@@ -558,7 +572,7 @@ impl Emitter {
                 .join(", "),
             outs.iter().map(|v| v.ty()).collect::<Vec<_>>().join(", ")
         );
-        let axes: Vec<String> = self.mesh.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+        let axes: Vec<String> = scope.axes.iter().map(|n| format!("\"{n}\"")).collect();
         let header = format!(
             "    {group}:{} = sdy.manual_computation({}) in_shardings=[{}] out_shardings=[{}] manual_axes={{{}}} ({}) {{\n",
             outs.len(),
@@ -627,9 +641,10 @@ impl Emitter {
         v
     }
 
-    fn axis_size(&self, axes: &str) -> u64 {
+    /// Devices along the mesh axes `axes` (`"a,b"`) that are among `of`.
+    fn axis_size(&self, axes: &str, of: &[String]) -> u64 {
         axes.split(',')
-            .filter(|a| !a.is_empty())
+            .filter(|a| !a.is_empty() && of.iter().any(|o| o == a))
             .map(|a| {
                 self.mesh
                     .iter()
@@ -639,19 +654,19 @@ impl Emitter {
             .product()
     }
 
-    fn local_shape(&self, shape: &[u64], dims: &[&str]) -> Vec<u64> {
+    fn local_shape(&self, shape: &[u64], dims: &[&str], of: &[String]) -> Vec<u64> {
         shape
             .iter()
             .zip(dims)
-            .map(|(&n, d)| n / self.axis_size(d))
+            .map(|(&n, d)| n / self.axis_size(d, of))
             .collect()
     }
 
-    fn global_shape(&self, shape: &[u64], dims: &[&str]) -> Vec<u64> {
+    fn global_shape(&self, shape: &[u64], dims: &[&str], of: &[String]) -> Vec<u64> {
         shape
             .iter()
             .zip(dims)
-            .map(|(&n, d)| n * self.axis_size(d))
+            .map(|(&n, d)| n * self.axis_size(d, of))
             .collect()
     }
 

@@ -212,8 +212,14 @@ fn context_parallel_programs_match_the_interpreter() {
                 s.check(&model).unwrap();
                 for kind in kinds {
                     let what = format!("{} cp={cp} tp={tp} {recompute:?} {kind:?}", model.name);
-                    check(&forward_program(&model, &s, kind), &format!("forward {what}"));
-                    check(&backward_program(&model, &s, kind), &format!("backward {what}"));
+                    check(
+                        &forward_program(&model, &s, kind),
+                        &format!("forward {what}"),
+                    );
+                    check(
+                        &backward_program(&model, &s, kind),
+                        &format!("backward {what}"),
+                    );
                 }
             }
         }
