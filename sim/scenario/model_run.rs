@@ -61,10 +61,17 @@ pub fn run_model(
         topology: topology_name(sc),
         nodes: sc.file.topology.nodes,
         overrides: override_strings(overrides),
-        mesh: format!(
-            "[\"pipeline\"={}, \"data\"={}, \"tensor\"={}]",
-            strategy.pp, strategy.dp, strategy.tp
-        ),
+        mesh: if strategy.cp > 1 {
+            format!(
+                "[\"pipeline\"={}, \"data\"={}, \"context\"={}, \"tensor\"={}]",
+                strategy.pp, strategy.dp, strategy.cp, strategy.tp
+            )
+        } else {
+            format!(
+                "[\"pipeline\"={}, \"data\"={}, \"tensor\"={}]",
+                strategy.pp, strategy.dp, strategy.tp
+            )
+        },
         placement: Vec::new(),
         seed: sc.file.run.seed,
         perturbations: Vec::new(),

@@ -128,3 +128,61 @@ fn model_scenario_user_error_exits_2_naming_both_counts() {
         "{err}"
     );
 }
+
+/// Context parallelism from a scenario: `cp = 2` on two nodes gives the step
+/// `shardsim train` gives with the same strategy.
+#[test]
+fn model_scenario_with_context_parallelism_equals_train() {
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    assign(&mut table, "workload.strategy.cp", toml::Value::Integer(2)).unwrap();
+    assign(&mut table, "topology.nodes", toml::Value::Integer(2)).unwrap();
+    let sc =
+        Scenario::from_table(&table, SCENARIO, path().parent().map(Path::to_path_buf)).unwrap();
+    let r = run_scenario(&sc, &ProgramCache::new(), cfg()).unwrap();
+    let t = train(&sc, &[]);
+    assert_eq!(t["gpus"], 16);
+    assert_eq!(
+        r.summary.timing.step_time_ps,
+        t["step_time_ps"].as_u64().unwrap()
+    );
+    assert!(
+        r.summary.mesh.contains("\"context\"=2"),
+        "{}",
+        r.summary.mesh
+    );
+}
+
+/// A model step that does not fit, in a scenario that does not expect it,
+/// is an out-of-memory run: `run` exits 3 naming the stage and the bytes.
+#[test]
+fn model_scenario_that_does_not_fit_exits_3() {
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    // Llama-3 70B on 8 GPUs (TP4 x PP2) without ZeRO: about 140 GB of
+    // model states per GPU.
+    assign(
+        &mut table,
+        "workload.model",
+        toml::Value::String("llama3-70b".into()),
+    )
+    .unwrap();
+    table.remove("expect");
+    let dir = std::env::temp_dir().join(format!("shardsim-model-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("oom.toml");
+    std::fs::write(&file, toml::to_string(&table).unwrap()).unwrap();
+    let out = shardsim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--no-plots",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("out of memory") && err.contains("stage 0"),
+        "{err}"
+    );
+}
