@@ -641,6 +641,50 @@ impl Emitter {
         v
     }
 
+    /// Per-device code: the sum of `x` over the devices along mesh axis
+    /// `axis`, each keeping its slice of dimension `dim`
+    /// (`stablehlo.reduce_scatter` over global device ids).
+    pub fn reduce_scatter_over(&mut self, x: &Val, axis: &str, dim: usize) -> Val {
+        let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
+        let at = self
+            .mesh
+            .iter()
+            .position(|(n, _)| n == axis)
+            .expect("a mesh axis");
+        let total: u64 = sizes.iter().product();
+        let stride: u64 = sizes[at + 1..].iter().product();
+        let n = sizes[at];
+        let groups: Vec<String> = (0..total)
+            .filter(|d| (d / stride) % n == 0)
+            .map(|d| {
+                let ids: Vec<String> = (0..n).map(|i| (d + i * stride).to_string()).collect();
+                format!("[{}]", ids.join(", "))
+            })
+            .collect();
+        let mut to = x.shape.clone();
+        to[dim] /= n;
+        let v = self.fresh(to, x.dtype);
+        self.next += 3;
+        let channel = self.next;
+        let (a, b) = (
+            format!("%s{}", self.next - 1),
+            format!("%s{}", self.next - 2),
+        );
+        let scalar = ty(&[], x.dtype);
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.reduce_scatter\"({}) <{{channel_handle = #stablehlo.channel_handle<handle = {channel}, type = 1>, replica_groups = dense<[{}]> : tensor<{}x{n}xi64>, scatter_dimension = {dim} : i64, use_global_device_ids}}> ({{\n    ^bb0({a}: {scalar}, {b}: {scalar}):\n      %s{channel}r = stablehlo.add {a}, {b} : {scalar}\n      stablehlo.return %s{channel}r : {scalar}\n    }}) : ({}) -> {}",
+                x.name,
+                groups.join(", "),
+                groups.len(),
+                x.ty(),
+                v.ty()
+            ),
+        );
+        v
+    }
+
     /// Devices along the mesh axes `axes` (`"a,b"`) that are among `of`.
     fn axis_size(&self, axes: &str, of: &[String]) -> u64 {
         axes.split(',')
