@@ -27,6 +27,9 @@ pub struct TrainArgs {
     pp: Option<u64>,
     #[arg(long)]
     dp: Option<u64>,
+    /// Context parallelism: the sequence split over this many devices (ring attention).
+    #[arg(long)]
+    cp: Option<u64>,
     /// Model chunks per pipeline device (needs --schedule interleaved).
     #[arg(long)]
     virtual_stages: Option<u64>,
@@ -147,6 +150,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     set(args.tp, &mut s.tp);
     set(args.pp, &mut s.pp);
     set(args.dp, &mut s.dp);
+    set(args.cp, &mut s.cp);
     set(args.virtual_stages, &mut s.virtual_stages);
     set(args.micro_batch, &mut s.micro_batch);
     set(args.global_batch, &mut s.global_batch);
@@ -229,12 +233,13 @@ fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::
         if !seen.insert(name) {
             continue;
         }
-        let weights = optimizer_buffers(&chunk_weights(model, strategy, kind), strategy);
+        let group = strategy.reduction();
+        let weights = optimizer_buffers(&chunk_weights(model, strategy, kind), &group);
         for (what, text) in [
             ("forward", forward_program(model, strategy, kind)),
             ("backward", backward_program(model, strategy, kind)),
-            ("reduce", reduce_program(&weights, strategy)),
-            ("optimizer", optimizer_program(&weights, strategy)),
+            ("reduce", reduce_program(&weights, &group)),
+            ("optimizer", optimizer_program(&weights, &group)),
         ] {
             let path = dir.join(format!("{name}_{what}.mlir"));
             super::output::write_output(Some(&path), &text)?;

@@ -46,6 +46,9 @@ pub struct Ctx {
     pub sequence_parallel: bool,
     /// Tensor-parallel ranks (the `tensor` axis).
     pub tp: u64,
+    /// Context-parallel ranks (the `context` axis): the sequence split over
+    /// them, attention as ring attention ([`super::ring`]).
+    pub cp: u64,
     /// Tensor-parallel communication overlapped with the matmuls, as
     /// Megatron-Core with Transformer Engine does it (`--tp-comm-overlap`):
     /// see [`gathered_mm`] and [`mm_scattered`].
@@ -59,6 +62,7 @@ impl Ctx {
         Ctx {
             sequence_parallel: strategy.sequence_parallel,
             tp: strategy.tp,
+            cp: strategy.cp,
             tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
             ..Ctx::of(model, strategy.micro_batch, model.seq, strategy.dtype())
         }
@@ -83,6 +87,7 @@ impl Ctx {
             dropout: model.dropout,
             sequence_parallel: false,
             tp: 1,
+            cp: 1,
             tp_comm_overlap: false,
             dtype,
         }
@@ -111,13 +116,37 @@ impl Ctx {
     }
 
     /// The residual stream's sharding: split along the sequence with
-    /// sequence parallelism, else replicated over `tensor`.
+    /// sequence parallelism (inside each context rank's share), else
+    /// replicated over `tensor`.
     pub fn act_dims(&self) -> Vec<&'static str> {
-        if self.sequence_parallel {
-            vec!["", "tensor", ""]
-        } else {
-            vec!["", "", ""]
+        match (self.sequence_parallel, self.cp > 1) {
+            (true, true) => vec!["", "context,tensor", ""],
+            (true, false) => vec!["", "tensor", ""],
+            (false, _) => vec!["", self.seq(), ""],
         }
+    }
+
+    /// The mesh axis of the sequence outside sequence parallelism:
+    /// `context` with context parallelism, none otherwise.
+    pub fn seq(&self) -> &'static str {
+        if self.cp > 1 {
+            "context"
+        } else {
+            ""
+        }
+    }
+
+    /// `dims` of a value with its sequence on dimension `at`, that
+    /// dimension split over `context` with context parallelism.
+    pub fn on_seq(&self, dims: &[&'static str], at: usize) -> Vec<&'static str> {
+        let mut d = dims.to_vec();
+        d[at] = self.seq();
+        d
+    }
+
+    /// `dims` of a `[b, s, ...]` value (sequence second).
+    pub fn tokens(&self, dims: &[&'static str]) -> Vec<&'static str> {
+        self.on_seq(dims, 1)
     }
 }
 
@@ -131,8 +160,8 @@ pub type Acts = BTreeMap<&'static str, Sharded>;
 /// recomputation keeps them: `x` always; the attention core's (`p`, `pmask`,
 /// `pd`) only without recomputation.
 pub const ROLES: &[&str] = &[
-    "x", "ln1", "q", "k", "v", "p", "pmask", "pd", "ctx", "omask", "x1", "ln2", "h1", "hu", "gact",
-    "mmask",
+    "x", "ln1", "q", "k", "v", "lse", "p", "pmask", "pd", "ctx", "omask", "x1", "ln2", "h1", "hu",
+    "gact", "mmask",
 ];
 
 /// Roles of the attention core (recomputed by selective recomputation and
@@ -266,7 +295,7 @@ pub fn norm_grad(e: &mut Emitter, c: &Ctx, x: &Val, dn: &Val) -> Val {
 /// `g` operator); the value itself otherwise.
 pub fn gathered(e: &mut Emitter, c: &Ctx, x: &Val) -> Val {
     if c.sequence_parallel {
-        let dims = vec![""; x.shape.len()];
+        let dims = c.tokens(&vec![""; x.shape.len()]);
         e.constrain(x, &dims)
     } else {
         x.clone()
@@ -417,8 +446,22 @@ fn mm_dx_all(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
 }
 
 /// `x^T @ dy` over batch and sequence: the weight gradient of [`mm`].
-fn mm_dw(e: &mut Emitter, x: &Val, dy: &Val) -> Val {
-    e.dot(x, dy, (&[], &[]), (&[0, 1], &[0, 1]))
+/// With context parallelism each context rank's own sum, stacked on a
+/// leading `context` dimension (`[cp, ...]`): the partial gradients the
+/// data x context reduction sums (no reduction inside the pass).
+pub fn mm_dw(e: &mut Emitter, c: &Ctx, x: &Val, dy: &Val) -> Val {
+    if c.cp == 1 {
+        return e.dot(x, dy, (&[], &[]), (&[0, 1], &[0, 1]));
+    }
+    // The context axis moves to the new dimension with the reshape; the
+    // other dimensions keep their shardings.
+    let split = |e: &mut Emitter, v: &Val| {
+        let mut shape = vec![v.shape[0], c.cp, v.shape[1] / c.cp];
+        shape.extend_from_slice(&v.shape[2..]);
+        e.reshape(v, &shape)
+    };
+    let (xs, dys) = (split(e, x), split(e, dy));
+    e.dot(&xs, &dys, (&[1], &[1]), (&[0, 2], &[0, 2]))
 }
 
 /// Rotary embedding of `t` (`[b, heads, ..., s, d]`, sequence second to
@@ -486,18 +529,27 @@ pub fn block_forward(
     seed: u64,
 ) -> (Val, Acts) {
     let act_dims = c.act_dims();
-    let tp_last = vec!["", "", "tensor"];
+    let tp_last = c.tokens(&["", "", "tensor"]);
     let mut acts = Acts::new();
     acts.insert("x", (x.clone(), act_dims.clone()));
     let (ln1, q, k, v) = attention_inputs(e, c, x, ws, rope_tables);
     acts.insert("ln1", (ln1, act_dims));
-    let probs = attention_probs(e, c, &q, &k, seed);
-    let ctx = e.dot(applied_probs(&probs), &v, (&[0, 1], &[0, 1]), (&[4], &[2]));
+    let ctx = if c.cp > 1 {
+        // Ring attention: keeps the softmax's log-sum-exp instead of the
+        // probabilities (the backward recomputes them block by block).
+        let (o, lse) = super::ring::forward(e, c, &q, &k, &v);
+        acts.insert("lse", (lse, super::ring::lse_dims()));
+        o
+    } else {
+        let probs = attention_probs(e, c, &q, &k, seed);
+        let ctx = e.dot(applied_probs(&probs), &v, (&[0, 1], &[0, 1]), (&[4], &[2]));
+        acts.extend(probs);
+        ctx
+    };
     let ctx = heads_to_hidden(e, c, &ctx);
-    acts.extend(probs);
-    acts.insert("q", (q, vec!["", "tensor", "", "", ""]));
-    acts.insert("k", (k, vec!["", "tensor", "", ""]));
-    acts.insert("v", (v, vec!["", "tensor", "", ""]));
+    acts.insert("q", (q, c.on_seq(&["", "tensor", "", "", ""], 3)));
+    acts.insert("k", (k, c.on_seq(&["", "tensor", "", ""], 2)));
+    acts.insert("v", (v, c.on_seq(&["", "tensor", "", ""], 2)));
     acts.insert("ctx", (ctx.clone(), tp_last));
     let y = block_tail(e, c, x, &ctx, ws, seed, &mut acts);
     (y, acts)
@@ -516,9 +568,13 @@ pub fn attention_inputs(
     let (ln1, _) = norm(e, c, x);
     let ln1 = e.constrain(&ln1, &c.act_dims());
     let (b, s, kv, g, d) = (c.b, c.s, c.kv, c.g, c.d);
-    let (qkv, _) = gathered_mm(e, c, &ln1, &["", "", "tensor", "", ""], |e, x| {
-        mm(e, x, w(ws, 0))
-    });
+    let (qkv, _) = gathered_mm(
+        e,
+        c,
+        &ln1,
+        &c.tokens(&["", "", "tensor", "", ""]),
+        |e, x| mm(e, x, w(ws, 0)),
+    );
     let qkv = e.transpose(&qkv, &[0, 2, 3, 1, 4]);
     let mut q = e.slice(&qkv, 2, 0, g);
     let k = e.slice(&qkv, 2, g, g + 1);
@@ -529,9 +585,9 @@ pub fn attention_inputs(
         q = rope(e, &q, t, false);
         k = rope(e, &k, t, false);
     }
-    let q = e.constrain(&q, &["", "tensor", "", "", ""]);
-    let k = e.constrain(&k, &["", "tensor", "", ""]);
-    let v = e.constrain(&v, &["", "tensor", "", ""]);
+    let q = e.constrain(&q, &c.on_seq(&["", "tensor", "", "", ""], 3));
+    let k = e.constrain(&k, &c.on_seq(&["", "tensor", "", ""], 2));
+    let v = e.constrain(&v, &c.on_seq(&["", "tensor", "", ""], 2));
     (ln1, q, k, v)
 }
 
@@ -540,7 +596,7 @@ pub fn attention_inputs(
 pub fn heads_to_hidden(e: &mut Emitter, c: &Ctx, ctx: &Val) -> Val {
     let ctx = e.transpose(ctx, &[0, 3, 1, 2, 4]);
     let ctx = e.reshape(&ctx, &[c.b, c.s, c.heads * c.d]);
-    e.constrain(&ctx, &["", "", "tensor"])
+    e.constrain(&ctx, &c.tokens(&["", "", "tensor"]))
 }
 
 /// The rest of a block after the attention core, from its input `x` and the
@@ -556,7 +612,7 @@ pub fn block_tail(
     acts: &mut Acts,
 ) -> Val {
     let act_dims = c.act_dims();
-    let tp_last = vec!["", "", "tensor"];
+    let tp_last = c.tokens(&["", "", "tensor"]);
     let (b, s) = (c.b, c.s);
     let o = mm_scattered(e, c, ctx, &tp_last, |e, x| mm(e, x, w(ws, 1)));
     let o = if c.dropout {
@@ -571,11 +627,11 @@ pub fn block_tail(
     let (ln2, _) = norm(e, c, &x1);
     let ln2 = e.constrain(&ln2, &act_dims);
     acts.insert("ln2", (ln2.clone(), act_dims.clone()));
-    let h_dims: &[&'static str] = match c.mlp {
-        Mlp::Gelu => &tp_last,
-        Mlp::Swiglu => &["", "", "", "tensor"],
+    let h_dims = match c.mlp {
+        Mlp::Gelu => tp_last.clone(),
+        Mlp::Swiglu => c.tokens(&["", "", "", "tensor"]),
     };
-    let (h, _) = gathered_mm(e, c, &ln2, h_dims, |e, x| mm(e, x, w(ws, 2)));
+    let (h, _) = gathered_mm(e, c, &ln2, &h_dims, |e, x| mm(e, x, w(ws, 2)));
     let (h1, gact) = match c.mlp {
         Mlp::Gelu => {
             let h1 = e.constrain(&h, &tp_last);
@@ -583,7 +639,7 @@ pub fn block_tail(
             (h1, g)
         }
         Mlp::Swiglu => {
-            let h = e.constrain(&h, &["", "", "", "tensor"]);
+            let h = e.constrain(&h, &h_dims);
             let gate = e.slice(&h, 2, 0, 1);
             let h1 = e.reshape(&gate, &[b, s, c.f]);
             let up = e.slice(&h, 2, 1, 2);
@@ -669,7 +725,7 @@ pub fn complete_acts(
             .map(|(r, v)| (*r, (v.clone(), acts[r].1.clone())))
             .collect();
     }
-    if kept.contains_key("p") {
+    if kept.contains_key("p") || c.cp > 1 {
         return kept;
     }
     let mut acts = kept;
@@ -690,7 +746,7 @@ pub fn block_backward(
 ) -> (Val, Vec<Val>) {
     let a = |r: &str| acts[r].0.clone();
     let act_dims = c.act_dims();
-    let tp_last = vec!["", "", "tensor"];
+    let tp_last = c.tokens(&["", "", "tensor"]);
     let (b, s, kv, g, d) = (c.b, c.s, c.kv, c.g, c.d);
     let mut grads: Vec<Option<Val>> = vec![None; ws.mats.len()];
     // MLP.
@@ -707,7 +763,7 @@ pub fn block_backward(
     let ahead = c.tp_comm_overlap;
     let (dg, dmg) = gathered_mm(e, c, &dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
     let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
-    grads[3] = Some(mm_dw(e, &a("gact"), &dmg));
+    grads[3] = Some(mm_dw(e, c, &a("gact"), &dmg));
     let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));
     let dh = match c.mlp {
         Mlp::Gelu => gelu_grad(e, &a("h1"), &dg),
@@ -720,16 +776,16 @@ pub fn block_backward(
             let dgate = e.reshape(&dgate, &shape);
             let dup = e.reshape(&dhu, &shape);
             let dh = e.concatenate(&[&dgate, &dup], 2);
-            e.constrain(&dh, &["", "", "", "tensor"])
+            e.constrain(&dh, &c.tokens(&["", "", "", "tensor"]))
         }
     };
     if !ahead {
-        grads[2] = Some(mm_dw(e, &ln2, &dh));
+        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
     }
     let dln2 = mm_dx_all(e, &dh, w(ws, 2));
     let dln2 = e.constrain(&dln2, &act_dims);
     if ahead {
-        grads[2] = Some(mm_dw(e, &ln2, &dh));
+        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
     }
     let dx1n = norm_grad(e, c, &a("x1"), &dln2);
     let dx1 = e.binary("add", dy, &dx1n);
@@ -741,26 +797,19 @@ pub fn block_backward(
     };
     let (dctx, dog) = gathered_mm(e, c, &do_, &tp_last, |e, x| mm_dx(e, x, w(ws, 1)));
     let ln1_early = ahead.then(|| gathered(e, c, &a("ln1")));
-    grads[1] = Some(mm_dw(e, &a("ctx"), &dog));
+    grads[1] = Some(mm_dw(e, c, &a("ctx"), &dog));
     let dctx = e.reshape(&dctx, &[b, s, kv, g, d]);
     let dctx = e.transpose(&dctx, &[0, 2, 3, 1, 4]);
-    let dctx = e.constrain(&dctx, &["", "tensor", "", "", ""]);
-    let probs = applied_probs(acts).clone();
-    let dpd = e.dot(&dctx, &a("v"), (&[0, 1], &[0, 1]), (&[4], &[3]));
-    let dv = e.dot(&probs, &dctx, (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
-    let dp = if c.dropout {
-        dropout_apply(e, &dpd, &a("pmask"))
+    let dctx = e.constrain(&dctx, &c.on_seq(&["", "tensor", "", "", ""], 3));
+    let (dq, dk, dv) = if c.cp > 1 {
+        let o = e.reshape(&a("ctx"), &[b, s, kv, g, d]);
+        let o = e.transpose(&o, &[0, 2, 3, 1, 4]);
+        let o = e.constrain(&o, &c.on_seq(&["", "tensor", "", "", ""], 3));
+        super::ring::backward(e, c, [&a("q"), &a("k"), &a("v"), &o, &a("lse")], &dctx)
     } else {
-        dpd
+        core_backward(e, c, acts, &dctx)
     };
-    let p = a("p");
-    let t = e.binary("multiply", &dp, &p);
-    let r = e.reduce_last_keep("add", &t, 0.0);
-    let t = e.binary("subtract", &dp, &r);
-    let ds = e.binary("multiply", &t, &p);
-    let ds = e.binary_scalar("multiply", &ds, 1.0 / (d as f64).sqrt());
-    let mut dq = e.dot(&ds, &a("k"), (&[0, 1], &[0, 1]), (&[4], &[2]));
-    let mut dk = e.dot(&ds, &a("q"), (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
+    let (mut dq, mut dk) = (dq, dk);
     if let Some(t) = rope_tables {
         dq = rope(e, &dq, t, true);
         dk = rope(e, &dk, t, true);
@@ -769,15 +818,15 @@ pub fn block_backward(
     let dv = e.reshape(&dv, &[b, kv, 1, s, d]);
     let dqkv = e.concatenate(&[&dq, &dk, &dv], 2);
     let dqkv = e.transpose(&dqkv, &[0, 3, 1, 2, 4]);
-    let dqkv = e.constrain(&dqkv, &["", "", "tensor", "", ""]);
+    let dqkv = e.constrain(&dqkv, &c.tokens(&["", "", "tensor", "", ""]));
     let ln1 = ln1_early.unwrap_or_else(|| gathered(e, c, &a("ln1")));
     if !ahead {
-        grads[0] = Some(mm_dw(e, &ln1, &dqkv));
+        grads[0] = Some(mm_dw(e, c, &ln1, &dqkv));
     }
     let dln1 = mm_dx_all(e, &dqkv, w(ws, 0));
     let dln1 = e.constrain(&dln1, &act_dims);
     if ahead {
-        grads[0] = Some(mm_dw(e, &ln1, &dqkv));
+        grads[0] = Some(mm_dw(e, c, &ln1, &dqkv));
     }
     let dxn = norm_grad(e, c, &a("x"), &dln1);
     let dx = e.binary("add", &dx1, &dxn);
@@ -789,4 +838,29 @@ pub fn block_backward(
             .map(|g| g.expect("every weight"))
             .collect(),
     )
+}
+
+/// The attention core's backward from the context gradient `dctx`
+/// (`[b, kv, g, s, d]`) with the probabilities kept or recomputed: `dq`,
+/// `dk`, `dv` before the rotary embedding's inverse.
+fn core_backward(e: &mut Emitter, c: &Ctx, acts: &Acts, dctx: &Val) -> (Val, Val, Val) {
+    let a = |r: &str| acts[r].0.clone();
+    let d = c.d;
+    let probs = applied_probs(acts).clone();
+    let dpd = e.dot(dctx, &a("v"), (&[0, 1], &[0, 1]), (&[4], &[3]));
+    let dv = e.dot(&probs, dctx, (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
+    let dp = if c.dropout {
+        dropout_apply(e, &dpd, &a("pmask"))
+    } else {
+        dpd
+    };
+    let p = a("p");
+    let t = e.binary("multiply", &dp, &p);
+    let r = e.reduce_last_keep("add", &t, 0.0);
+    let t = e.binary("subtract", &dp, &r);
+    let ds = e.binary("multiply", &t, &p);
+    let ds = e.binary_scalar("multiply", &ds, 1.0 / (d as f64).sqrt());
+    let dq = e.dot(&ds, &a("k"), (&[0, 1], &[0, 1]), (&[4], &[2]));
+    let dk = e.dot(&ds, &a("q"), (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
+    (dq, dk, dv)
 }

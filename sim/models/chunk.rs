@@ -44,9 +44,38 @@ fn kept_roles(strategy: &Strategy) -> Vec<&'static str> {
     }
 }
 
-/// The mesh of a chunk program: `data` (size `data`) x `tensor`.
+/// The mesh of a chunk program: `data` (size `data`) x `context` (with
+/// context parallelism) x `tensor`, tensor ranks fastest as Megatron-LM
+/// orders them.
 fn emitter(strategy: &Strategy, data: u64) -> Emitter {
-    Emitter::new(&[("data", data), ("tensor", strategy.tp)])
+    if strategy.cp > 1 {
+        Emitter::new(&[
+            ("data", data),
+            ("context", strategy.cp),
+            ("tensor", strategy.tp),
+        ])
+    } else {
+        Emitter::new(&[("data", data), ("tensor", strategy.tp)])
+    }
+}
+
+/// The gradient accumulator of a weight (shape and sharding): the weight's
+/// own, or with context parallelism one per context rank stacked on a
+/// leading `context` dimension (each rank's partial sum, reduced with the
+/// data-parallel replicas').
+pub fn grad_accumulator(
+    strategy: &Strategy,
+    shape: &[u64],
+    dims: &[&'static str],
+) -> (Vec<u64>, Vec<&'static str>) {
+    if strategy.cp == 1 {
+        return (shape.to_vec(), dims.to_vec());
+    }
+    let mut s = vec![strategy.cp];
+    s.extend_from_slice(shape);
+    let mut d = vec!["context"];
+    d.extend_from_slice(dims);
+    (s, d)
 }
 
 /// The arguments every chunk program takes, in order: the input (tokens, or
@@ -73,12 +102,13 @@ fn chunk_args(
     kind: ChunkKind,
     forward: bool,
 ) -> ChunkArgs {
+    let tokens = c.tokens(&["", ""]);
     let input = if kind.embed {
-        Some(e.arg(&[c.b, c.s], DType::I32, &["", ""]))
+        Some(e.arg(&[c.b, c.s], DType::I32, &tokens))
     } else {
         forward.then(|| e.arg(&c.act(), c.dtype, &c.act_dims()))
     };
-    let labels = kind.head.then(|| e.arg(&[c.b, c.s], DType::I32, &["", ""]));
+    let labels = kind.head.then(|| e.arg(&[c.b, c.s], DType::I32, &tokens));
     let layers = (0..kind.layers).map(|_| block_weight_args(e, c)).collect();
     let table = |e: &mut Emitter| {
         let dims = vec!["tensor", ""];
@@ -93,8 +123,8 @@ fn chunk_args(
     let positions = (kind.embed && !model.rope).then(|| e.arg(&[c.s, c.h], c.dtype, &["", ""]));
     let rope = model.rope.then(|| {
         (
-            e.arg(&[c.s, c.d], c.dtype, &["", ""]),
-            e.arg(&[c.s, c.d], c.dtype, &["", ""]),
+            e.arg(&[c.s, c.d], c.dtype, &[c.seq(), ""]),
+            e.arg(&[c.s, c.d], c.dtype, &[c.seq(), ""]),
         )
     });
     ChunkArgs {
@@ -155,7 +185,7 @@ fn head_forward(e: &mut Emitter, c: &Ctx, args: &ChunkArgs, x: &Val) -> (Val, Ve
     let xg = super::block::gathered(e, c, &xf);
     let table = &args.head().0;
     let logits = e.dot(&xg, table, (&[], &[]), (&[2], &[1]));
-    let vdims = vec!["", "", "tensor"];
+    let vdims = c.tokens(&["", "", "tensor"]);
     let logits = e.constrain(&logits, &vdims);
     let mx = e.reduce_last_keep("maximum", &logits, f64::NEG_INFINITY);
     let z = e.binary("subtract", &logits, &mx);
@@ -289,9 +319,12 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     let dy = (!kind.head).then(|| e.arg(&c.act(), c.dtype, &c.act_dims()));
     let args = chunk_args(&mut e, model, &c, kind, false);
     let weights = args.weights();
-    let accum: Vec<Val> = weights
+    let accum: Vec<Sharded> = weights
         .iter()
-        .map(|(w, d)| e.arg(&w.shape, w.dtype, d))
+        .map(|(w, d)| {
+            let (shape, dims) = grad_accumulator(strategy, &w.shape, d);
+            (e.arg(&shape, w.dtype, &dims), dims)
+        })
         .collect();
     let mut grads: Vec<Option<Val>> = vec![None; weights.len()];
     let per_layer = args.layers.first().map_or(0, |l| l.mats.len());
@@ -317,7 +350,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
             let dxf = e.dot(&dl, table, (&[], &[]), (&[2], &[0]));
             let dxf = e.constrain(&dxf, &c.act_dims());
             let xg = super::block::gathered(&mut e, &c, xf);
-            let dt = e.dot(&dl, &xg, (&[], &[]), (&[0, 1], &[0, 1]));
+            let dt = super::block::mm_dw(&mut e, &c, &dl, &xg);
             let i = table_grad_index("head");
             grads[i] = Some(dt);
             norm_grad(&mut e, &c, xin, &dxf)
@@ -348,29 +381,83 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
             .expect("the embedding's backward takes the tokens");
         let ids = e.reshape(&tokens, &[c.b, c.s, 1]);
         let (table, dims) = args.embed_table.as_ref().expect("embedding table");
-        let zero = e.splat(0.0, &table.shape.clone(), c.dtype);
-        let zero = e.constrain(&zero, dims);
-        let dt = e.add_rows(&zero, &ids, &dy);
+        let dt = embedding_grad(&mut e, &c, strategy, table, dims, &ids, &dy);
         let i = table_grad_index("embed");
         grads[i] = Some(match grads[i].take() {
             Some(g) => e.binary("add", &g, &dt),
             None => dt,
         });
         if let Some(p) = &args.positions {
-            let dp = e.reduce("add", &dy, 0.0, &[0]);
+            let dp = positions_grad(&mut e, &c, &dy);
             let i = weights.len() - 1;
-            debug_assert_eq!(dp.shape, p.shape);
             grads[i] = Some(dp);
+            let _ = p;
         }
     } else {
         results.push((dy, c.act_dims()));
     }
-    for ((g, acc), (_, dims)) in grads.into_iter().zip(&accum).zip(&weights) {
+    for (g, (acc, dims)) in grads.into_iter().zip(&accum) {
         let g = g.expect("every weight has a gradient");
         let sum = e.binary("add", acc, &g);
         results.push((sum, dims.clone()));
     }
     finish(e, "chunk_backward", &results)
+}
+
+/// The embedding table's gradient from the token ids (`[b, s, 1]`) and the
+/// embedding's output gradient: rows added at the ids; with context
+/// parallelism each context rank's into its own stacked table (the ids
+/// paired with the rank that holds them).
+fn embedding_grad(
+    e: &mut Emitter,
+    c: &Ctx,
+    strategy: &Strategy,
+    table: &Val,
+    dims: &[&'static str],
+    ids: &Val,
+    dy: &Val,
+) -> Val {
+    if c.cp == 1 {
+        let zero = e.splat(0.0, &table.shape, c.dtype);
+        let zero = e.constrain(&zero, dims);
+        return e.add_rows(&zero, ids, dy);
+    }
+    // Each context rank adds its own tokens' rows into its own table: a
+    // computation manual over `context` (partitioned over `tensor` inside).
+    let seq = c.tokens(&["", "", ""]);
+    let scope = e.manual_begin_over(&["context".to_string()], &[(ids, seq.clone()), (dy, seq)]);
+    let (ids, dy) = (scope.args[0].clone(), scope.args[1].clone());
+    let zero = e.splat(0.0, &table.shape, c.dtype);
+    let zero = e.constrain(&zero, dims);
+    let dt = e.add_rows(&zero, &ids, &dy);
+    let mut one = vec![1];
+    one.extend_from_slice(&table.shape);
+    let dt = e.reshape(&dt, &one);
+    let (_, sdims) = grad_accumulator(strategy, &table.shape, dims);
+    e.manual_end(scope, &[(&dt, sdims)])[0].clone()
+}
+
+/// The learned positions' gradient (`[s, h]`): the output gradient summed
+/// over the batch; with context parallelism each context rank's rows in its
+/// own stacked `[cp, s, h]` (zero elsewhere).
+fn positions_grad(e: &mut Emitter, c: &Ctx, dy: &Val) -> Val {
+    if c.cp == 1 {
+        return e.reduce("add", dy, 0.0, &[0]);
+    }
+    let (cp, part) = (c.cp, c.s / c.cp);
+    let r = e.reshape(dy, &[c.b, cp, part, c.h]);
+    let r = e.constrain(&r, &["", "context", "", ""]);
+    let r = e.reduce("add", &r, 0.0, &[0]);
+    let shape = [cp, cp, part, c.h];
+    let wide = e.broadcast(&r, &[0, 2, 3], &shape);
+    let wide = e.constrain(&wide, &["context", "", "", ""]);
+    let row = e.iota(0, &shape, DType::I32);
+    let col = e.iota(1, &shape, DType::I32);
+    let own = e.compare("EQ", &row, &col);
+    let zero = e.splat(0.0, &shape, c.dtype);
+    let g = e.select(&own, &wide, &zero);
+    let g = e.reshape(&g, &[cp, c.s, c.h]);
+    e.constrain(&g, &["context", "", ""])
 }
 
 /// Shapes and shardings of a chunk's weights, in argument order.

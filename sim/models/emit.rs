@@ -63,6 +63,17 @@ pub fn sharding(dims: &[&str]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// An open manual computation (see [`Emitter::manual_begin`]).
+#[derive(Debug)]
+pub struct ManualScope {
+    start: usize,
+    axes: Vec<String>,
+    consts: BTreeMap<(String, DType), Val>,
+    operands: Vec<(Val, String)>,
+    /// Each device's blocks of the operands.
+    pub args: Vec<Val>,
+}
+
 /// A function being written: arguments with shardings, a body and results.
 #[derive(Debug)]
 pub struct Emitter {
@@ -433,6 +444,35 @@ impl Emitter {
         v
     }
 
+    /// `base` with `rows` (`[..., width]`) added at the positions `ids`
+    /// (`[..., k]`: indices into `base`'s first `k` dimensions; its last
+    /// dimension is the row): [`Emitter::add_rows`] into a stack of tables.
+    pub fn add_rows_at(&mut self, base: &Val, ids: &Val, rows: &Val) -> Val {
+        let last = ids.shape.len() - 1;
+        let k = ids.shape[last] as usize;
+        let v = self.fresh(base.shape.clone(), base.dtype);
+        self.next += 2;
+        let (a, b) = (format!("%s{}", self.next - 1), format!("%s{}", self.next));
+        let scalar = ty(&[], base.dtype);
+        let inserted: Vec<usize> = (0..k).collect();
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.scatter\"({}, {}, {}) <{{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [{last}], inserted_window_dims = [{ins}], scatter_dims_to_operand_dims = [{ins}], index_vector_dim = {last}>, unique_indices = false}}> ({{\n    ^bb0({a}: {scalar}, {b}: {scalar}):\n      %s{n}r = stablehlo.add {a}, {b} : {scalar}\n      stablehlo.return %s{n}r : {scalar}\n    }}) : ({}, {}, {}) -> {}",
+                base.name,
+                ids.name,
+                rows.name,
+                base.ty(),
+                ids.ty(),
+                rows.ty(),
+                v.ty(),
+                ins = list(&inserted),
+                n = self.next
+            ),
+        );
+        v
+    }
+
     /// `values` through an `optimization_barrier`: the results are the same
     /// values, and whatever computes any of them stays in the program as
     /// long as one result is used (no dead-code removal across it).
@@ -456,6 +496,221 @@ impl Emitter {
                 shape: v.shape.clone(),
                 dtype: v.dtype,
             })
+            .collect()
+    }
+
+    /// Open a manual computation (JAX's `shard_map`) over every mesh axis
+    /// taking `operands` with their in-shardings: the returned region
+    /// arguments are each device's blocks, and every op written until
+    /// [`Emitter::manual_end`] is per-device code.
+    pub fn manual_begin(&mut self, operands: &[(&Val, Vec<&str>)]) -> ManualScope {
+        let axes: Vec<String> = self.mesh.iter().map(|(n, _)| n.clone()).collect();
+        self.manual_begin_over(&axes, operands)
+    }
+
+    /// [`Emitter::manual_begin`] manual over `axes` only: the body is
+    /// partitioned over the others (its in-shardings name manual axes only,
+    /// its out-shardings may add free ones).
+    pub fn manual_begin_over(
+        &mut self,
+        axes: &[String],
+        operands: &[(&Val, Vec<&str>)],
+    ) -> ManualScope {
+        let start = self.body.len();
+        self.next += 1;
+        let tag = self.next;
+        let args = operands
+            .iter()
+            .enumerate()
+            .map(|(i, (v, dims))| Val {
+                name: format!("%m{tag}_{i}"),
+                shape: self.local_shape(&v.shape, dims, axes),
+                dtype: v.dtype,
+            })
+            .collect();
+        ManualScope {
+            // The body is isolated from above: constants are written anew
+            // inside, and those written inside stay there.
+            consts: std::mem::take(&mut self.consts),
+            axes: axes.to_vec(),
+            start,
+            operands: operands
+                .iter()
+                .map(|(v, d)| ((*v).clone(), sharding(d)))
+                .collect(),
+            args,
+        }
+    }
+
+    /// Close the manual computation `scope` returning the per-device blocks
+    /// `results` under their out-shardings: the whole values outside.
+    pub fn manual_end(&mut self, scope: ManualScope, results: &[(&Val, Vec<&str>)]) -> Vec<Val> {
+        self.consts = scope.consts;
+        self.next += 1;
+        let group = format!("%v{}", self.next);
+        let outs: Vec<Val> = results
+            .iter()
+            .enumerate()
+            .map(|(i, (v, dims))| Val {
+                name: format!("{group}#{i}"),
+                shape: self.global_shape(&v.shape, dims, &scope.axes),
+                dtype: v.dtype,
+            })
+            .collect();
+        let names: Vec<&str> = results.iter().map(|(v, _)| v.name.as_str()).collect();
+        let tys: Vec<String> = results.iter().map(|(v, _)| v.ty()).collect();
+        let _ = writeln!(
+            self.body,
+            "      sdy.return {} : {}\n    }} : ({}) -> ({})",
+            names.join(", "),
+            tys.join(", "),
+            scope
+                .operands
+                .iter()
+                .map(|(v, _)| v.ty())
+                .collect::<Vec<_>>()
+                .join(", "),
+            outs.iter().map(|v| v.ty()).collect::<Vec<_>>().join(", ")
+        );
+        let axes: Vec<String> = scope.axes.iter().map(|n| format!("\"{n}\"")).collect();
+        let header = format!(
+            "    {group}:{} = sdy.manual_computation({}) in_shardings=[{}] out_shardings=[{}] manual_axes={{{}}} ({}) {{\n",
+            outs.len(),
+            scope
+                .operands
+                .iter()
+                .map(|(v, _)| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            scope
+                .operands
+                .iter()
+                .map(|(_, s)| format!("<@mesh, {s}>"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            results
+                .iter()
+                .map(|(_, d)| format!("<@mesh, {}>", sharding(d)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            axes.join(", "),
+            scope
+                .args
+                .iter()
+                .map(|a| format!("{}: {}", a.name, a.ty()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        self.body.insert_str(scope.start, &header);
+        outs
+    }
+
+    /// Per-device code: send `x` to the device `shift` places further
+    /// along mesh axis `axis` (a ring), receive from the one as far behind
+    /// (`stablehlo.collective_permute` over global device ids).
+    pub fn ring_shift(&mut self, x: &Val, axis: &str, shift: u64) -> Val {
+        let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
+        let at = self
+            .mesh
+            .iter()
+            .position(|(n, _)| n == axis)
+            .expect("a mesh axis");
+        let total: u64 = sizes.iter().product();
+        let stride: u64 = sizes[at + 1..].iter().product();
+        let n = sizes[at];
+        let pairs: Vec<String> = (0..total)
+            .map(|d| {
+                let i = (d / stride) % n;
+                let j = (i + shift) % n;
+                format!("[{d}, {}]", d - i * stride + j * stride)
+            })
+            .collect();
+        let v = self.fresh(x.shape.clone(), x.dtype);
+        self.next += 1;
+        let channel = self.next;
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.collective_permute\"({}) <{{channel_handle = #stablehlo.channel_handle<handle = {channel}, type = 1>, source_target_pairs = dense<[{}]> : tensor<{total}x2xi64>}}> : ({}) -> {}",
+                x.name,
+                pairs.join(", "),
+                x.ty(),
+                v.ty()
+            ),
+        );
+        v
+    }
+
+    /// Per-device code: the sum of `x` over the devices along mesh axis
+    /// `axis`, each keeping its slice of dimension `dim`
+    /// (`stablehlo.reduce_scatter` over global device ids).
+    pub fn reduce_scatter_over(&mut self, x: &Val, axis: &str, dim: usize) -> Val {
+        let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
+        let at = self
+            .mesh
+            .iter()
+            .position(|(n, _)| n == axis)
+            .expect("a mesh axis");
+        let total: u64 = sizes.iter().product();
+        let stride: u64 = sizes[at + 1..].iter().product();
+        let n = sizes[at];
+        let groups: Vec<String> = (0..total)
+            .filter(|d| (d / stride) % n == 0)
+            .map(|d| {
+                let ids: Vec<String> = (0..n).map(|i| (d + i * stride).to_string()).collect();
+                format!("[{}]", ids.join(", "))
+            })
+            .collect();
+        let mut to = x.shape.clone();
+        to[dim] /= n;
+        let v = self.fresh(to, x.dtype);
+        self.next += 3;
+        let channel = self.next;
+        let (a, b) = (
+            format!("%s{}", self.next - 1),
+            format!("%s{}", self.next - 2),
+        );
+        let scalar = ty(&[], x.dtype);
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.reduce_scatter\"({}) <{{channel_handle = #stablehlo.channel_handle<handle = {channel}, type = 1>, replica_groups = dense<[{}]> : tensor<{}x{n}xi64>, scatter_dimension = {dim} : i64, use_global_device_ids}}> ({{\n    ^bb0({a}: {scalar}, {b}: {scalar}):\n      %s{channel}r = stablehlo.add {a}, {b} : {scalar}\n      stablehlo.return %s{channel}r : {scalar}\n    }}) : ({}) -> {}",
+                x.name,
+                groups.join(", "),
+                groups.len(),
+                x.ty(),
+                v.ty()
+            ),
+        );
+        v
+    }
+
+    /// Devices along the mesh axes `axes` (`"a,b"`) that are among `of`.
+    fn axis_size(&self, axes: &str, of: &[String]) -> u64 {
+        axes.split(',')
+            .filter(|a| !a.is_empty() && of.iter().any(|o| o == a))
+            .map(|a| {
+                self.mesh
+                    .iter()
+                    .find(|(n, _)| n == a)
+                    .map_or(1, |(_, s)| *s)
+            })
+            .product()
+    }
+
+    fn local_shape(&self, shape: &[u64], dims: &[&str], of: &[String]) -> Vec<u64> {
+        shape
+            .iter()
+            .zip(dims)
+            .map(|(&n, d)| n / self.axis_size(d, of))
+            .collect()
+    }
+
+    fn global_shape(&self, shape: &[u64], dims: &[&str], of: &[String]) -> Vec<u64> {
+        shape
+            .iter()
+            .zip(dims)
+            .map(|(&n, d)| n * self.axis_size(d, of))
             .collect()
     }
 

@@ -8,6 +8,7 @@
 //! - [`emit`]: a typed writer of StableHLO + Shardy text;
 //! - [`block`], [`chunk`]: one transformer block and one model chunk
 //!   (forward and backward programs of a microbatch);
+//! - [`ring`]: context parallelism's ring attention;
 //! - [`inference`]: prefill and decode steps with a key/value cache;
 //! - [`analytic`]: the closed forms results are checked against (model
 //!   FLOPs, ZeRO model-state bytes, activation memory).
@@ -19,6 +20,7 @@ pub mod emit;
 pub mod inference;
 pub mod optimizer;
 pub mod pipeline;
+pub mod ring;
 pub mod spec;
 pub mod step;
 pub mod strategy;

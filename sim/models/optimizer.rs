@@ -93,15 +93,22 @@ pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Stra
         sdims.extend(dims.iter().copied());
         let g = e.arg(&stacked, strategy.dtype(), &sdims);
         let sum = if distributed {
-            // Each replica's local gradients are partial sums of the
-            // reduced buffer, reduce-scattered into the optimizer's slices
-            // (Megatron's distributed optimizer): written as a contraction
-            // with ones so the partitioner leaves a partial sum, as it does
-            // for a row-parallel matmul (a `reduce` would move the data
-            // axis with an all-to-all first).
-            let ones = e.splat(1.0, &[strategy.dp], strategy.dtype());
-            let ones = e.constrain(&ones, &["data"]);
-            e.dot(&ones, &g, (&[], &[]), (&[0], &[0]))
+            // Megatron's distributed optimizer: each replica's bucket is
+            // scaled by 1 / dp (its gradient scaling, in place) and
+            // reduce-scattered by NCCL into the replicas' slices; per-device
+            // code, so no other op is costed.
+            let scope = e.manual_begin(&[(&g, sdims.clone())]);
+            let local = scope.args[0].clone();
+            let scaled = e.binary_scalar("multiply", &local, 1.0 / strategy.dp as f64);
+            let flat: u64 = local.shape.iter().product();
+            let flat = e.reshape(&scaled, &[flat]);
+            let slice = e.reduce_scatter_over(&flat, "data", 0);
+            let mut block: Vec<u64> = local.shape[1..].to_vec();
+            let last = block.len() - 1;
+            block[last] /= strategy.dp;
+            let slice = e.reshape(&slice, &block);
+            let odims = optimizer_dims(shape, dims, strategy);
+            e.manual_end(scope, &[(&slice, odims)])[0].clone()
         } else {
             e.reduce("add", &g, 0.0, &[0])
         };

@@ -6,8 +6,8 @@
 //! the activations the schedule keeps in flight and the largest transient.
 //!
 //! Devices are laid out as Megatron-LM orders ranks: tensor-parallel ranks
-//! fastest (inside a node), then data-parallel replicas, then pipeline
-//! stages. Stages and replicas are alike (up to the first and last chunk),
+//! fastest (inside a node), then context-parallel ranks, then data-parallel
+//! replicas, then pipeline stages. Stages and replicas are alike (up to the first and last chunk),
 //! so each program is timed once, on the first stage's devices.
 
 use std::collections::BTreeMap;
@@ -187,12 +187,6 @@ pub fn simulate_step(
         return Err(ModelError::Strategy(format!(
             "model `{}`: mixture-of-experts blocks are not built yet",
             model.name
-        )));
-    }
-    if strategy.cp > 1 {
-        return Err(ModelError::Strategy(format!(
-            "cp = {} is not built yet (context parallelism)",
-            strategy.cp
         )));
     }
     let gpus = strategy.devices();
@@ -409,11 +403,13 @@ fn time_chunk(
     let f = partitioned(&forward_program(model, strategy, kind), "chunk forward")?;
     let b = partitioned(&backward_program(model, strategy, kind), "chunk backward")?;
     let weights = chunk_weights(model, strategy, kind);
-    let buffers = optimizer_buffers(&weights, strategy);
-    let r = partitioned(&reduce_program(&buffers, strategy), "gradient reduction")?;
-    let o = partitioned(&optimizer_program(&buffers, strategy), "optimizer")?;
+    // Gradients reduce over data x context.
+    let group = strategy.reduction();
+    let buffers = optimizer_buffers(&weights, &group);
+    let r = partitioned(&reduce_program(&buffers, &group), "gradient reduction")?;
+    let o = partitioned(&optimizer_program(&buffers, &group), "optimizer")?;
     let gather = if strategy.zero >= 3 {
-        let g = partitioned(&gather_program(&buffers, strategy), "parameter gather")?;
+        let g = partitioned(&gather_program(&buffers, &group), "parameter gather")?;
         timed(&g, topo, opts, "parameter gather")?
     } else {
         TimedProgram::default()
@@ -577,8 +573,11 @@ fn transfer_time(
     if strategy.pp == 1 {
         return Ok(0);
     }
-    let stage = strategy.tp * strategy.dp;
-    let mut bytes = strategy.micro_batch * model.seq * model.hidden * strategy.dtype().size_bytes();
+    let stage = strategy.tp * strategy.cp * strategy.dp;
+    // Each context rank sends its share of the sequence.
+    let mut bytes = strategy.micro_batch * model.seq / strategy.cp
+        * model.hidden
+        * strategy.dtype().size_bytes();
     if strategy.sequence_parallel || strategy.tp > 1 {
         bytes /= strategy.tp;
     }
@@ -599,7 +598,7 @@ fn embedding_sync_time(
         return Ok(0);
     }
     let shard = model.vocab / strategy.tp * model.hidden * strategy.dtype().size_bytes();
-    let last = (strategy.pp - 1) * strategy.tp * strategy.dp;
+    let last = (strategy.pp - 1) * strategy.tp * strategy.cp * strategy.dp;
     Ok(2 * route_time(topo, 0, last, shard / 2, "embedding gradient all-reduce")?)
 }
 

@@ -130,6 +130,18 @@ impl Strategy {
         self.tp * self.pp * self.dp * self.cp
     }
 
+    /// The strategy the gradient reduction and the optimizer run under:
+    /// Megatron-LM reduces gradients and shards the distributed optimizer
+    /// over the data x context group (`dp x cp` ranks, context ranks
+    /// fastest), so for them context ranks are more data replicas.
+    pub fn reduction(&self) -> Strategy {
+        Strategy {
+            dp: self.dp * self.cp,
+            cp: 1,
+            ..self.clone()
+        }
+    }
+
     /// Microbatches each pipeline runs per step.
     pub fn microbatches(&self) -> u64 {
         self.global_batch / (self.dp * self.micro_batch).max(1)
@@ -207,10 +219,22 @@ impl Strategy {
                 self.tp
             ));
         }
-        if model.seq % self.cp != 0 {
+        if model.seq % (2 * self.cp) != 0 {
             return bad(format!(
-                "sequence {} does not split over cp = {}",
+                "sequence {} does not split into 2 x cp = 2 x {} chunks (context parallelism gives each rank two)",
                 model.seq, self.cp
+            ));
+        }
+        if self.cp > 1 && self.sequence_parallel && model.seq % (2 * self.cp * self.tp) != 0 {
+            return bad(format!(
+                "sequence {} does not split over 2 x cp x tp = 2 x {} x {} (context and sequence parallelism)",
+                model.seq, self.cp, self.tp
+            ));
+        }
+        if self.cp > 1 && self.tp_comm_overlap {
+            return bad(format!(
+                "tp_comm_overlap is not built with cp = {} (context parallelism)",
+                self.cp
             ));
         }
         match &model.moe {

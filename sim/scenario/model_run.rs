@@ -17,6 +17,7 @@ use crate::topology::{Override, Topology};
 
 use super::expect::check_all;
 use super::runner::{override_strings, topology_name, ScenarioResult, ScenarioSummary};
+use super::spec::StrategySpec;
 use super::{Scenario, ScenarioError};
 
 /// Run the model workload of `sc` on `topo` (already loaded with `overrides`).
@@ -34,11 +35,15 @@ pub fn run_model(
     refuse_inapplicable(sc)?;
     let name = w.model.as_deref().unwrap_or_default();
     let model = load_model(name, sc.base.as_deref())?;
-    let strategy = w.strategy.clone().ok_or_else(|| {
-        ScenarioError::Workload(format!(
-            "model '{name}' needs a [workload.strategy] table (tp, pp, dp, micro_batch, global_batch, ... as `shardsim train --strategy` reads)"
-        ))
-    })?;
+    let strategy = match &w.strategy {
+        Some(StrategySpec::Inline(s)) => s.clone(),
+        Some(StrategySpec::File(f)) => load_strategy(f, sc.base.as_deref())?,
+        None => {
+            return Err(ScenarioError::Workload(format!(
+                "model '{name}' needs a [workload.strategy] table (tp, pp, dp, micro_batch, global_batch, ... as `shardsim train --strategy` reads) or a strategy file"
+            )))
+        }
+    };
     let devices = u64::from(topo.num_devices());
     if strategy.devices() != devices {
         return Err(ScenarioError::Workload(format!(
@@ -61,10 +66,17 @@ pub fn run_model(
         topology: topology_name(sc),
         nodes: sc.file.topology.nodes,
         overrides: override_strings(overrides),
-        mesh: format!(
-            "[\"pipeline\"={}, \"data\"={}, \"tensor\"={}]",
-            strategy.pp, strategy.dp, strategy.tp
-        ),
+        mesh: if strategy.cp > 1 {
+            format!(
+                "[\"pipeline\"={}, \"data\"={}, \"context\"={}, \"tensor\"={}]",
+                strategy.pp, strategy.dp, strategy.cp, strategy.tp
+            )
+        } else {
+            format!(
+                "[\"pipeline\"={}, \"data\"={}, \"tensor\"={}]",
+                strategy.pp, strategy.dp, strategy.tp
+            )
+        },
         placement: Vec::new(),
         seed: sc.file.run.seed,
         perturbations: Vec::new(),
@@ -95,6 +107,20 @@ fn load_model(name: &str, base: Option<&Path>) -> Result<ModelSpec, ScenarioErro
         .join(name);
     let text = crate::base::files::read_text(&path)?;
     ModelSpec::from_toml(&text)
+        .map_err(|e| ScenarioError::Workload(e.in_file(&path.display().to_string())))
+}
+
+/// A strategy file relative to the scenario's directory.
+fn load_strategy(name: &str, base: Option<&Path>) -> Result<Strategy, ScenarioError> {
+    let path = base
+        .ok_or_else(|| {
+            ScenarioError::Workload(format!(
+                "strategy file {name} needs a scenario file's directory"
+            ))
+        })?
+        .join(name);
+    let text = crate::base::files::read_text(&path)?;
+    Strategy::from_toml(&text)
         .map_err(|e| ScenarioError::Workload(e.in_file(&path.display().to_string())))
 }
 

@@ -80,10 +80,11 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub model: Option<String>,
     /// The model's parallel strategy, inline (`[workload.strategy]`, the
-    /// fields of `shardsim train --strategy FILE.toml`); its devices must be
-    /// the topology's.
-    #[serde(default)]
-    pub strategy: Option<crate::models::Strategy>,
+    /// fields of `shardsim train --strategy FILE.toml`) or such a file
+    /// relative to the scenario file (`strategy = "tp4.toml"`); its devices
+    /// must be the topology's.
+    #[serde(default, deserialize_with = "strategy_spec")]
+    pub strategy: Option<StrategySpec>,
     /// Finish means with an averaging all-reduce (`--avg-means`).
     #[serde(default)]
     pub avg_means: bool,
@@ -184,4 +185,28 @@ pub fn flatten_set(set: &toml::Table) -> Vec<(String, String)> {
     let mut out = Vec::new();
     walk("", set, &mut out);
     out
+}
+
+/// A model workload's strategy: inline, or a strategy file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StrategySpec {
+    Inline(crate::models::Strategy),
+    /// A strategy `.toml` relative to the scenario file.
+    File(String),
+}
+
+/// A strategy table or a file name; a table's errors name its field.
+fn strategy_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<StrategySpec>, D::Error> {
+    use serde::de::Error;
+    match toml::Value::deserialize(d)? {
+        toml::Value::String(f) => Ok(Some(StrategySpec::File(f))),
+        v @ toml::Value::Table(_) => crate::models::Strategy::deserialize(v)
+            .map(|s| Some(StrategySpec::Inline(s)))
+            .map_err(|e| D::Error::custom(format!("strategy: {}", e.message().trim()))),
+        other => Err(D::Error::custom(format!(
+            "strategy: expected a table or a strategy file name, found {}",
+            other.type_str()
+        ))),
+    }
 }

@@ -3,6 +3,7 @@
 //! checked; analytic closed forms hold.
 
 mod cli;
+mod context;
 mod inference;
 mod pipeline;
 mod programs;

@@ -179,3 +179,49 @@ fn tensor_parallel_overlap_programs_match_the_interpreter_and_move_the_same_byte
         }
     }
 }
+
+/// Context parallelism: the sequence split over `context` ranks (two chunks
+/// each), attention as ring attention with point-to-point sends; every
+/// chunk program equals the interpreter (GPT and Llama blocks, with and
+/// without tensor and sequence parallelism, each recomputation mode).
+#[test]
+fn context_parallel_programs_match_the_interpreter() {
+    let kinds = [
+        ChunkKind {
+            layers: 1,
+            first_layer: 0,
+            embed: true,
+            head: true,
+        },
+        ChunkKind {
+            layers: 1,
+            first_layer: 1,
+            embed: false,
+            head: false,
+        },
+    ];
+    for llama in [false, true] {
+        let model = tiny(llama);
+        for (cp, tp, sp) in [(2, 1, false), (2, 2, true), (4, 1, false)] {
+            for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+                let s = Strategy {
+                    cp,
+                    tp,
+                    ..strategy(recompute, sp)
+                };
+                s.check(&model).unwrap();
+                for kind in kinds {
+                    let what = format!("{} cp={cp} tp={tp} {recompute:?} {kind:?}", model.name);
+                    check(
+                        &forward_program(&model, &s, kind),
+                        &format!("forward {what}"),
+                    );
+                    check(
+                        &backward_program(&model, &s, kind),
+                        &format!("backward {what}"),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use shardsim::scenario::spec::StrategySpec;
 use shardsim::scenario::sweep::assign;
 use shardsim::scenario::{run_scenario, ProgramCache, RunConfig, Scenario};
 
@@ -37,7 +38,10 @@ fn train(sc: &Scenario, sets: &[&str]) -> serde_json::Value {
     let dir = std::env::temp_dir().join(format!("shardsim-model-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let strategy = dir.join(format!("strategy-{}.toml", sets.len()));
-    let s = sc.file.workload.strategy.as_ref().expect("a strategy");
+    let s = match sc.file.workload.strategy.as_ref().expect("a strategy") {
+        StrategySpec::Inline(s) => s,
+        StrategySpec::File(f) => panic!("inline strategy expected, not {f}"),
+    };
     std::fs::write(&strategy, toml::to_string(s).unwrap()).unwrap();
     let mut args = vec![
         "train",
@@ -127,4 +131,99 @@ fn model_scenario_user_error_exits_2_naming_both_counts() {
         err.contains("uses 8 devices") && err.contains("has 16"),
         "{err}"
     );
+}
+
+/// Context parallelism from a scenario: `cp = 2` on two nodes gives the step
+/// `shardsim train` gives with the same strategy.
+#[test]
+fn model_scenario_with_context_parallelism_equals_train() {
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    assign(&mut table, "workload.strategy.cp", toml::Value::Integer(2)).unwrap();
+    assign(&mut table, "topology.nodes", toml::Value::Integer(2)).unwrap();
+    let sc =
+        Scenario::from_table(&table, SCENARIO, path().parent().map(Path::to_path_buf)).unwrap();
+    let r = run_scenario(&sc, &ProgramCache::new(), cfg()).unwrap();
+    let t = train(&sc, &[]);
+    assert_eq!(t["gpus"], 16);
+    assert_eq!(
+        r.summary.timing.step_time_ps,
+        t["step_time_ps"].as_u64().unwrap()
+    );
+    assert!(
+        r.summary.mesh.contains("\"context\"=2"),
+        "{}",
+        r.summary.mesh
+    );
+}
+
+/// A model step that does not fit, in a scenario that does not expect it,
+/// is an out-of-memory run: `run` exits 3 naming the stage and the bytes.
+#[test]
+fn model_scenario_that_does_not_fit_exits_3() {
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    // Llama-3 70B on 8 GPUs (TP4 x PP2) without ZeRO: about 140 GB of
+    // model states per GPU.
+    assign(
+        &mut table,
+        "workload.model",
+        toml::Value::String("llama3-70b".into()),
+    )
+    .unwrap();
+    table.remove("expect");
+    let dir = std::env::temp_dir().join(format!("shardsim-model-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("oom.toml");
+    std::fs::write(&file, toml::to_string(&table).unwrap()).unwrap();
+    let out = shardsim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--no-plots",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("out of memory") && err.contains("stage 0"),
+        "{err}"
+    );
+}
+
+/// `strategy = "file.toml"`: the strategy read from a file next to the
+/// scenario gives the step the inline table gives; a missing file is a user
+/// error naming it.
+#[test]
+fn model_scenario_reads_a_strategy_file() {
+    let inline = Scenario::load(&path()).unwrap();
+    let dir = std::env::temp_dir().join(format!("shardsim-strategy-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = match inline.file.workload.strategy.as_ref().unwrap() {
+        StrategySpec::Inline(s) => s.clone(),
+        StrategySpec::File(_) => unreachable!(),
+    };
+    std::fs::write(dir.join("tp4_pp2.toml"), toml::to_string(&s).unwrap()).unwrap();
+    let text = std::fs::read_to_string(path()).unwrap();
+    let mut table: toml::Table = toml::from_str(&text).unwrap();
+    assign(
+        &mut table,
+        "workload.strategy",
+        toml::Value::String("tp4_pp2.toml".into()),
+    )
+    .unwrap();
+    let cache = ProgramCache::new();
+    let sc = Scenario::from_table(&table, "file.toml", Some(dir.clone())).unwrap();
+    let a = run_scenario(&sc, &cache, cfg()).unwrap();
+    let b = run_scenario(&inline, &cache, cfg()).unwrap();
+    assert_eq!(a.summary.timing.step_time_ps, b.summary.timing.step_time_ps);
+    assign(
+        &mut table,
+        "workload.strategy",
+        toml::Value::String("missing.toml".into()),
+    )
+    .unwrap();
+    let sc = Scenario::from_table(&table, "file.toml", Some(dir)).unwrap();
+    let err = run_scenario(&sc, &cache, cfg()).unwrap_err().to_string();
+    assert!(err.contains("missing.toml"), "{err}");
 }
