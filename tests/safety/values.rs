@@ -244,6 +244,62 @@ fn silent_wrong_answers_are_errors() {
 }
 
 #[test]
+fn mesh_device_ids_are_any_distinct_ids_and_duplicates_are_refused() {
+    // TVM's DeviceMesh takes any distinct ids (the second half of a machine):
+    // the CLI keeps them in mesh order, prints TVM's list form and shards on them.
+    let out = shardsim(&[
+        "mesh",
+        "--shape",
+        "2,2",
+        "--names",
+        "x,y",
+        "--device-ids",
+        "9,3,100,7",
+        "--sharding",
+        r#"<@mesh, [{"x"}, {"y"}]>"#,
+        "--tensor",
+        "4x4",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["tvm"], "R.device_mesh((2, 2), [9, 3, 100, 7])");
+    let devices: Vec<u64> = r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(devices, [9, 3, 100, 7]);
+    // Device 100 (position 2: x=1, y=0) holds rows 2..4, columns 0..2.
+    assert_eq!(r["devices"][2]["ranges"], serde_json::json!([[2, 4], [0, 2]]));
+    assert!(r["shardy"].as_str().unwrap().starts_with("(none"), "{r}");
+    // Consecutive ids print as a Range; a permutation of 0..n stays Shardy's.
+    let out = shardsim(&["mesh", "--shape", "4", "--device-ids", "8,9,10,11"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("I.Range(8, 12)"), "{out:?}");
+    let out = shardsim(&["mesh", "--shape", "3,2", "--names", "a,b", "--device-ids", "0,2,4,1,3,5"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(r#"<["a"=3, "b"=2], device_ids=[0, 2, 4, 1, 3, 5]>"#),
+        "{out:?}"
+    );
+    // Duplicates, negatives and a wrong count are one-line errors.
+    user_error(
+        &["mesh", "--shape", "2,2", "--device-ids", "5,6,5,7"],
+        "--device-ids: device id 5 is listed twice",
+    );
+    user_error(
+        &["mesh", "--shape", "2", "--device-ids", "3,-1"],
+        "not a non-negative integer",
+    );
+    user_error(
+        &["mesh", "--shape", "2,2", "--device-ids", "8,9,10"],
+        "device_ids lists 3",
+    );
+}
+
+#[test]
 fn an_out_of_memory_run_exits_3_after_its_report() {
     let tiny = "device.memory=[{scope=\"global\",capacity=\"1KiB\",bandwidth=\"1TB/s\"}]";
     let out = shardsim(&[
