@@ -165,6 +165,21 @@ proptest! {
     }
 
     #[test]
+    fn sweep_toml_never_panics(b in mutated(repo("scenarios/sweeps/nvlink_mesh_nodes.toml"))) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/sweeps");
+        if let Ok(sw) = shardsim::scenario::sweep::Sweep::parse(&text(&b), "s.toml", &dir) {
+            for p in sw.points.iter().take(2) {
+                let _ = sw.scenario(p);
+            }
+        }
+    }
+
+    #[test]
+    fn sweep_result_csv_never_panics(b in mutated(b"point,mesh.shape,topology.nodes,step_ms\n0,\"[-1, 1]\",2,8.1\n1,\"[-1, 2]\",2,7.9\n".to_vec())) {
+        let _ = shardsim::scenario::sweep::read_csv_from(&b, "r.csv");
+    }
+
+    #[test]
     fn npy_never_panics(b in mutated(read("jax/add_relu/in0.npy"))) {
         let _ = npy::parse_npy(&b);
     }
@@ -190,13 +205,20 @@ fn bench_fuzz_covers_every_format_and_counts_no_panics() {
         names,
         [
             "mlir",
+            "tvm-mesh",
+            "tvm-virtual-device",
+            "dtensor-string",
+            "dtensor-proto",
             "sharding",
             "mesh",
             "topology-toml",
             "scenario-toml",
+            "sweep-toml",
             "model-toml",
             "npy",
             "measured-csv",
+            "sweep-csv",
+            "flag-values",
             "cli-args"
         ]
     );

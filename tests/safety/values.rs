@@ -57,6 +57,13 @@ fn bad_perturbation_values_are_refused() {
         ("--straggler", "1:inf", "straggler factor"),
         ("--jitter", "nan", "jitter"),
         ("--jitter", "1.5", "jitter"),
+        // Drawn failures are a list: a count of billions aborted on its allocation.
+        (
+            "--random-link-failures",
+            "4294967296@1us",
+            "at most 1000000 failures can be drawn",
+        ),
+        ("--random-stragglers", "4294967296:2", "among 8 devices"),
     ] {
         user_error(&["exec", &a, "--topology", "ring:8", flag, value], says);
     }
@@ -273,12 +280,26 @@ fn mesh_device_ids_are_any_distinct_ids_and_duplicates_are_refused() {
         .collect();
     assert_eq!(devices, [9, 3, 100, 7]);
     // Device 100 (position 2: x=1, y=0) holds rows 2..4, columns 0..2.
-    assert_eq!(r["devices"][2]["ranges"], serde_json::json!([[2, 4], [0, 2]]));
+    assert_eq!(
+        r["devices"][2]["ranges"],
+        serde_json::json!([[2, 4], [0, 2]])
+    );
     assert!(r["shardy"].as_str().unwrap().starts_with("(none"), "{r}");
     // Consecutive ids print as a Range; a permutation of 0..n stays Shardy's.
     let out = shardsim(&["mesh", "--shape", "4", "--device-ids", "8,9,10,11"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("I.Range(8, 12)"), "{out:?}");
-    let out = shardsim(&["mesh", "--shape", "3,2", "--names", "a,b", "--device-ids", "0,2,4,1,3,5"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("I.Range(8, 12)"),
+        "{out:?}"
+    );
+    let out = shardsim(&[
+        "mesh",
+        "--shape",
+        "3,2",
+        "--names",
+        "a,b",
+        "--device-ids",
+        "0,2,4,1,3,5",
+    ]);
     assert!(
         String::from_utf8_lossy(&out.stdout)
             .contains(r#"<["a"=3, "b"=2], device_ids=[0, 2, 4, 1, 3, 5]>"#),
