@@ -1,11 +1,12 @@
 //! Fuzz targets, one per input format: mutated copies of real inputs (byte
-//! flips, insertions of hostile tokens, deletions, duplications, truncation)
+//! flips, insertions of hostile tokens, deletions, duplications, truncation,
+//! numbers swapped for huge or edge values)
 //! must give `Ok` or a typed error, never a panic. Seeded and deterministic
 //! (proptest's fixed seed); `shardsim bench fuzz` runs 10,000 cases per format.
 
 use proptest::prelude::*;
 
-use shardsim::base::hostile::HOSTILE_TOKENS as HOSTILE;
+use shardsim::base::hostile::{HOSTILE_NUMBERS, HOSTILE_TOKENS as HOSTILE};
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::mesh::Mesh;
 use shardsim::sharding::TensorSharding;
@@ -38,6 +39,8 @@ enum Edit {
     Delete(usize, usize),
     Duplicate(usize, usize),
     Truncate(usize),
+    /// The number at or after a position replaced by a huge or edge value.
+    Number(usize, usize),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
@@ -47,6 +50,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Delete(i, n)),
         (any::<usize>(), 1usize..256).prop_map(|(i, n)| Edit::Duplicate(i, n)),
         any::<usize>().prop_map(Edit::Truncate),
+        (any::<usize>(), 0..HOSTILE_NUMBERS.len()).prop_map(|(i, k)| Edit::Number(i, k)),
     ]
 }
 
@@ -77,6 +81,15 @@ fn apply(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
             Edit::Truncate(i) => {
                 let i = at(i, &b);
                 b.truncate(i);
+            }
+            Edit::Number(i, k) => {
+                let i = at(i, &b);
+                let digit = |j: &usize| b[*j].is_ascii_digit();
+                if let Some(j) = (i..b.len()).find(digit).or_else(|| (0..i).rev().find(digit)) {
+                    let start = (0..=j).rev().take_while(digit).last().unwrap_or(j);
+                    let end = (j..b.len()).take_while(digit).last().map_or(j, |e| e + 1);
+                    b.splice(start..end, HOSTILE_NUMBERS[k].iter().copied());
+                }
             }
             Edit::Flip(..) => {}
         }
