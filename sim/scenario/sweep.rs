@@ -192,14 +192,32 @@ impl Sweep {
         let base: toml::Table =
             toml::from_str(&base_text).map_err(|e| toml_error(&e, &base_text, &base_file))?;
         let (keys, points) = expand(&file)?;
-        Ok(Sweep {
+        let sweep = Sweep {
             file,
             keys,
             points,
             base,
             base_file,
             base_dir,
-        })
+        };
+        // A point whose scenario cannot even be built (a misspelt key, a
+        // value of the wrong type) is a mistake in the sweep file, not a
+        // result: refuse it here rather than write an error row and exit 0.
+        for p in &sweep.points {
+            sweep.scenario(p).map_err(|e| {
+                let set: Vec<String> = p
+                    .values
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", label(v)))
+                    .collect();
+                sweep_err(format!(
+                    "{file_name}: point {} ({}): {e}",
+                    p.index,
+                    set.join(", ")
+                ))
+            })?;
+        }
+        Ok(sweep)
     }
 
     /// The scenario of one point.

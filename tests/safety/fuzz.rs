@@ -85,7 +85,10 @@ fn apply(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
             Edit::Number(i, k) => {
                 let i = at(i, &b);
                 let digit = |j: &usize| b[*j].is_ascii_digit();
-                if let Some(j) = (i..b.len()).find(digit).or_else(|| (0..i).rev().find(digit)) {
+                if let Some(j) = (i..b.len())
+                    .find(digit)
+                    .or_else(|| (0..i).rev().find(digit))
+                {
                     let start = (0..=j).rev().take_while(digit).last().unwrap_or(j);
                     let end = (j..b.len()).take_while(digit).last().map_or(j, |e| e + 1);
                     b.splice(start..end, HOSTILE_NUMBERS[k].iter().copied());

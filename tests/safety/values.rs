@@ -321,6 +321,40 @@ fn mesh_device_ids_are_any_distinct_ids_and_duplicates_are_refused() {
 }
 
 #[test]
+fn a_sweep_point_that_cannot_be_built_is_refused_before_anything_runs() {
+    // A misspelt key or a value of the wrong type gave an error row and exit 0.
+    let dir = scratch("sweeppoint");
+    for (grid, says) in [
+        (
+            r#""topology.nodez" = [2]"#,
+            "point 0 (topology.nodez = 2): default.toml: unknown field `nodez`",
+        ),
+        (
+            r#""topology.nodes" = [2, "x"]"#,
+            "point 1 (topology.nodes = x): default.toml: invalid type",
+        ),
+    ] {
+        let sweep = dir.join("s.toml");
+        std::fs::write(
+            &sweep,
+            format!("format = 1\nscenario = \"default\"\n[grid]\n{grid}\n"),
+        )
+        .unwrap();
+        let out = dir.join("r.csv");
+        user_error(
+            &[
+                "sweep",
+                sweep.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            says,
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
 fn an_out_of_memory_run_exits_3_after_its_report() {
     let tiny = "device.memory=[{scope=\"global\",capacity=\"1KiB\",bandwidth=\"1TB/s\"}]";
     let out = shardsim(&[
