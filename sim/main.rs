@@ -19,9 +19,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Err(e) => {
-            // Help and version go to stdout; a closed stdout is not worth a panic.
-            let _ = e.print();
-            return ExitCode::SUCCESS;
+            // Help and version go to stdout; a full disk or a closed pipe is
+            // a user error like any other write to stdout (exit 2, no panic).
+            use std::io::Write;
+            let text = e.render().to_string();
+            let mut out = std::io::stdout().lock();
+            return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(io) => {
+                    eprintln!("error: cannot write to stdout: {io}");
+                    ExitCode::from(2)
+                }
+            };
         }
     };
     match cli::run(args) {

@@ -27,7 +27,8 @@ pub struct MeshArgs {
     /// Axis names, e.g. x,y (default d0,d1,...).
     #[arg(long)]
     names: Option<String>,
-    /// Explicit device order, e.g. 0,2,4,1,3,5.
+    /// Explicit device ids in mesh order: any distinct non-negative ids, one
+    /// per device, e.g. 0,2,4,1,3,5 or 8,9,10,11 (TVM's DeviceMesh allows any).
     #[arg(long)]
     device_ids: Option<String>,
     /// A sharding of a tensor on this mesh (the mesh is called @mesh), e.g. '<@mesh, [{"x"}, {"y"}]>'.
@@ -111,10 +112,10 @@ fn mesh_from_shape(args: &MeshArgs, shape_text: &str) -> anyhow::Result<Mesh> {
         })
         .collect();
     match &args.device_ids {
-        Some(ids) => Mesh::with_device_order(axes, parse_u64_list(ids, "--device-ids")?),
-        None => Mesh::new(axes),
+        Some(ids) => Mesh::with_any_device_ids(axes, parse_u64_list(ids, "--device-ids")?)
+            .context("--device-ids"),
+        None => Mesh::new(axes).context("invalid mesh"),
     }
-    .context("invalid mesh")
 }
 
 pub fn run(args: MeshArgs) -> anyhow::Result<()> {

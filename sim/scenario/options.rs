@@ -29,6 +29,10 @@ fn count_and<'a>(
     Ok((n, rest.trim()))
 }
 
+/// The most link failures `random_link_failures` may draw (each is an event
+/// of the run; a count of billions would exhaust memory before it starts).
+pub const MAX_DRAWN_LINK_FAILURES: usize = 1_000_000;
+
 /// Parse `DEVICE:FACTOR`.
 pub fn parse_straggler(text: &str) -> Result<(u64, f64), ScenarioError> {
     let what = "straggler";
@@ -134,6 +138,14 @@ pub fn timed_options(
     if let Some(text) = &run.random_link_failures {
         let what = "random link failures";
         let (count, window) = count_and(what, text, '@', "COUNT@WINDOW, e.g. 2@50us")?;
+        // The draws are kept as a list: bound it before allocating.
+        if count > MAX_DRAWN_LINK_FAILURES {
+            return Err(bad(
+                what,
+                text,
+                &format!("at most {MAX_DRAWN_LINK_FAILURES} failures can be drawn"),
+            ));
+        }
         let window = Duration::parse(window).map_err(|e| bad(what, text, &e.to_string()))?;
         opts.faults.extend(draw_link_failures(
             run.seed,

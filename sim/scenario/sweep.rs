@@ -160,9 +160,14 @@ impl Sweep {
     /// Read a sweep file (its scenario relative to it).
     pub fn load(path: &Path) -> Result<Sweep, ScenarioError> {
         let text = crate::base::files::read_text(path)?;
-        let file_name = path.display().to_string();
-        let file: SweepFile =
-            toml::from_str(&text).map_err(|e| toml_error(&e, &text, &file_name))?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Sweep::parse(&text, &path.display().to_string(), &dir)
+    }
+
+    /// Read a sweep file's text (`file_name` names it in errors); a scenario
+    /// path in it is relative to `dir`.
+    pub fn parse(text: &str, file_name: &str, dir: &Path) -> Result<Sweep, ScenarioError> {
+        let file: SweepFile = toml::from_str(text).map_err(|e| toml_error(&e, text, file_name))?;
         if file.format != super::FORMAT_VERSION {
             return Err(sweep_err(format!(
                 "{file_name}: format {} is not supported (this build reads format {})",
@@ -170,7 +175,6 @@ impl Sweep {
                 super::FORMAT_VERSION
             )));
         }
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let (base_text, base_file, base_dir) = if file.scenario == "default" {
             (
                 DEFAULT_SCENARIO.to_string(),
@@ -188,14 +192,32 @@ impl Sweep {
         let base: toml::Table =
             toml::from_str(&base_text).map_err(|e| toml_error(&e, &base_text, &base_file))?;
         let (keys, points) = expand(&file)?;
-        Ok(Sweep {
+        let sweep = Sweep {
             file,
             keys,
             points,
             base,
             base_file,
             base_dir,
-        })
+        };
+        // A point whose scenario cannot even be built (a misspelt key, a
+        // value of the wrong type) is a mistake in the sweep file, not a
+        // result: refuse it here rather than write an error row and exit 0.
+        for p in &sweep.points {
+            sweep.scenario(p).map_err(|e| {
+                let set: Vec<String> = p
+                    .values
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", label(v)))
+                    .collect();
+                sweep_err(format!(
+                    "{file_name}: point {} ({}): {e}",
+                    p.index,
+                    set.join(", ")
+                ))
+            })?;
+        }
+        Ok(sweep)
     }
 
     /// The scenario of one point.
@@ -414,11 +436,17 @@ pub fn to_csv(
 
 /// Read a results CSV: its header and rows by point.
 pub fn read_csv(path: &Path) -> Result<Table, ScenarioError> {
+    let bytes = crate::base::files::read_bytes(path)?;
+    read_csv_from(&bytes, &path.display().to_string())
+}
+
+/// Read a results CSV from its bytes (`name` names it in errors).
+pub fn read_csv_from(bytes: &[u8], name: &str) -> Result<Table, ScenarioError> {
     let io = |m: String| ScenarioError::Io {
-        path: path.display().to_string(),
+        path: name.to_string(),
         message: m,
     };
-    let mut r = csv::Reader::from_path(path).map_err(|e| io(e.to_string()))?;
+    let mut r = csv::Reader::from_reader(bytes);
     let header: Vec<String> = r
         .headers()
         .map_err(|e| io(e.to_string()))?

@@ -206,6 +206,24 @@ fn input_files_are_capped() {
         "",
     );
     user_error(&["check", dir.to_str().unwrap()], "is a directory");
+    // `merge` read shard CSVs whole, without the cap (one endless field).
+    let sweep = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/sweeps/nvlink_mesh_nodes.toml");
+    let out = dir.join("merged.csv");
+    user_error(
+        &[
+            "merge",
+            "--sweep",
+            sweep.to_str().unwrap(),
+            "/dev/zero",
+            "--out",
+            out.to_str().unwrap(),
+            "--max-input-size",
+            "1MiB",
+        ],
+        "input size limit",
+    );
+    assert!(!out.exists());
 }
 
 #[test]

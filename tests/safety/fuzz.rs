@@ -1,11 +1,12 @@
 //! Fuzz targets, one per input format: mutated copies of real inputs (byte
-//! flips, insertions of hostile tokens, deletions, duplications, truncation)
+//! flips, insertions of hostile tokens, deletions, duplications, truncation,
+//! numbers swapped for huge or edge values)
 //! must give `Ok` or a typed error, never a panic. Seeded and deterministic
 //! (proptest's fixed seed); `shardsim bench fuzz` runs 10,000 cases per format.
 
 use proptest::prelude::*;
 
-use shardsim::base::hostile::HOSTILE_TOKENS as HOSTILE;
+use shardsim::base::hostile::{HOSTILE_NUMBERS, HOSTILE_TOKENS as HOSTILE};
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::mesh::Mesh;
 use shardsim::sharding::TensorSharding;
@@ -38,6 +39,8 @@ enum Edit {
     Delete(usize, usize),
     Duplicate(usize, usize),
     Truncate(usize),
+    /// The number at or after a position replaced by a huge or edge value.
+    Number(usize, usize),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
@@ -47,6 +50,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Delete(i, n)),
         (any::<usize>(), 1usize..256).prop_map(|(i, n)| Edit::Duplicate(i, n)),
         any::<usize>().prop_map(Edit::Truncate),
+        (any::<usize>(), 0..HOSTILE_NUMBERS.len()).prop_map(|(i, k)| Edit::Number(i, k)),
     ]
 }
 
@@ -77,6 +81,18 @@ fn apply(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
             Edit::Truncate(i) => {
                 let i = at(i, &b);
                 b.truncate(i);
+            }
+            Edit::Number(i, k) => {
+                let i = at(i, &b);
+                let digit = |j: &usize| b[*j].is_ascii_digit();
+                if let Some(j) = (i..b.len())
+                    .find(digit)
+                    .or_else(|| (0..i).rev().find(digit))
+                {
+                    let start = (0..=j).rev().take_while(digit).last().unwrap_or(j);
+                    let end = (j..b.len()).take_while(digit).last().map_or(j, |e| e + 1);
+                    b.splice(start..end, HOSTILE_NUMBERS[k].iter().copied());
+                }
             }
             Edit::Flip(..) => {}
         }
@@ -165,6 +181,21 @@ proptest! {
     }
 
     #[test]
+    fn sweep_toml_never_panics(b in mutated(repo("scenarios/sweeps/nvlink_mesh_nodes.toml"))) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/sweeps");
+        if let Ok(sw) = shardsim::scenario::sweep::Sweep::parse(&text(&b), "s.toml", &dir) {
+            for p in sw.points.iter().take(2) {
+                let _ = sw.scenario(p);
+            }
+        }
+    }
+
+    #[test]
+    fn sweep_result_csv_never_panics(b in mutated(b"point,mesh.shape,topology.nodes,step_ms\n0,\"[-1, 1]\",2,8.1\n1,\"[-1, 2]\",2,7.9\n".to_vec())) {
+        let _ = shardsim::scenario::sweep::read_csv_from(&b, "r.csv");
+    }
+
+    #[test]
     fn npy_never_panics(b in mutated(read("jax/add_relu/in0.npy"))) {
         let _ = npy::parse_npy(&b);
     }
@@ -190,13 +221,20 @@ fn bench_fuzz_covers_every_format_and_counts_no_panics() {
         names,
         [
             "mlir",
+            "tvm-mesh",
+            "tvm-virtual-device",
+            "dtensor-string",
+            "dtensor-proto",
             "sharding",
             "mesh",
             "topology-toml",
             "scenario-toml",
+            "sweep-toml",
             "model-toml",
             "npy",
             "measured-csv",
+            "sweep-csv",
+            "flag-values",
             "cli-args"
         ]
     );

@@ -120,6 +120,41 @@ fn stdout_on_a_full_disk_exits_2_with_one_line() {
         vec!["propagate".to_string(), add_relu()],
         vec!["mesh".into(), "--shape".into(), "2,4".into()],
         vec!["topology".into(), "show".into(), "ring:8".into()],
+        vec!["topology".into(), "list".into()],
+        vec!["plan".to_string(), add_relu()],
+        vec!["partition".to_string(), add_relu()],
+        vec![
+            "exec".to_string(),
+            add_relu(),
+            "--topology".into(),
+            "ring:8".into(),
+        ],
+        vec![
+            "collective".into(),
+            "--topology".into(),
+            "ring:8".into(),
+            "--sizes".into(),
+            "1MiB".into(),
+        ],
+        vec![
+            "train".into(),
+            "llama3-8b".into(),
+            "--tp".into(),
+            "8".into(),
+        ],
+        vec!["infer".into(), "llama3-8b".into()],
+        vec![
+            "bench".into(),
+            "fuzz".into(),
+            "--cases".into(),
+            "1".into(),
+            "--only".into(),
+            "npy".into(),
+        ],
+        // Help and version are written to stdout too (they exited 0).
+        vec!["--help".into()],
+        vec!["check".into(), "--help".into()],
+        vec!["--version".into()],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_shardsim"))
             .args(&args)

@@ -57,6 +57,13 @@ fn bad_perturbation_values_are_refused() {
         ("--straggler", "1:inf", "straggler factor"),
         ("--jitter", "nan", "jitter"),
         ("--jitter", "1.5", "jitter"),
+        // Drawn failures are a list: a count of billions aborted on its allocation.
+        (
+            "--random-link-failures",
+            "4294967296@1us",
+            "at most 1000000 failures can be drawn",
+        ),
+        ("--random-stragglers", "4294967296:2", "among 8 devices"),
     ] {
         user_error(&["exec", &a, "--topology", "ring:8", flag, value], says);
     }
@@ -244,6 +251,110 @@ fn silent_wrong_answers_are_errors() {
 }
 
 #[test]
+fn mesh_device_ids_are_any_distinct_ids_and_duplicates_are_refused() {
+    // TVM's DeviceMesh takes any distinct ids (the second half of a machine):
+    // the CLI keeps them in mesh order, prints TVM's list form and shards on them.
+    let out = shardsim(&[
+        "mesh",
+        "--shape",
+        "2,2",
+        "--names",
+        "x,y",
+        "--device-ids",
+        "9,3,100,7",
+        "--sharding",
+        r#"<@mesh, [{"x"}, {"y"}]>"#,
+        "--tensor",
+        "4x4",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["tvm"], "R.device_mesh((2, 2), [9, 3, 100, 7])");
+    let devices: Vec<u64> = r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(devices, [9, 3, 100, 7]);
+    // Device 100 (position 2: x=1, y=0) holds rows 2..4, columns 0..2.
+    assert_eq!(
+        r["devices"][2]["ranges"],
+        serde_json::json!([[2, 4], [0, 2]])
+    );
+    assert!(r["shardy"].as_str().unwrap().starts_with("(none"), "{r}");
+    // Consecutive ids print as a Range; a permutation of 0..n stays Shardy's.
+    let out = shardsim(&["mesh", "--shape", "4", "--device-ids", "8,9,10,11"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("I.Range(8, 12)"),
+        "{out:?}"
+    );
+    let out = shardsim(&[
+        "mesh",
+        "--shape",
+        "3,2",
+        "--names",
+        "a,b",
+        "--device-ids",
+        "0,2,4,1,3,5",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(r#"<["a"=3, "b"=2], device_ids=[0, 2, 4, 1, 3, 5]>"#),
+        "{out:?}"
+    );
+    // Duplicates, negatives and a wrong count are one-line errors.
+    user_error(
+        &["mesh", "--shape", "2,2", "--device-ids", "5,6,5,7"],
+        "--device-ids: device id 5 is listed twice",
+    );
+    user_error(
+        &["mesh", "--shape", "2", "--device-ids", "3,-1"],
+        "not a non-negative integer",
+    );
+    user_error(
+        &["mesh", "--shape", "2,2", "--device-ids", "8,9,10"],
+        "device_ids lists 3",
+    );
+}
+
+#[test]
+fn a_sweep_point_that_cannot_be_built_is_refused_before_anything_runs() {
+    // A misspelt key or a value of the wrong type gave an error row and exit 0.
+    let dir = scratch("sweeppoint");
+    for (grid, says) in [
+        (
+            r#""topology.nodez" = [2]"#,
+            "point 0 (topology.nodez = 2): default.toml: unknown field `nodez`",
+        ),
+        (
+            r#""topology.nodes" = [2, "x"]"#,
+            "point 1 (topology.nodes = x): default.toml: invalid type",
+        ),
+    ] {
+        let sweep = dir.join("s.toml");
+        std::fs::write(
+            &sweep,
+            format!("format = 1\nscenario = \"default\"\n[grid]\n{grid}\n"),
+        )
+        .unwrap();
+        let out = dir.join("r.csv");
+        user_error(
+            &[
+                "sweep",
+                sweep.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            says,
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
 fn an_out_of_memory_run_exits_3_after_its_report() {
     let tiny = "device.memory=[{scope=\"global\",capacity=\"1KiB\",bandwidth=\"1TB/s\"}]";
     let out = shardsim(&[
@@ -273,16 +384,22 @@ fn a_failed_run_still_says_what_it_drew() {
         "--random-link-failures",
         "16@1ns",
     ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        assert!(err.contains("perturbations: link"), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    } else {
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("link"),
-            "{out:?}"
-        );
-    }
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Every ring link fails within 1 ns: the first all-reduce cannot finish.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("could not complete"), "{err}");
+    // All 16 draws are named, and the same seed draws the same.
+    assert_eq!(err.matches("link fault: ").count(), 16, "{err}");
+    let again = shardsim(&[
+        "exec",
+        fixture("jax/megatron_mlp/lowered.mlir").to_str().unwrap(),
+        "--topology",
+        "ring:8",
+        "--random-link-failures",
+        "16@1ns",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&again.stderr), err);
 }
 
 #[test]
