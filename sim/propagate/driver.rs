@@ -211,14 +211,20 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
         for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
             callee_shardings.entry(name).or_insert(shardings);
         }
-        super::split::unsplit(&mut func, split);
-        report.steps.insert(
-            func.name.clone(),
-            steps
-                .into_iter()
-                .filter(|s| (s.value.0 as usize) < func.values.len())
-                .collect(),
-        );
+        let values_len = split.values_len();
+        let moved = super::split::merge_copies(&mut func, split);
+        // Steps on folded copies go; steps on kept copies follow their new ids.
+        let steps = steps
+            .into_iter()
+            .filter_map(|mut s| {
+                let i = s.value.0 as usize;
+                if i >= values_len {
+                    s.value = (*moved.get(i - values_len)?)?;
+                }
+                Some(s)
+            })
+            .collect();
+        report.steps.insert(func.name.clone(), steps);
         module.funcs[i] = func;
     }
     for f in &mut module.funcs {
