@@ -81,6 +81,9 @@ struct Unit {
     fixed_dir: Option<Direction>,
     /// A partially manual computation's edge: how it sees one of its tensors.
     manual: Option<ManualView>,
+    /// Some non-scalar operand has other uses (the op-priority schedule's
+    /// first pass leaves such ops alone).
+    multi_use: bool,
 }
 
 impl Unit {
@@ -101,6 +104,7 @@ impl Unit {
             tensors: vec![source, target],
             n_operands: 1,
             fixed_dir: Some(direction),
+            multi_use: false,
             manual: None,
         }
     }
@@ -128,6 +132,7 @@ impl Unit {
             tensors,
             n_operands,
             fixed_dir: Some(Direction::Both),
+            multi_use: false,
             manual: None,
         }
     }
@@ -365,9 +370,9 @@ fn restrict_to_priority(
     }
 }
 
-/// The three passes of the op-priority schedule.
+/// The five passes of the op-priority schedule.
 fn op_priority(func: &mut Func, st: &mut State<'_>, prefix: &str) {
-    for level in 0..3 {
+    for level in 0..5 {
         run(
             func,
             st,
@@ -387,19 +392,34 @@ fn is_pass_through(rule: &OpShardingRule, f: usize) -> bool {
 }
 
 /// The direction an op may propagate factor `f` in op-priority pass `level`
-/// (the union of the schedule's first `level + 1` entries).
+/// (the union of the schedule's first `level + 1` entries, as Shardy's
+/// op-priority propagation): 0. pass-through ops none of whose (non-scalar)
+/// operands has another use, 1. pass-through ops, 2. pass-through factors
+/// (broadcasts backward only), 3. every factor (broadcasts backward only),
+/// 4. everything.
 fn op_priority_direction(
     level: usize,
     class: OpClass,
     rule: Option<&OpShardingRule>,
     f: usize,
+    multi_use: bool,
 ) -> Direction {
-    let mut dir = match class {
+    let pass_through = match class {
         OpClass::Elementwise | OpClass::PassThrough | OpClass::Barrier => Direction::Both,
         OpClass::ForwardOnly => Direction::Forward,
         OpClass::Broadcast | OpClass::Other => Direction::None,
     };
+    // A multi-use operand: forward would conflict at each use, backward with
+    // the other uses.
+    let mut dir = if multi_use {
+        Direction::None
+    } else {
+        pass_through
+    };
     if level >= 1 {
+        dir = dir.union(pass_through);
+    }
+    if level >= 2 {
         let second = if rule.is_some_and(|r| !is_pass_through(r, f)) {
             Direction::None
         } else if class == OpClass::Broadcast {
@@ -409,7 +429,14 @@ fn op_priority_direction(
         };
         dir = dir.union(second);
     }
-    if level >= 2 {
+    if level >= 3 {
+        dir = dir.union(if class == OpClass::Broadcast {
+            Direction::Backward
+        } else {
+            Direction::Both
+        });
+    }
+    if level >= 4 {
         dir = Direction::Both;
     }
     dir
@@ -685,6 +712,12 @@ fn remove_size_one_axes(func: &mut Func, meshes: &[(String, Mesh)]) {
 fn build_units(func: &Func, st: &mut State<'_>) {
     let skip = in_reduce_body(func);
     let mut units: Vec<Unit> = Vec::new();
+    let mut uses = vec![0u32; func.values.len()];
+    for id in func.walk() {
+        for &o in &func.op(id).operands {
+            uses[o.0 as usize] = uses[o.0 as usize].saturating_add(1);
+        }
+    }
     for id in func.walk() {
         if skip[id.0 as usize] {
             continue;
@@ -822,6 +855,10 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                             n_operands: op.operands.len(),
                             fixed_dir: None,
                             manual: None,
+                            multi_use: op
+                                .operands
+                                .iter()
+                                .any(|&o| uses[o.0 as usize] > 1 && func.value(o).ty.rank() > 0),
                         });
                     }
                 }
@@ -992,6 +1029,7 @@ fn propagate_unit(
     let units = std::rc::Rc::clone(&st.units);
     let unit = &units[u];
     let (op_id, rule, class, fixed_dir) = (unit.op, &unit.rule, unit.class, unit.fixed_dir);
+    let multi_use = unit.multi_use;
     let n_ops = unit.n_operands;
     let tensors = &unit.tensors;
     let (operands, results) = tensors.split_at(n_ops);
@@ -1002,9 +1040,9 @@ fn propagate_unit(
         }
         match (fixed_dir, level) {
             (Some(d), _) if is_barrier => d,
-            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f)),
+            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f, multi_use)),
             (Some(d), None) => d,
-            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f),
+            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f, multi_use),
             (None, None) => Direction::Both,
         }
     };
