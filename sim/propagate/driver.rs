@@ -330,8 +330,10 @@ fn user_priorities(func: &Func) -> Vec<i64> {
 }
 
 /// Shardy's user priorities: before level 0, every dim with a priority above
-/// 0 is emptied and opened; at level `p > 0`, the dims of priority `p` get their
-/// original axes and closedness back, overriding what lower levels propagated.
+/// 0 is emptied and closed, its axes added to the replicated ones (so nothing
+/// propagates into it or uses them); at level `p > 0`, the dims of priority `p`
+/// get their original axes and closedness back, overriding what lower levels
+/// propagated, and their axes leave the replicated ones.
 fn apply_priority_level(
     current: &mut Option<TensorSharding>,
     original: &Option<TensorSharding>,
@@ -340,18 +342,29 @@ fn apply_priority_level(
     let (Some(cur), Some(orig)) = (current.as_mut(), original.as_ref()) else {
         return;
     };
+    let mut moved: Vec<crate::mesh::AxisRef> = Vec::new();
     for (d, od) in cur.dims.iter_mut().zip(&orig.dims) {
         match od.priority {
             Some(p) if level == 0 && p > 0 => {
                 d.axes.clear();
-                d.is_closed = false;
+                d.is_closed = true;
+                for a in &od.axes {
+                    if !cur.replicated.contains(a) {
+                        cur.replicated.push(a.clone());
+                    }
+                }
             }
             Some(p) if level > 0 && p == level => {
                 d.axes = od.axes.clone();
                 d.is_closed = od.is_closed;
+                moved.extend(od.axes.iter().cloned());
             }
             _ => {}
         }
+    }
+    if !moved.is_empty() {
+        cur.replicated
+            .retain(|a| !moved.contains(a) || orig.replicated.contains(a));
     }
 }
 

@@ -77,6 +77,13 @@ const GROUPS: &[Group] = &[
         before: None,
         strategy: Strategy::OpPriority,
     },
+    Group {
+        name: "user_priority_propagation",
+        lit: "user_priority_propagation.mlir",
+        total: 20,
+        before: None,
+        strategy: Strategy::UserPriority,
+    },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
     // the copies' shardings after propagation are checked).
