@@ -84,6 +84,13 @@ const GROUPS: &[Group] = &[
         before: None,
         strategy: Strategy::UserPriority,
     },
+    Group {
+        name: "sharding_groups",
+        lit: "sharding_group_propagation.mlir",
+        total: 11,
+        before: None,
+        strategy: Strategy::Basic,
+    },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
     // the copies' shardings after propagation are checked).
