@@ -3,8 +3,10 @@
 //! `tests/fixtures/shardy_lit/<group>.mlir` (one function per lit case,
 //! written for shardsim, never copied) and `<group>.expect` (Shardy's answer
 //! as read from the lit file's CHECK lines: `case [@callee] value: axes | ...`,
-//! open/closed ignored). A case gives Shardy's answer when every one of its
-//! lines matches. The test prints the count table and checks that exactly the
+//! open/closed ignored; `absent`: no such value, e.g. a split copy merged
+//! back). A case gives Shardy's answer when every one of its lines matches. A
+//! fixture may hold several modules split at `// -----` lines (lit's
+//! -split-input-file), each with one device count. The test prints the count table and checks that exactly the
 //! cases listed in `DIFFERS` differ, so a fix or a regression shows.
 //!
 //! The op sharding rule registry's lit file is checked the same way by
