@@ -210,9 +210,35 @@ impl AxisRef {
         a0 <= b0 && b1 <= a1
     }
 
+    /// Whether the two references can be used together (Shardy's
+    /// `canCoexist`): always for other axes or a full axis; two sub-axes of one
+    /// axis must come from one factorization of it (`"a":(1)2` and `"a":(3)2`
+    /// of an axis of 6 cannot: 2 does not divide 3).
+    pub fn can_coexist(&self, other: &AxisRef) -> bool {
+        let (Some(a), Some(b)) = (self.sub, other.sub) else {
+            return true;
+        };
+        if self.name != other.name {
+            return true;
+        }
+        let (min_pre, max_pre) = (a.pre_size.min(b.pre_size), a.pre_size.max(b.pre_size));
+        let (an, bn) = (a.next_pre_size(), b.next_pre_size());
+        let (min_next, max_next) = (an.min(bn), an.max(bn));
+        if min_next > max_pre {
+            // Overlapping: the shared and the separate parts must be sub-axes.
+            min_next % max_pre == 0 && max_pre % min_pre == 0 && max_next % min_next == 0
+        } else {
+            // Apart: the gap between them must be a sub-axis.
+            max_pre % min_next == 0
+        }
+    }
+
     /// The largest prefix of `self` that does not overlap `other`, or None when
-    /// even the first element overlaps.
+    /// even the first element overlaps or the two cannot coexist.
     pub fn prefix_without_overlap(&self, other: &AxisRef, mesh: &Mesh) -> Option<AxisRef> {
+        if !self.can_coexist(other) {
+            return None;
+        }
         if !self.overlaps(other, mesh) {
             return Some(self.clone());
         }

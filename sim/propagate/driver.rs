@@ -81,6 +81,9 @@ struct Unit {
     fixed_dir: Option<Direction>,
     /// A partially manual computation's edge: how it sees one of its tensors.
     manual: Option<ManualView>,
+    /// Some non-scalar operand has other uses (the op-priority schedule's
+    /// first pass leaves such ops alone).
+    multi_use: bool,
 }
 
 impl Unit {
@@ -101,6 +104,7 @@ impl Unit {
             tensors: vec![source, target],
             n_operands: 1,
             fixed_dir: Some(direction),
+            multi_use: false,
             manual: None,
         }
     }
@@ -128,6 +132,7 @@ impl Unit {
             tensors,
             n_operands,
             fixed_dir: Some(Direction::Both),
+            multi_use: false,
             manual: None,
         }
     }
@@ -211,14 +216,20 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
         for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
             callee_shardings.entry(name).or_insert(shardings);
         }
-        super::split::unsplit(&mut func, split);
-        report.steps.insert(
-            func.name.clone(),
-            steps
-                .into_iter()
-                .filter(|s| (s.value.0 as usize) < func.values.len())
-                .collect(),
-        );
+        let values_len = split.values_len();
+        let moved = super::split::merge_copies(&mut func, split);
+        // Steps on folded copies go; steps on kept copies follow their new ids.
+        let steps = steps
+            .into_iter()
+            .filter_map(|mut s| {
+                let i = s.value.0 as usize;
+                if i >= values_len {
+                    s.value = (*moved.get(i - values_len)?)?;
+                }
+                Some(s)
+            })
+            .collect();
+        report.steps.insert(func.name.clone(), steps);
         module.funcs[i] = func;
     }
     for f in &mut module.funcs {
@@ -319,8 +330,10 @@ fn user_priorities(func: &Func) -> Vec<i64> {
 }
 
 /// Shardy's user priorities: before level 0, every dim with a priority above
-/// 0 is emptied and opened; at level `p > 0`, the dims of priority `p` get their
-/// original axes and closedness back, overriding what lower levels propagated.
+/// 0 is emptied and closed, its axes added to the replicated ones (so nothing
+/// propagates into it or uses them); at level `p > 0`, the dims of priority `p`
+/// get their original axes and closedness back, overriding what lower levels
+/// propagated, and their axes leave the replicated ones.
 fn apply_priority_level(
     current: &mut Option<TensorSharding>,
     original: &Option<TensorSharding>,
@@ -329,18 +342,29 @@ fn apply_priority_level(
     let (Some(cur), Some(orig)) = (current.as_mut(), original.as_ref()) else {
         return;
     };
+    let mut moved: Vec<crate::mesh::AxisRef> = Vec::new();
     for (d, od) in cur.dims.iter_mut().zip(&orig.dims) {
         match od.priority {
             Some(p) if level == 0 && p > 0 => {
                 d.axes.clear();
-                d.is_closed = false;
+                d.is_closed = true;
+                for a in &od.axes {
+                    if !cur.replicated.contains(a) {
+                        cur.replicated.push(a.clone());
+                    }
+                }
             }
             Some(p) if level > 0 && p == level => {
                 d.axes = od.axes.clone();
                 d.is_closed = od.is_closed;
+                moved.extend(od.axes.iter().cloned());
             }
             _ => {}
         }
+    }
+    if !moved.is_empty() {
+        cur.replicated
+            .retain(|a| !moved.contains(a) || orig.replicated.contains(a));
     }
 }
 
@@ -359,9 +383,9 @@ fn restrict_to_priority(
     }
 }
 
-/// The three passes of the op-priority schedule.
+/// The five passes of the op-priority schedule.
 fn op_priority(func: &mut Func, st: &mut State<'_>, prefix: &str) {
-    for level in 0..3 {
+    for level in 0..5 {
         run(
             func,
             st,
@@ -381,19 +405,34 @@ fn is_pass_through(rule: &OpShardingRule, f: usize) -> bool {
 }
 
 /// The direction an op may propagate factor `f` in op-priority pass `level`
-/// (the union of the schedule's first `level + 1` entries).
+/// (the union of the schedule's first `level + 1` entries, as Shardy's
+/// op-priority propagation): 0. pass-through ops none of whose (non-scalar)
+/// operands has another use, 1. pass-through ops, 2. pass-through factors
+/// (broadcasts backward only), 3. every factor (broadcasts backward only),
+/// 4. everything.
 fn op_priority_direction(
     level: usize,
     class: OpClass,
     rule: Option<&OpShardingRule>,
     f: usize,
+    multi_use: bool,
 ) -> Direction {
-    let mut dir = match class {
+    let pass_through = match class {
         OpClass::Elementwise | OpClass::PassThrough | OpClass::Barrier => Direction::Both,
         OpClass::ForwardOnly => Direction::Forward,
         OpClass::Broadcast | OpClass::Other => Direction::None,
     };
+    // A multi-use operand: forward would conflict at each use, backward with
+    // the other uses.
+    let mut dir = if multi_use {
+        Direction::None
+    } else {
+        pass_through
+    };
     if level >= 1 {
+        dir = dir.union(pass_through);
+    }
+    if level >= 2 {
         let second = if rule.is_some_and(|r| !is_pass_through(r, f)) {
             Direction::None
         } else if class == OpClass::Broadcast {
@@ -403,7 +442,14 @@ fn op_priority_direction(
         };
         dir = dir.union(second);
     }
-    if level >= 2 {
+    if level >= 3 {
+        dir = dir.union(if class == OpClass::Broadcast {
+            Direction::Backward
+        } else {
+            Direction::Both
+        });
+    }
+    if level >= 4 {
         dir = Direction::Both;
     }
     dir
@@ -679,6 +725,12 @@ fn remove_size_one_axes(func: &mut Func, meshes: &[(String, Mesh)]) {
 fn build_units(func: &Func, st: &mut State<'_>) {
     let skip = in_reduce_body(func);
     let mut units: Vec<Unit> = Vec::new();
+    let mut uses = vec![0u32; func.values.len()];
+    for id in func.walk() {
+        for &o in &func.op(id).operands {
+            uses[o.0 as usize] = uses[o.0 as usize].saturating_add(1);
+        }
+    }
     for id in func.walk() {
         if skip[id.0 as usize] {
             continue;
@@ -816,6 +868,10 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                             n_operands: op.operands.len(),
                             fixed_dir: None,
                             manual: None,
+                            multi_use: op
+                                .operands
+                                .iter()
+                                .any(|&o| uses[o.0 as usize] > 1 && func.value(o).ty.rank() > 0),
                         });
                     }
                 }
@@ -986,6 +1042,7 @@ fn propagate_unit(
     let units = std::rc::Rc::clone(&st.units);
     let unit = &units[u];
     let (op_id, rule, class, fixed_dir) = (unit.op, &unit.rule, unit.class, unit.fixed_dir);
+    let multi_use = unit.multi_use;
     let n_ops = unit.n_operands;
     let tensors = &unit.tensors;
     let (operands, results) = tensors.split_at(n_ops);
@@ -996,9 +1053,9 @@ fn propagate_unit(
         }
         match (fixed_dir, level) {
             (Some(d), _) if is_barrier => d,
-            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f)),
+            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f, multi_use)),
             (Some(d), None) => d,
-            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f),
+            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f, multi_use),
             (None, None) => Direction::Both,
         }
     };

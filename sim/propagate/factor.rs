@@ -123,12 +123,15 @@ fn no_conflicts_across_factors(
 
 /// Largest prefix of `axis` that this tensor's factor can take: not replicated,
 /// and either already there or the factor is open, without overflow, and
-/// divisible (unless minor-most) by the sharded size so far.
+/// (unless minor-most) the part of it that still divides the factor after the
+/// `prev_sharded` size of the axes before it: the whole axis, or its sub-axis
+/// prefix of size gcd(factor left, axis size) (Shardy's
+/// `compatiblePrefixNoConflictsWithinFactor`).
 fn no_conflicts_within_factor(
     axis: &AxisRef,
     replicated: &[AxisRef],
     fs: &FactorSharding,
-    sharded_size: u64,
+    prev_sharded: u64,
     factor_size: u64,
     mesh: &Mesh,
 ) -> Option<AxisRef> {
@@ -136,11 +139,21 @@ fn no_conflicts_within_factor(
     if fs.axes.iter().any(|a| a.contains(&result, mesh)) {
         return Some(result);
     }
-    if !fs.is_closed
-        && fs.overflow.is_empty()
-        && (fs.is_minor_most || factor_size % sharded_size == 0)
-    {
-        return Some(result);
+    if !fs.is_closed && fs.overflow.is_empty() {
+        if fs.is_minor_most {
+            return Some(result);
+        }
+        if prev_sharded > 0 && factor_size % prev_sharded == 0 {
+            let size = result.size(mesh).unwrap_or(1);
+            let g = gcd(factor_size / prev_sharded, size);
+            if g == size {
+                return Some(result);
+            }
+            if g != 1 {
+                let pre = result.sub.map_or(1, |s| s.pre_size);
+                return Some(AxisRef::sub(result.name.clone(), pre, g));
+            }
+        }
     }
     match fs.axes.last() {
         Some(last) if last.prefix_of(&result, mesh) => Some(last.clone()),
@@ -148,18 +161,28 @@ fn no_conflicts_within_factor(
     }
 }
 
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// Keep the longest prefix of `axes` for which `fix` accepts every axis; an
-/// axis that `fix` shortens ends the list after it.
+/// axis that `fix` shortens ends the list after it. `fix` is given the axis
+/// and the sharded size of the axes before it.
 fn truncate_conflicts(
     axes: &mut Vec<AxisRef>,
     mut fix: impl FnMut(&AxisRef, u64) -> Option<AxisRef>,
     mesh: &Mesh,
     conservative: bool,
 ) {
-    let mut sharded = 1u64;
+    let mut prev = 1u64;
     for i in 0..axes.len() {
-        sharded *= axes[i].size(mesh).unwrap_or(1);
-        match fix(&axes[i], sharded) {
+        let fixed = fix(&axes[i], prev);
+        prev = prev.saturating_mul(axes[i].size(mesh).unwrap_or(1));
+        match fixed {
             None => {
                 axes.truncate(i);
                 return;
@@ -273,7 +296,7 @@ fn propagate_basic(p: &mut Projection, ctx: &FactorContext<'_>) -> Updated {
         let snapshot: &Projection = p;
         truncate_conflicts(
             &mut axes,
-            |axis, sharded| {
+            |axis, prev| {
                 let mut result = axis.clone();
                 for t in snapshot.tensors() {
                     result = no_conflicts_across_factors(&result, t, f, None, ctx.mesh)?;
@@ -282,7 +305,7 @@ fn propagate_basic(p: &mut Projection, ctx: &FactorContext<'_>) -> Updated {
                             &result,
                             &t.replicated,
                             fs,
-                            sharded,
+                            prev,
                             factor_size,
                             ctx.mesh,
                         )?;
@@ -320,12 +343,12 @@ fn axes_for_tensor(
     let mut axes = candidates[f].clone();
     truncate_conflicts(
         &mut axes,
-        |axis, sharded| {
+        |axis, prev| {
             no_conflicts_within_factor(
                 axis,
                 &tensor.replicated,
                 fs,
-                sharded,
+                prev,
                 ctx.factor_sizes[f],
                 ctx.mesh,
             )

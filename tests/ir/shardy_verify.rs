@@ -52,3 +52,40 @@ fn null_factor_mapping_round_trips() {
         "{e}"
     );
 }
+
+/// Shardy's documented rule (its `sdy.mesh` op description and the seed
+/// document): all meshes of a module have one device count, meshes of a
+/// single device aside. Shardy's C++ verifier does not check it, and its
+/// propagation lit files declare 3- and 6-device (or 4- and 8-device) meshes
+/// side by side; shardsim keeps the documented rule, and its own fixtures of
+/// those lit cases use different meshes of one device count
+/// (`tests/fixtures/shardy_lit/basic_propagation.mlir`, `@a8` next to `@xy`).
+#[test]
+fn meshes_share_one_device_count_single_device_ones_aside() {
+    let module = |meshes: &[&str]| {
+        let decls: String = meshes
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("  sdy.mesh @m{i} = {m}\n"))
+            .collect();
+        format!("module @m {{\n{decls}  func.func @main(%x: tensor<6xf32>) -> tensor<6xf32> {{\n    return %x : tensor<6xf32>\n  }}\n}}\n")
+    };
+    // One count (6) under different axes, with a maximal mesh, the empty mesh
+    // and a mesh of size-1 axes: accepted.
+    let ok = module(&[
+        r#"<["a"=6]>"#,
+        r#"<["b"=2, "c"=3]>"#,
+        r#"<[], device_ids=[5]>"#,
+        "<[]>",
+        r#"<["p"=1]>"#,
+        r#"<["d"=3, "e"=2], device_ids=[5, 4, 3, 2, 1, 0]>"#,
+    ]);
+    parse_and_verify(&ok).unwrap();
+    // The lit files' 3 and 6 devices: refused at the second mesh, located.
+    let bad = module(&[r#"<[], device_ids=[0]>"#, r#"<["a"=3]>"#, r#"<["a"=6]>"#]);
+    let e = parse_and_verify(&bad).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "4:13: expected 3 devices like @m1 (all meshes of a module have one device count), found @m2 with 6 devices"
+    );
+}

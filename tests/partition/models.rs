@@ -20,14 +20,7 @@ use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::allclose;
 
 /// Cases that do not run end to end yet, with what they need.
-const PENDING: &[(&str, &str)] = &[(
-    "iota_causal_mask_sharded_scores",
-    "320 bytes per device, XLA 64: propagation gives Shardy's shardings to each per-use copy of the \
-     mask, but the copies are merged back before partitioning, so the returned (replicated) mask is \
-     all-gathered from the select's model-sharded one; XLA keeps Shardy's copy and computes it \
-     replicated. Needs the split copies whose sharding differs kept in the module (Shardy's merger \
-     only merges copies with equal shardings)",
-)];
+const PENDING: &[(&str, &str)] = &[];
 
 fn cases() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(crate::common::fixture("models"))
