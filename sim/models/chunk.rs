@@ -13,6 +13,7 @@ use super::block::{
     Sharded, CORE_ROLES, ROLES,
 };
 use super::emit::{Emitter, Val};
+use super::moe::{EXPERT_AXIS, EXPERT_WEIGHTS};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
 
@@ -44,8 +45,16 @@ fn kept_roles(strategy: &Strategy) -> Vec<&'static str> {
     }
 }
 
-/// The mesh of a chunk program: `data` (size `data`) x `tensor`.
+/// The mesh of a chunk program: `data` (size `data`) x `tensor`; with
+/// expert parallelism `expert` x `tensor`, the program one replica's, manual
+/// over `expert` (the replicas exchange tokens by all-to-all, see
+/// [`super::moe`]).
 fn emitter(strategy: &Strategy, data: u64) -> Emitter {
+    if strategy.ep > 1 {
+        let mut e = Emitter::new(&[(EXPERT_AXIS, strategy.ep), ("tensor", strategy.tp)]);
+        e.manual_over(EXPERT_AXIS);
+        return e;
+    }
     Emitter::new(&[("data", data), ("tensor", strategy.tp)])
 }
 
@@ -373,7 +382,9 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     finish(e, "chunk_backward", &results)
 }
 
-/// Shapes and shardings of a chunk's weights, in argument order.
+/// Shapes and shardings of a chunk's weights, in argument order; with
+/// expert parallelism the routed experts' matrices whole, split over the
+/// `expert` axis on their first dimension.
 pub fn chunk_weights(
     model: &ModelSpec,
     strategy: &Strategy,
@@ -382,9 +393,19 @@ pub fn chunk_weights(
     let c = Ctx::new(model, strategy);
     let mut scratch = emitter(strategy, 1);
     let args = chunk_args(&mut scratch, model, &c, kind, true);
+    let per_layer = args.layers.first().map_or(0, |l| l.mats.len());
+    let layer_weights = args.layers.len() * per_layer;
     args.weights()
         .into_iter()
-        .map(|(v, d)| (v.shape, d))
+        .enumerate()
+        .map(|(i, (v, mut d))| {
+            let mut shape = v.shape;
+            if strategy.ep > 1 && i < layer_weights && EXPERT_WEIGHTS.contains(&(i % per_layer)) {
+                shape[0] *= strategy.ep;
+                d[0] = EXPERT_AXIS;
+            }
+            (shape, d)
+        })
         .collect()
 }
 

@@ -151,6 +151,9 @@ impl ModelSpec {
                     m.top_k, m.experts
                 ));
             }
+            if self.mlp != Mlp::Swiglu {
+                return bad("moe experts are SwiGLU MLPs: mlp must be \"swiglu\"".to_string());
+            }
         }
         Ok(())
     }

@@ -183,12 +183,6 @@ pub fn simulate_step(
 ) -> Result<StepReport, ModelError> {
     model.check()?;
     strategy.check(model)?;
-    if model.moe.is_some() {
-        return Err(ModelError::Strategy(format!(
-            "model `{}`: mixture-of-experts blocks are not built yet",
-            model.name
-        )));
-    }
     if strategy.cp > 1 {
         return Err(ModelError::Strategy(format!(
             "cp = {} is not built yet (context parallelism)",
@@ -435,6 +429,11 @@ fn time_chunk(
         .iter()
         .map(|(shape, dims)| {
             let n: u64 = shape.iter().product();
+            let n = if dims.contains(&super::moe::EXPERT_AXIS) {
+                n / strategy.ep
+            } else {
+                n
+            };
             if dims.contains(&"tensor") {
                 n / strategy.tp
             } else {

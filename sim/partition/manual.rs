@@ -68,8 +68,13 @@ impl Builder {
                 self.relabel(block, slot, &a.name);
                 slot
             } else {
+                // A per-device buffer like every body value: local steps
+                // (a gather's row range, say) see the block itself, not a
+                // shard of the operand.
                 self.check_block(func, arg, block)?;
-                block
+                let slot = self.per_device_value(func, arg)?;
+                self.relabel(block, slot, &func.value(arg).name);
+                slot
             };
             self.slot_of[arg.0 as usize] = Some(slot);
         }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod inference;
+mod moe;
 mod pipeline;
 mod programs;
 mod step;
