@@ -74,6 +74,8 @@ pub struct Emitter {
     consts: BTreeMap<(String, DType), Val>,
     /// The mesh axis the whole body is manual over (see [`Emitter::manual_over`]).
     manual: Option<String>,
+    /// Arguments every manual group takes whole (see [`Emitter::arg_shared`]).
+    shared: Vec<bool>,
 }
 
 impl Emitter {
@@ -86,6 +88,7 @@ impl Emitter {
             next: 0,
             consts: BTreeMap::new(),
             manual: None,
+            shared: Vec::new(),
         }
     }
 
@@ -167,6 +170,17 @@ impl Emitter {
             dtype,
         };
         self.args.push((v.clone(), sharding(dims)));
+        self.shared.push(false);
+        v
+    }
+
+    /// An argument every manual group takes whole (the same value on each:
+    /// a weight) rather than its own block; as [`Emitter::arg`] otherwise.
+    pub fn arg_shared(&mut self, shape: &[u64], dtype: DType, dims: &[&str]) -> Val {
+        let v = self.arg(shape, dtype, dims);
+        if let Some(last) = self.shared.last_mut() {
+            *last = true;
+        }
         v
     }
 
@@ -596,6 +610,13 @@ impl Emitter {
             g[0] *= n;
             ty(&g, dtype)
         };
+        let arg_ty = |i: usize, v: &Val| {
+            if self.shared[i] || v.shape.is_empty() {
+                v.ty()
+            } else {
+                global(&v.shape, v.dtype)
+            }
+        };
         let split = |dims: &[&str]| {
             let mut d: Vec<String> = dims.iter().map(|s| s.to_string()).collect();
             d[0] = if d[0].is_empty() {
@@ -637,10 +658,11 @@ impl Emitter {
         let arg_shardings: Vec<String> = self
             .args
             .iter()
-            .map(|(v, sh)| {
+            .zip(&self.shared)
+            .map(|((v, sh), &shared)| {
                 let dims = parse_dims(sh);
                 let refs: Vec<&str> = dims.iter().map(String::as_str).collect();
-                if v.shape.is_empty() {
+                if v.shape.is_empty() || shared {
                     sh.clone()
                 } else {
                     split(&refs)
@@ -655,14 +677,15 @@ impl Emitter {
             .map(|(i, ((v, _), sh))| {
                 format!(
                     "%g{i}: {} {{sdy.sharding = #sdy.sharding<@mesh, {sh}>}}",
-                    global(&v.shape, v.dtype)
+                    arg_ty(i, v)
                 )
             })
             .collect();
         let gtys: Vec<String> = self
             .args
             .iter()
-            .map(|(v, _)| global(&v.shape, v.dtype))
+            .enumerate()
+            .map(|(i, (v, _))| arg_ty(i, v))
             .collect();
         let rtys: Vec<String> = rets.iter().map(|(_, s, d, _)| global(s, *d)).collect();
         let rsh: Vec<String> = rets

@@ -68,13 +68,8 @@ impl Builder {
                 self.relabel(block, slot, &a.name);
                 slot
             } else {
-                // A per-device buffer like every body value: local steps
-                // (a gather's row range, say) see the block itself, not a
-                // shard of the operand.
                 self.check_block(func, arg, block)?;
-                let slot = self.per_device_value(func, arg)?;
-                self.relabel(block, slot, &func.value(arg).name);
-                slot
+                block
             };
             self.slot_of[arg.0 as usize] = Some(slot);
         }
@@ -103,14 +98,15 @@ impl Builder {
             let out = self.add_value(&v.name, v.ty.clone(), self.concrete(s.clone()))?;
             if partial {
                 self.same_blocks(&v.name, src, out)?;
-            } else if self.values[out].layout.local_shape != self.values[src].global.shape
+            } else if self.values[out].layout.local_shape != self.values[src].layout.local_shape
                 || self.values[out].layout.padding.iter().any(|&p| p != 0)
             {
                 return Err(PartitionError::Value {
                     value: v.name.clone(),
                     message: format!(
-                        "the body returns {} per device, but {} cuts {} into blocks of {:?}",
-                        self.values[src].global,
+                        // A returned body argument is its operand's block.
+                        "the body returns {:?} per device, but {} cuts {} into blocks of {:?}",
+                        self.values[src].layout.local_shape,
                         s.to_bare(),
                         v.ty,
                         self.values[out].layout.local_shape
