@@ -802,7 +802,7 @@ fn dense_mlp_backward(
     let tp_last = vec!["", "", "tensor"];
     let (b, s) = (c.b, c.s);
     let ahead = c.tp_comm_overlap;
-    let (dg, dmg) = gathered_mm(e, c, &dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
+    let (dg, dmg) = gathered_mm(e, c, dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
     let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
     grads[3] = Some(mm_dw(e, &a("gact"), &dmg));
     let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));

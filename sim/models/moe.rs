@@ -168,7 +168,7 @@ impl MoeCtx {
     /// Expert outputs `[local experts, groups x ep, capacity, h]` (partial
     /// sums over `tensor`) back to each token's replica as `[groups,
     /// experts, capacity, h]`, reduce-scattered over `tensor` along `h`.
-    fn from_experts(&self, e: &mut Emitter, c: &Ctx, y: &Val) -> Val {
+    fn back_from_experts(&self, e: &mut Emitter, c: &Ctx, y: &Val) -> Val {
         let split = ["", "", "", "tensor"];
         let y = if c.h % c.tp == 0 {
             e.constrain(y, &split)
@@ -182,7 +182,7 @@ impl MoeCtx {
         e.all_to_all(&t, EXPERT_AXIS, 0, 1)
     }
 
-    /// The output sharding of [`MoeCtx::from_experts`].
+    /// The output sharding of [`MoeCtx::back_from_experts`].
     fn hidden_dims(&self, c: &Ctx) -> [&'static str; 4] {
         if c.h % c.tp == 0 {
             ["", "", "", "tensor"]
@@ -238,7 +238,7 @@ impl MoeCtx {
         acts.insert("ehu", (ehu, f_dims.clone()));
         acts.insert("egact", (gact.clone(), f_dims));
         let ye = e.dot(&gact, &ws[2].0, (&[0], &[0]), (&[3], &[1]));
-        let ye = self.from_experts(e, c, &ye);
+        let ye = self.back_from_experts(e, c, &ye);
         let hd = self.hidden_dims(c);
         acts.insert("ye", (ye.clone(), hd.to_vec()));
         let comb = combine_weights(e, &pg, &mask, &disp);
@@ -312,7 +312,7 @@ impl MoeCtx {
         let dh = swiglu_grad(e, &a("eh1"), &a("ehu"), &dg, 3);
         grads[1] = Some(e.dot(&a("xe"), &dh, (&[0], &[0]), (&[1, 2], &[1, 2])));
         let dxe = e.dot(&dh, &ws[1].0, (&[0], &[0]), (&[3, 4], &[2, 3]));
-        let dxin = self.from_experts(e, c, &dxe);
+        let dxin = self.back_from_experts(e, c, &dxe);
         let dxg = e.dot(&disp, &dxin, (&[0], &[0]), (&[2, 3], &[1, 2]));
         let dxg = e.constrain(&dxg, &hd[1..]);
         let dxg = e.reshape(&dxg, &c.act());
