@@ -15,7 +15,7 @@ use super::train_cmd::{gib, model_of, MachineArgs};
 
 #[derive(Debug, Args)]
 pub struct InferArgs {
-    /// A model preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b) or a model .toml file.
+    /// A model preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-moe-16b) or a model .toml file.
     model: String,
     #[arg(long, default_value_t = 1)]
     tp: u64,

@@ -16,7 +16,7 @@ use super::output::{load_topology, Format};
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// A model preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b) or a model .toml file.
+    /// A model preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-moe-16b) or a model .toml file.
     model: String,
     /// A strategy .toml file (fields as the flags below); flags override it.
     #[arg(long)]
@@ -30,6 +30,10 @@ pub struct TrainArgs {
     /// Context parallelism: the sequence split over this many devices (ring attention).
     #[arg(long)]
     cp: Option<u64>,
+    /// Expert parallelism (mixture-of-experts models): experts split over
+    /// `ep` of the `dp` replicas, tokens exchanged by all-to-all.
+    #[arg(long)]
+    ep: Option<u64>,
     /// Model chunks per pipeline device (needs --schedule interleaved).
     #[arg(long)]
     virtual_stages: Option<u64>,
@@ -151,6 +155,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     set(args.pp, &mut s.pp);
     set(args.dp, &mut s.dp);
     set(args.cp, &mut s.cp);
+    set(args.ep, &mut s.ep);
     set(args.virtual_stages, &mut s.virtual_stages);
     set(args.micro_batch, &mut s.micro_batch);
     set(args.global_batch, &mut s.global_batch);

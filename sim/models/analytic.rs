@@ -71,3 +71,46 @@ pub fn layer_activation_bytes(model: &ModelSpec, strategy: &Strategy) -> f64 {
         (_, false) => sbh * (10.0 + 24.0 / t + core / t),
     }
 }
+
+/// Parameters on one device of `strategy` with one pipeline stage, as
+/// `(dense, routed experts)`: attention, router, shared experts and the
+/// embedding tables split over `tp` (the router replicated), and each
+/// block's `experts / ep` routed experts split over `tp`.
+pub fn params_per_device(model: &ModelSpec, strategy: &Strategy) -> (f64, f64) {
+    let (h, tp) = (model.hidden as f64, strategy.tp as f64);
+    let l = model.layers as f64;
+    let attn = 2.0 * h * h + 2.0 * h * (model.kv_heads() * model.head_dim()) as f64;
+    let tables = if model.rope { 2.0 } else { 1.0 } * model.vocab as f64 * h;
+    let positions = if model.rope {
+        0.0
+    } else {
+        (model.seq * model.hidden) as f64
+    };
+    let mats = match model.mlp {
+        Mlp::Gelu => 2.0,
+        Mlp::Swiglu => 3.0,
+    };
+    let (dense_mlp, router, experts) = match &model.moe {
+        None => (mats * h * model.ffn_hidden as f64, 0.0, 0.0),
+        Some(m) => {
+            let one = mats * h * m.expert_ffn_hidden as f64;
+            (
+                one * m.shared_experts as f64,
+                h * m.experts as f64,
+                one * (m.experts / strategy.ep) as f64,
+            )
+        }
+    };
+    let dense = l * ((attn + dense_mlp) / tp + router) + tables / tp + positions;
+    (dense, l * experts / tp)
+}
+
+/// Model-state bytes on one device with one pipeline stage: ZeRO's bytes
+/// per parameter over the `dp` replicas for dense weights, over the `dp /
+/// ep` replicas holding the same experts for routed experts' weights (their
+/// gradients are reduced, and their optimizer states sharded, only there).
+pub fn model_state_bytes(model: &ModelSpec, strategy: &Strategy) -> f64 {
+    let (dense, experts) = params_per_device(model, strategy);
+    dense * zero_bytes_per_param(strategy.zero, strategy.dp)
+        + experts * zero_bytes_per_param(strategy.zero, strategy.dp / strategy.ep.max(1))
+}

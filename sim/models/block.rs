@@ -55,6 +55,8 @@ pub struct Ctx {
     pub tp_comm_overlap: bool,
     /// Element type of activations and parameters.
     pub dtype: DType,
+    /// Mixture of experts in place of the dense MLP ([`super::moe`]).
+    pub moe: Option<super::moe::MoeCtx>,
 }
 
 impl Ctx {
@@ -64,6 +66,7 @@ impl Ctx {
             tp: strategy.tp,
             cp: strategy.cp,
             tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
+            moe: super::moe::MoeCtx::new(model, strategy.micro_batch, model.seq, strategy.ep),
             ..Ctx::of(model, strategy.micro_batch, model.seq, strategy.dtype())
         }
     }
@@ -90,6 +93,7 @@ impl Ctx {
             cp: 1,
             tp_comm_overlap: false,
             dtype,
+            moe: super::moe::MoeCtx::new(model, b, s, 1),
         }
     }
 
@@ -161,7 +165,8 @@ pub type Acts = BTreeMap<&'static str, Sharded>;
 /// `pd`) only without recomputation.
 pub const ROLES: &[&str] = &[
     "x", "ln1", "q", "k", "v", "lse", "p", "pmask", "pd", "ctx", "omask", "x1", "ln2", "h1", "hu",
-    "gact", "mmask",
+    "gact", "mmask", "rprobs", "rmask", "disp", "xe", "eh1", "ehu", "egact", "ye", "sh1", "shu",
+    "sgact",
 ];
 
 /// Roles of the attention core (recomputed by selective recomputation and
@@ -185,6 +190,10 @@ pub fn block_weight_shapes(c: &Ctx) -> Vec<(Vec<u64>, Vec<&'static str>)> {
         (vec![c.h, c.kv, c.g + 2, c.d], vec!["", "tensor", "", ""]),
         (vec![c.heads * c.d, c.h], vec!["tensor", ""]),
     ];
+    if let Some(m) = &c.moe {
+        w.extend(m.weight_shapes(c));
+        return w;
+    }
     match c.mlp {
         Mlp::Gelu => w.push((vec![c.h, c.f], vec!["", "tensor"])),
         Mlp::Swiglu => w.push((vec![c.h, 2, c.f], vec!["", "", "tensor"])),
@@ -426,19 +435,19 @@ pub fn mm_scattered(
 }
 
 /// `x @ w` over the last dimension of `x`.
-fn mm(e: &mut Emitter, x: &Val, w: &Val) -> Val {
+pub(super) fn mm(e: &mut Emitter, x: &Val, w: &Val) -> Val {
     let last = x.shape.len() - 1;
     e.dot(x, w, (&[], &[]), (&[last], &[0]))
 }
 
 /// `dy @ w^T`: the input gradient of [`mm`].
-fn mm_dx(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
+pub(super) fn mm_dx(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
     let last = dy.shape.len() - 1;
     e.dot(dy, w, (&[], &[]), (&[last], &[1]))
 }
 
 /// `dy @ w^T` over every dimension of `w` after its first (a fused weight).
-fn mm_dx_all(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
+pub(super) fn mm_dx_all(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
     let n = w.shape.len() - 1;
     let dy_dims: Vec<usize> = (dy.shape.len() - n..dy.shape.len()).collect();
     let w_dims: Vec<usize> = (1..=n).collect();
@@ -613,7 +622,6 @@ pub fn block_tail(
 ) -> Val {
     let act_dims = c.act_dims();
     let tp_last = c.tokens(&["", "", "tensor"]);
-    let (b, s) = (c.b, c.s);
     let o = mm_scattered(e, c, ctx, &tp_last, |e, x| mm(e, x, w(ws, 1)));
     let o = if c.dropout {
         let (keep, od) = dropout(e, &o, seed + 1);
@@ -627,11 +635,31 @@ pub fn block_tail(
     let (ln2, _) = norm(e, c, &x1);
     let ln2 = e.constrain(&ln2, &act_dims);
     acts.insert("ln2", (ln2.clone(), act_dims.clone()));
+    let m2 = match &c.moe {
+        Some(m) => m.forward(e, c, &ln2, &ws.mats[2..], acts),
+        None => dense_mlp(e, c, &ln2, ws, acts),
+    };
+    let m2 = if c.dropout {
+        let (keep, md) = dropout(e, &m2, seed + 2);
+        acts.insert("mmask", (keep, act_dims.clone()));
+        md
+    } else {
+        m2
+    };
+    let x2 = e.binary("add", &x1, &m2);
+    e.constrain(&x2, &act_dims)
+}
+
+/// The dense MLP of a block from the second norm's output `ln2`: its
+/// output before dropout (partial sums reduced as `act_dims` says).
+fn dense_mlp(e: &mut Emitter, c: &Ctx, ln2: &Val, ws: &BlockWeights, acts: &mut Acts) -> Val {
+    let tp_last = c.tokens(&["", "", "tensor"]);
+    let (b, s) = (c.b, c.s);
     let h_dims = match c.mlp {
         Mlp::Gelu => tp_last.clone(),
         Mlp::Swiglu => c.tokens(&["", "", "", "tensor"]),
     };
-    let (h, _) = gathered_mm(e, c, &ln2, &h_dims, |e, x| mm(e, x, w(ws, 2)));
+    let (h, _) = gathered_mm(e, c, ln2, &h_dims, |e, x| mm(e, x, w(ws, 2)));
     let (h1, gact) = match c.mlp {
         Mlp::Gelu => {
             let h1 = e.constrain(&h, &tp_last);
@@ -653,16 +681,7 @@ pub fn block_tail(
     let w2 = w(ws, 3);
     acts.insert("h1", (h1, tp_last.clone()));
     acts.insert("gact", (gact.clone(), tp_last.clone()));
-    let m2 = mm_scattered(e, c, &gact, &tp_last, |e, x| mm(e, x, w2));
-    let m2 = if c.dropout {
-        let (keep, md) = dropout(e, &m2, seed + 2);
-        acts.insert("mmask", (keep, act_dims.clone()));
-        md
-    } else {
-        m2
-    };
-    let x2 = e.binary("add", &x1, &m2);
-    e.constrain(&x2, &act_dims)
+    mm_scattered(e, c, &gact, &tp_last, |e, x| mm(e, x, w2))
 }
 
 /// GeLU as `x * sigmoid(1.702 x)` (the sigmoid approximation).
@@ -683,13 +702,13 @@ fn gelu_grad(e: &mut Emitter, x: &Val, dy: &Val) -> Val {
     e.binary("multiply", dy, &d)
 }
 
-fn silu(e: &mut Emitter, x: &Val) -> Val {
+pub(super) fn silu(e: &mut Emitter, x: &Val) -> Val {
     let s = e.unary("logistic", x);
     e.binary("multiply", x, &s)
 }
 
 /// `d silu(x) / dx * dy`.
-fn silu_grad(e: &mut Emitter, x: &Val, dy: &Val) -> Val {
+pub(super) fn silu_grad(e: &mut Emitter, x: &Val, dy: &Val) -> Val {
     let s = e.unary("logistic", x);
     let one = e.splat(1.0, &x.shape.clone(), x.dtype);
     let oms = e.binary("subtract", &one, &s);
@@ -761,32 +780,10 @@ pub fn block_backward(
     // reads is issued before the weight gradient before it, and each input
     // gradient's reduce-scatter runs while its weight gradient computes.
     let ahead = c.tp_comm_overlap;
-    let (dg, dmg) = gathered_mm(e, c, &dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
-    let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
-    grads[3] = Some(mm_dw(e, c, &a("gact"), &dmg));
-    let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));
-    let dh = match c.mlp {
-        Mlp::Gelu => gelu_grad(e, &a("h1"), &dg),
-        Mlp::Swiglu => {
-            let sg = silu(e, &a("h1"));
-            let dhu = e.binary("multiply", &dg, &sg);
-            let dsg = e.binary("multiply", &dg, &a("hu"));
-            let dgate = silu_grad(e, &a("h1"), &dsg);
-            let shape = [b, s, 1, c.f];
-            let dgate = e.reshape(&dgate, &shape);
-            let dup = e.reshape(&dhu, &shape);
-            let dh = e.concatenate(&[&dgate, &dup], 2);
-            e.constrain(&dh, &c.tokens(&["", "", "", "tensor"]))
-        }
+    let dln2 = match &c.moe {
+        Some(m) => m.backward(e, c, acts, &ws.mats[2..], &dm, &mut grads[2..]),
+        None => dense_mlp_backward(e, c, acts, ws, &dm, &mut grads),
     };
-    if !ahead {
-        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
-    }
-    let dln2 = mm_dx_all(e, &dh, w(ws, 2));
-    let dln2 = e.constrain(&dln2, &act_dims);
-    if ahead {
-        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
-    }
     let dx1n = norm_grad(e, c, &a("x1"), &dln2);
     let dx1 = e.binary("add", dy, &dx1n);
     // Attention.
@@ -863,4 +860,48 @@ fn core_backward(e: &mut Emitter, c: &Ctx, acts: &Acts, dctx: &Val) -> (Val, Val
     let dq = e.dot(&ds, &a("k"), (&[0, 1], &[0, 1]), (&[4], &[2]));
     let dk = e.dot(&ds, &a("q"), (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
     (dq, dk, dv)
+}
+
+/// The dense MLP's backward from its output gradient `dm`: the gradient of
+/// the second norm's output; the MLP weights' gradients go to `grads`.
+fn dense_mlp_backward(
+    e: &mut Emitter,
+    c: &Ctx,
+    acts: &Acts,
+    ws: &BlockWeights,
+    dm: &Val,
+    grads: &mut [Option<Val>],
+) -> Val {
+    let a = |r: &str| acts[r].0.clone();
+    let act_dims = c.act_dims();
+    let tp_last = c.tokens(&["", "", "tensor"]);
+    let (b, s) = (c.b, c.s);
+    let ahead = c.tp_comm_overlap;
+    let (dg, dmg) = gathered_mm(e, c, dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
+    let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
+    grads[3] = Some(mm_dw(e, c, &a("gact"), &dmg));
+    let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));
+    let dh = match c.mlp {
+        Mlp::Gelu => gelu_grad(e, &a("h1"), &dg),
+        Mlp::Swiglu => {
+            let sg = silu(e, &a("h1"));
+            let dhu = e.binary("multiply", &dg, &sg);
+            let dsg = e.binary("multiply", &dg, &a("hu"));
+            let dgate = silu_grad(e, &a("h1"), &dsg);
+            let shape = [b, s, 1, c.f];
+            let dgate = e.reshape(&dgate, &shape);
+            let dup = e.reshape(&dhu, &shape);
+            let dh = e.concatenate(&[&dgate, &dup], 2);
+            e.constrain(&dh, &c.tokens(&["", "", "", "tensor"]))
+        }
+    };
+    if !ahead {
+        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
+    }
+    let dln2 = mm_dx_all(e, &dh, w(ws, 2));
+    let dln2 = e.constrain(&dln2, &act_dims);
+    if ahead {
+        grads[2] = Some(mm_dw(e, c, &ln2, &dh));
+    }
+    dln2
 }

@@ -13,6 +13,7 @@ use super::block::{
     Sharded, CORE_ROLES, ROLES,
 };
 use super::emit::{Emitter, Val};
+use super::moe::{EXPERT_AXIS, EXPERT_WEIGHTS};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
 
@@ -46,8 +47,15 @@ fn kept_roles(strategy: &Strategy) -> Vec<&'static str> {
 
 /// The mesh of a chunk program: `data` (size `data`) x `context` (with
 /// context parallelism) x `tensor`, tensor ranks fastest as Megatron-LM
-/// orders them.
+/// orders them; with expert parallelism `expert` x `tensor`, the program one
+/// replica's, manual over `expert` (the replicas exchange tokens by
+/// all-to-all, see [`super::moe`]).
 fn emitter(strategy: &Strategy, data: u64) -> Emitter {
+    if strategy.ep > 1 {
+        let mut e = Emitter::new(&[(EXPERT_AXIS, strategy.ep), ("tensor", strategy.tp)]);
+        e.manual_over(EXPERT_AXIS);
+        return e;
+    }
     if strategy.cp > 1 {
         Emitter::new(&[
             ("data", data),
@@ -110,9 +118,11 @@ fn chunk_args(
     };
     let labels = kind.head.then(|| e.arg(&[c.b, c.s], DType::I32, &tokens));
     let layers = (0..kind.layers).map(|_| block_weight_args(e, c)).collect();
+    // Weights read by a gather are the same on every expert-parallel
+    // replica (a replica's own block would shift the rows it looks up).
     let table = |e: &mut Emitter| {
         let dims = vec!["tensor", ""];
-        (e.arg(&[c.vocab, c.h], c.dtype, &dims), dims)
+        (e.arg_shared(&[c.vocab, c.h], c.dtype, &dims), dims)
     };
     let embed_table = kind.embed.then(|| table(e));
     let head_table = if kind.head && (model.rope || !kind.embed) {
@@ -460,7 +470,9 @@ fn positions_grad(e: &mut Emitter, c: &Ctx, dy: &Val) -> Val {
     e.constrain(&g, &["context", "", ""])
 }
 
-/// Shapes and shardings of a chunk's weights, in argument order.
+/// Shapes and shardings of a chunk's weights, in argument order; with
+/// expert parallelism the routed experts' matrices whole, split over the
+/// `expert` axis on their first dimension.
 pub fn chunk_weights(
     model: &ModelSpec,
     strategy: &Strategy,
@@ -469,9 +481,19 @@ pub fn chunk_weights(
     let c = Ctx::new(model, strategy);
     let mut scratch = emitter(strategy, 1);
     let args = chunk_args(&mut scratch, model, &c, kind, true);
+    let per_layer = args.layers.first().map_or(0, |l| l.mats.len());
+    let layer_weights = args.layers.len() * per_layer;
     args.weights()
         .into_iter()
-        .map(|(v, d)| (v.shape, d))
+        .enumerate()
+        .map(|(i, (v, mut d))| {
+            let mut shape = v.shape;
+            if strategy.ep > 1 && i < layer_weights && EXPERT_WEIGHTS.contains(&(i % per_layer)) {
+                shape[0] *= strategy.ep;
+                d[0] = EXPERT_AXIS;
+            }
+            (shape, d)
+        })
         .collect()
 }
 

@@ -83,6 +83,10 @@ pub struct Emitter {
     next: usize,
     /// Scalar constants already written, by (text, type).
     consts: BTreeMap<(String, DType), Val>,
+    /// The mesh axis the whole body is manual over (see [`Emitter::manual_over`]).
+    manual: Option<String>,
+    /// Arguments every manual group takes whole (see [`Emitter::arg_shared`]).
+    shared: Vec<bool>,
 }
 
 impl Emitter {
@@ -94,7 +98,66 @@ impl Emitter {
             body: String::new(),
             next: 0,
             consts: BTreeMap::new(),
+            manual: None,
+            shared: Vec::new(),
         }
+    }
+
+    /// Write the body as one manual computation over mesh axis `axis`
+    /// (JAX's shard_map with the other axes left automatic): the builder
+    /// writes one group's program on its local shapes, as before; every
+    /// argument and result is that group's block of a global value split
+    /// along its first dimension over `axis` (a scalar result becomes `[1]`).
+    /// Groups exchange data only through explicit collectives such as
+    /// [`Emitter::all_to_all`].
+    pub fn manual_over(&mut self, axis: &str) {
+        assert!(self.mesh_axis_size(axis).is_some(), "no mesh axis {axis}");
+        self.manual = Some(axis.to_string());
+    }
+
+    fn mesh_axis_size(&self, axis: &str) -> Option<u64> {
+        self.mesh.iter().find(|(n, _)| n == axis).map(|(_, s)| *s)
+    }
+
+    /// `stablehlo.all_to_all` of `x` among the devices that differ only in
+    /// their coordinate on mesh axis `axis` (global device ids, major axis
+    /// first): `split_dim` cut into one piece per device, piece `j` sent to
+    /// the `j`-th device, the pieces received joined along `concat_dim`.
+    pub fn all_to_all(&mut self, x: &Val, axis: &str, split_dim: usize, concat_dim: usize) -> Val {
+        let pos = self
+            .mesh
+            .iter()
+            .position(|(n, _)| n == axis)
+            .expect("all_to_all over a mesh axis");
+        let n = self.mesh[pos].1;
+        let minor: u64 = self.mesh[pos + 1..].iter().map(|a| a.1).product();
+        let total: u64 = self.mesh.iter().map(|a| a.1).product();
+        let mut groups: Vec<Vec<u64>> = Vec::new();
+        for d in 0..total {
+            if (d / minor) % n == 0 {
+                groups.push((0..n).map(|j| d + j * minor).collect());
+            }
+        }
+        let mut to = x.shape.clone();
+        assert_eq!(to[split_dim] % n, 0, "all_to_all: split dimension");
+        to[split_dim] /= n;
+        to[concat_dim] *= n;
+        let v = self.fresh(to, x.dtype);
+        let rows: Vec<String> = groups.iter().map(|g| format!("[{}]", list(g))).collect();
+        self.next += 1;
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.all_to_all\"({}) <{{channel_handle = #stablehlo.channel_handle<handle = {}, type = 0>, concat_dimension = {concat_dim} : i64, replica_groups = dense<[{}]> : tensor<{}x{n}xi64>, split_count = {n} : i64, split_dimension = {split_dim} : i64, use_global_device_ids}}> : ({}) -> {}",
+                x.name,
+                self.next,
+                rows.join(", "),
+                groups.len(),
+                x.ty(),
+                v.ty()
+            ),
+        );
+        v
     }
 
     fn fresh(&mut self, shape: Vec<u64>, dtype: DType) -> Val {
@@ -118,6 +181,17 @@ impl Emitter {
             dtype,
         };
         self.args.push((v.clone(), sharding(dims)));
+        self.shared.push(false);
+        v
+    }
+
+    /// An argument every manual group takes whole (the same value on each:
+    /// a weight) rather than its own block; as [`Emitter::arg`] otherwise.
+    pub fn arg_shared(&mut self, shape: &[u64], dtype: DType, dims: &[&str]) -> Val {
+        let v = self.arg(shape, dtype, dims);
+        if let Some(last) = self.shared.last_mut() {
+            *last = true;
+        }
         v
     }
 
@@ -609,15 +683,26 @@ impl Emitter {
     /// along mesh axis `axis` (a ring), receive from the one as far behind
     /// (`stablehlo.collective_permute` over global device ids).
     pub fn ring_shift(&mut self, x: &Val, axis: &str, shift: u64) -> Val {
+        // `axis` may name adjacent axes (`data,expert`), major first: one
+        // group over all of them.
         let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
-        let at = self
-            .mesh
-            .iter()
-            .position(|(n, _)| n == axis)
-            .expect("a mesh axis");
+        let at: Vec<usize> = axis
+            .split(',')
+            .map(|a| {
+                self.mesh
+                    .iter()
+                    .position(|(n, _)| n == a)
+                    .expect("a mesh axis")
+            })
+            .collect();
+        assert!(
+            at.windows(2).all(|w| w[1] == w[0] + 1),
+            "reduce_scatter_over adjacent axes, major first"
+        );
         let total: u64 = sizes.iter().product();
-        let stride: u64 = sizes[at + 1..].iter().product();
-        let n = sizes[at];
+        let last = *at.last().expect("an axis");
+        let stride: u64 = sizes[last + 1..].iter().product();
+        let n: u64 = at.iter().map(|&i| sizes[i]).product();
         let pairs: Vec<String> = (0..total)
             .map(|d| {
                 let i = (d / stride) % n;
@@ -645,15 +730,26 @@ impl Emitter {
     /// `axis`, each keeping its slice of dimension `dim`
     /// (`stablehlo.reduce_scatter` over global device ids).
     pub fn reduce_scatter_over(&mut self, x: &Val, axis: &str, dim: usize) -> Val {
+        // `axis` may name adjacent axes (`data,expert`), major first: one
+        // group over all of them.
         let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
-        let at = self
-            .mesh
-            .iter()
-            .position(|(n, _)| n == axis)
-            .expect("a mesh axis");
+        let at: Vec<usize> = axis
+            .split(',')
+            .map(|a| {
+                self.mesh
+                    .iter()
+                    .position(|(n, _)| n == a)
+                    .expect("a mesh axis")
+            })
+            .collect();
+        assert!(
+            at.windows(2).all(|w| w[1] == w[0] + 1),
+            "reduce_scatter_over adjacent axes, major first"
+        );
         let total: u64 = sizes.iter().product();
-        let stride: u64 = sizes[at + 1..].iter().product();
-        let n = sizes[at];
+        let last = *at.last().expect("an axis");
+        let stride: u64 = sizes[last + 1..].iter().product();
+        let n: u64 = at.iter().map(|&i| sizes[i]).product();
         let groups: Vec<String> = (0..total)
             .filter(|d| (d / stride) % n == 0)
             .map(|d| {
@@ -730,7 +826,10 @@ impl Emitter {
     }
 
     /// The module text: `@main` returning `results` with their shardings.
-    pub fn finish(self, module: &str, results: &[(Val, Vec<&str>)]) -> String {
+    pub fn finish(mut self, module: &str, results: &[(Val, Vec<&str>)]) -> String {
+        if let Some(axis) = self.manual.take() {
+            return self.finish_manual(module, results, &axis);
+        }
         let mut out = String::with_capacity(self.body.len() + 4096);
         let _ = writeln!(out, "module @{module} {{");
         let axes: Vec<String> = self
@@ -777,4 +876,171 @@ impl Emitter {
         );
         out
     }
+
+    /// [`Emitter::finish`] of a body manual over `axis`: arguments and
+    /// results split along their first dimension (see
+    /// [`Emitter::manual_over`]).
+    fn finish_manual(self, module: &str, results: &[(Val, Vec<&str>)], axis: &str) -> String {
+        let n = self.mesh_axis_size(axis).expect("manual axis");
+        let global = |shape: &[u64], dtype: DType| {
+            let mut g = shape.to_vec();
+            g[0] *= n;
+            ty(&g, dtype)
+        };
+        let arg_ty = |i: usize, v: &Val| {
+            if self.shared[i] || v.shape.is_empty() {
+                v.ty()
+            } else {
+                global(&v.shape, v.dtype)
+            }
+        };
+        let split = |dims: &[&str]| {
+            let mut d: Vec<String> = dims.iter().map(|s| s.to_string()).collect();
+            d[0] = if d[0].is_empty() {
+                axis.to_string()
+            } else {
+                format!("{axis},{}", d[0])
+            };
+            let refs: Vec<&str> = d.iter().map(String::as_str).collect();
+            sharding(&refs)
+        };
+        let mut body = self.body.clone();
+        // Scalars (a loss) come back as `[1]` per group.
+        let mut rets: Vec<(String, Vec<u64>, DType, String)> = Vec::new();
+        let mut k = 0;
+        for (v, dims) in results {
+            if v.shape.is_empty() {
+                k += 1;
+                let name = format!("%r{k}");
+                let _ = writeln!(
+                    body,
+                    "    {name} = stablehlo.reshape {} : ({}) -> {}",
+                    v.name,
+                    v.ty(),
+                    ty(&[1], v.dtype)
+                );
+                rets.push((name, vec![1], v.dtype, split(&[""])));
+            } else {
+                rets.push((v.name.clone(), v.shape.clone(), v.dtype, split(dims)));
+            }
+        }
+        let mut out = String::with_capacity(body.len() + 4096);
+        let _ = writeln!(out, "module @{module} {{");
+        let axes: Vec<String> = self
+            .mesh
+            .iter()
+            .map(|(n, s)| format!("\"{n}\"={s}"))
+            .collect();
+        let _ = writeln!(out, "  sdy.mesh @mesh = <[{}]>", axes.join(", "));
+        let arg_shardings: Vec<String> = self
+            .args
+            .iter()
+            .zip(&self.shared)
+            .map(|((v, sh), &shared)| {
+                let dims = parse_dims(sh);
+                let refs: Vec<&str> = dims.iter().map(String::as_str).collect();
+                if v.shape.is_empty() || shared {
+                    sh.clone()
+                } else {
+                    split(&refs)
+                }
+            })
+            .collect();
+        let func_args: Vec<String> = self
+            .args
+            .iter()
+            .zip(&arg_shardings)
+            .enumerate()
+            .map(|(i, ((v, _), sh))| {
+                format!(
+                    "%g{i}: {} {{sdy.sharding = #sdy.sharding<@mesh, {sh}>}}",
+                    arg_ty(i, v)
+                )
+            })
+            .collect();
+        let gtys: Vec<String> = self
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, (v, _))| arg_ty(i, v))
+            .collect();
+        let rtys: Vec<String> = rets.iter().map(|(_, s, d, _)| global(s, *d)).collect();
+        let rsh: Vec<String> = rets
+            .iter()
+            .map(|(_, s, d, sh)| {
+                format!(
+                    "{} {{sdy.sharding = #sdy.sharding<@mesh, {sh}>}}",
+                    global(s, *d)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  func.func @main({}) -> ({}) {{",
+            func_args.join(", "),
+            rsh.join(", ")
+        );
+        let operands: Vec<String> = (0..self.args.len()).map(|i| format!("%g{i}")).collect();
+        let ins: Vec<String> = arg_shardings
+            .iter()
+            .map(|s| format!("<@mesh, {s}>"))
+            .collect();
+        let outs: Vec<String> = rets.iter().map(|r| format!("<@mesh, {}>", r.3)).collect();
+        let locals: Vec<String> = self
+            .args
+            .iter()
+            .map(|(v, _)| format!("{}: {}", v.name, v.ty()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    %mc:{} = sdy.manual_computation({}) in_shardings=[{}] out_shardings=[{}] manual_axes={{\"{axis}\"}} ({}) {{",
+            rets.len(),
+            operands.join(", "),
+            ins.join(", "),
+            outs.join(", "),
+            locals.join(", ")
+        );
+        out.push_str(&body);
+        let names: Vec<&str> = rets.iter().map(|r| r.0.as_str()).collect();
+        let ltys: Vec<String> = rets.iter().map(|(_, s, d, _)| ty(s, *d)).collect();
+        let _ = writeln!(
+            out,
+            "    sdy.return {} : {}\n    }} : ({}) -> ({})",
+            names.join(", "),
+            ltys.join(", "),
+            gtys.join(", "),
+            rtys.join(", ")
+        );
+        let mcs: Vec<String> = (0..rets.len()).map(|i| format!("%mc#{i}")).collect();
+        let _ = writeln!(
+            out,
+            "    return {} : {}\n  }}\n}}",
+            mcs.join(", "),
+            rtys.join(", ")
+        );
+        out
+    }
+}
+
+/// The dims of a sharding written by [`sharding`], as [`sharding`] takes them.
+fn parse_dims(sh: &str) -> Vec<String> {
+    let inner = sh.trim().trim_start_matches('[').trim_end_matches(']');
+    let mut dims = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0;
+    for ch in inner.chars() {
+        match ch {
+            '{' => {
+                depth += 1;
+                cur.clear();
+            }
+            '}' => {
+                depth -= 1;
+                dims.push(cur.replace(['"', ' '], ""));
+            }
+            _ if depth > 0 => cur.push(ch),
+            _ => {}
+        }
+    }
+    dims
 }

@@ -84,13 +84,16 @@ impl Serving {
                 return bad(format!("{what} must be positive"));
             }
         }
-        if model.moe.is_some() {
-            return bad(format!(
-                "model `{}`: mixture-of-experts blocks are not built yet",
-                model.name
-            ));
-        }
         super::strategy::check_tensor_split(model, self.tp)?;
+        if let Some(moe) = &model.moe {
+            let shared = moe.shared_experts * moe.expert_ffn_hidden;
+            if moe.expert_ffn_hidden % self.tp != 0 || shared % self.tp != 0 {
+                return bad(format!(
+                    "expert_ffn_hidden {} (shared {shared}) does not split over tp = {}",
+                    moe.expert_ffn_hidden, self.tp
+                ));
+            }
+        }
         if model.layers % self.pp != 0 {
             return bad(format!(
                 "{} layers do not split over pp = {}",

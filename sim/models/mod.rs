@@ -9,6 +9,7 @@
 //! - [`block`], [`chunk`]: one transformer block and one model chunk
 //!   (forward and backward programs of a microbatch);
 //! - [`ring`]: context parallelism's ring attention;
+//! - [`moe`]: a mixture-of-experts MLP and expert parallelism;
 //! - [`inference`]: prefill and decode steps with a key/value cache;
 //! - [`analytic`]: the closed forms results are checked against (model
 //!   FLOPs, ZeRO model-state bytes, activation memory).
@@ -18,6 +19,7 @@ pub mod block;
 pub mod chunk;
 pub mod emit;
 pub mod inference;
+pub mod moe;
 pub mod optimizer;
 pub mod pipeline;
 pub mod ring;

@@ -10,6 +10,7 @@ use crate::base::DType;
 
 use super::block::Sharded;
 use super::emit::{Emitter, Val};
+use super::moe::EXPERT_AXIS;
 use super::strategy::Strategy;
 
 /// Adam's coefficients (the values do not change the cost).
@@ -27,13 +28,28 @@ pub fn optimizer_dims(
     strategy: &Strategy,
 ) -> Vec<&'static str> {
     let mut out = dims.to_vec();
-    if strategy.zero == 0 || strategy.dp == 1 {
+    let (axes, n) = data_axes(dims, strategy);
+    if strategy.zero == 0 || n == 1 {
         return out;
     }
-    if let Some(i) = (0..shape.len()).find(|&i| out[i].is_empty() && shape[i] % strategy.dp == 0) {
-        out[i] = "data";
+    if let Some(i) = (0..shape.len()).find(|&i| out[i].is_empty() && shape[i] % n == 0) {
+        out[i] = axes;
     }
     out
+}
+
+/// The mesh axes a weight's gradient is reduced over, and their size: every
+/// data-parallel replica (`data`, and `expert` with expert parallelism) for
+/// a dense weight; for a routed expert's weight (split over `expert`) only
+/// the `dp / ep` replicas holding the same experts (`data`).
+pub fn data_axes(dims: &[&'static str], strategy: &Strategy) -> (&'static str, u64) {
+    if strategy.ep <= 1 {
+        ("data", strategy.dp)
+    } else if dims.contains(&EXPERT_AXIS) {
+        ("data", strategy.dp / strategy.ep)
+    } else {
+        ("data,expert", strategy.dp)
+    }
 }
 
 /// Megatron-LM's smallest gradient bucket, in elements: `max(40M, 1M x dp)`
@@ -61,7 +77,14 @@ pub fn optimizer_buffers(
     let buffer = |n: u64| (vec![tp, n.div_ceil(dp) * dp], vec!["tensor", ""]);
     let mut out = Vec::new();
     let mut acc = 0u64;
+    // Routed experts' weights (expert parallelism) are stepped as they are,
+    // sharded over the replicas holding the same experts.
+    let mut experts = Vec::new();
     for (shape, dims) in weights {
+        if dims.contains(&EXPERT_AXIS) {
+            experts.push((shape.clone(), dims.clone()));
+            continue;
+        }
         let n: u64 = shape.iter().product();
         acc += if dims.contains(&"tensor") { n / tp } else { n };
         if acc >= bucket {
@@ -72,10 +95,20 @@ pub fn optimizer_buffers(
     if acc > 0 {
         out.push(buffer(acc));
     }
+    out.extend(experts);
     out
 }
 
+/// `data x tensor`; with expert parallelism `data x expert x tensor`, the
+/// data axis split into `dp / ep` groups of `ep` replicas.
 fn mesh(strategy: &Strategy) -> Emitter {
+    if strategy.ep > 1 {
+        return Emitter::new(&[
+            ("data", strategy.dp / strategy.ep),
+            (EXPERT_AXIS, strategy.ep),
+            ("tensor", strategy.tp),
+        ]);
+    }
     Emitter::new(&[("data", strategy.dp), ("tensor", strategy.tp)])
 }
 
@@ -84,31 +117,43 @@ fn mesh(strategy: &Strategy) -> Emitter {
 /// summed over it into the optimizer's sharding.
 pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Strategy) -> String {
     let mut e = mesh(strategy);
-    let distributed = strategy.zero >= 1 && strategy.dp > 1;
     let mut results: Vec<(Val, Vec<&str>)> = Vec::new();
     for (shape, dims) in weights {
-        let mut stacked = vec![strategy.dp];
+        let (axes, n) = data_axes(dims, strategy);
+        let distributed = strategy.zero >= 1 && n > 1;
+        let mut stacked = vec![n];
         stacked.extend(shape);
-        let mut sdims = vec!["data"];
+        let mut sdims = vec![axes];
         sdims.extend(dims.iter().copied());
         let g = e.arg(&stacked, strategy.dtype(), &sdims);
         let sum = if distributed {
-            // Megatron's distributed optimizer: each replica's bucket is
-            // scaled by 1 / dp (its gradient scaling, in place) and
-            // reduce-scattered by NCCL into the replicas' slices; per-device
-            // code, so no other op is costed.
-            let scope = e.manual_begin(&[(&g, sdims.clone())]);
-            let local = scope.args[0].clone();
-            let scaled = e.binary_scalar("multiply", &local, 1.0 / strategy.dp as f64);
-            let flat: u64 = local.shape.iter().product();
-            let flat = e.reshape(&scaled, &[flat]);
-            let slice = e.reduce_scatter_over(&flat, "data", 0);
-            let mut block: Vec<u64> = local.shape[1..].to_vec();
-            let last = block.len() - 1;
-            block[last] /= strategy.dp;
-            let slice = e.reshape(&slice, &block);
             let odims = optimizer_dims(shape, dims, strategy);
-            e.manual_end(scope, &[(&slice, odims)])[0].clone()
+            if odims.last() == Some(&axes) && dims.last() == Some(&"") {
+                // Megatron's distributed optimizer: each replica's bucket is
+                // scaled by 1 / n (its gradient scaling, in place) and
+                // reduce-scattered by NCCL into the replicas' slices;
+                // per-device code, so no other op is costed.
+                let scope = e.manual_begin(&[(&g, sdims.clone())]);
+                let local = scope.args[0].clone();
+                let scaled = e.binary_scalar("multiply", &local, 1.0 / n as f64);
+                let flat: u64 = local.shape.iter().product();
+                let flat = e.reshape(&scaled, &[flat]);
+                let slice = e.reduce_scatter_over(&flat, axes, 0);
+                let mut block: Vec<u64> = local.shape[1..].to_vec();
+                let last = block.len() - 1;
+                block[last] /= n;
+                let slice = e.reshape(&slice, &block);
+                e.manual_end(scope, &[(&slice, odims)])[0].clone()
+            } else {
+                // A routed expert's weight stepped as it is (sharded on
+                // another dim, or on none): its replicas' partial sums
+                // reduced into the optimizer's sharding, written as a
+                // contraction with ones so the partitioner leaves a partial
+                // sum, as it does for a row-parallel matmul.
+                let ones = e.splat(1.0, &[n], strategy.dtype());
+                let ones = e.constrain(&ones, &[axes]);
+                e.dot(&ones, &g, (&[], &[]), (&[0], &[0]))
+            }
         } else {
             e.reduce("add", &g, 0.0, &[0])
         };

@@ -82,6 +82,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "mixtral-8x7b",
         include_str!("../../models/mixtral-8x7b.toml"),
     ),
+    (
+        "deepseek-moe-16b",
+        include_str!("../../models/deepseek-moe-16b.toml"),
+    ),
 ];
 
 impl ModelSpec {
@@ -151,6 +155,9 @@ impl ModelSpec {
                     m.top_k, m.experts
                 ));
             }
+            if self.mlp != Mlp::Swiglu {
+                return bad("moe experts are SwiGLU MLPs: mlp must be \"swiglu\"".to_string());
+            }
         }
         Ok(())
     }
@@ -171,6 +178,22 @@ impl ModelSpec {
             }
         };
         attn + mlp
+    }
+
+    /// Parameters one token goes through: every parameter but the routed
+    /// experts it is not sent to (`experts - top_k` of them per block).
+    pub fn active_params(&self) -> u64 {
+        let idle = match &self.moe {
+            Some(m) => {
+                let mats = match self.mlp {
+                    Mlp::Gelu => 2,
+                    Mlp::Swiglu => 3,
+                };
+                self.layers * (m.experts - m.top_k) * mats * self.hidden * m.expert_ffn_hidden
+            }
+            None => 0,
+        };
+        self.params() - idle
     }
 
     /// Every parameter: blocks plus the embedding (tied to the output layer

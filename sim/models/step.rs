@@ -183,12 +183,6 @@ pub fn simulate_step(
 ) -> Result<StepReport, ModelError> {
     model.check()?;
     strategy.check(model)?;
-    if model.moe.is_some() {
-        return Err(ModelError::Strategy(format!(
-            "model `{}`: mixture-of-experts blocks are not built yet",
-            model.name
-        )));
-    }
     let gpus = strategy.devices();
     if u64::from(topo.num_devices()) != gpus {
         return Err(ModelError::Strategy(format!(
@@ -431,6 +425,11 @@ fn time_chunk(
         .iter()
         .map(|(shape, dims)| {
             let n: u64 = shape.iter().product();
+            let n = if dims.contains(&super::moe::EXPERT_AXIS) {
+                n / strategy.ep
+            } else {
+                n
+            };
             if dims.contains(&"tensor") {
                 n / strategy.tp
             } else {

@@ -249,10 +249,25 @@ impl Strategy {
             }
             _ => {}
         }
+        if let Some(moe) = &model.moe {
+            let shared = moe.shared_experts * moe.expert_ffn_hidden;
+            if moe.expert_ffn_hidden % self.tp != 0 || shared % self.tp != 0 {
+                return bad(format!(
+                    "expert_ffn_hidden {} (shared {shared}) does not split over tp = {}",
+                    moe.expert_ffn_hidden, self.tp
+                ));
+            }
+        }
         if self.ep > 1 && self.dp % self.ep != 0 {
             return bad(format!(
                 "ep = {} must divide dp = {} (experts split over data replicas)",
                 self.ep, self.dp
+            ));
+        }
+        if model.moe.is_some() && self.cp > 1 {
+            return bad(format!(
+                "cp = {} with the mixture-of-experts model `{}`: context parallelism of expert layers is not built yet",
+                self.cp, model.name
             ));
         }
         Ok(())

@@ -98,14 +98,15 @@ impl Builder {
             let out = self.add_value(&v.name, v.ty.clone(), self.concrete(s.clone()))?;
             if partial {
                 self.same_blocks(&v.name, src, out)?;
-            } else if self.values[out].layout.local_shape != self.values[src].global.shape
+            } else if self.values[out].layout.local_shape != self.values[src].layout.local_shape
                 || self.values[out].layout.padding.iter().any(|&p| p != 0)
             {
                 return Err(PartitionError::Value {
                     value: v.name.clone(),
                     message: format!(
-                        "the body returns {} per device, but {} cuts {} into blocks of {:?}",
-                        self.values[src].global,
+                        // A returned body argument is its operand's block.
+                        "the body returns {:?} per device, but {} cuts {} into blocks of {:?}",
+                        self.values[src].layout.local_shape,
                         s.to_bare(),
                         v.ty,
                         self.values[out].layout.local_shape

@@ -203,3 +203,53 @@ fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Expert parallelism from the command line: Mixtral 8x7B that does not fit
+/// 64 GPUs with its experts replicated fits with `--ep 8` (fewer parameters
+/// per GPU), and an `--ep` that does not divide the experts exits 2 naming
+/// the numbers.
+#[test]
+fn train_splits_experts_with_ep() {
+    let args = |ep: &'static str| {
+        vec![
+            "train",
+            "mixtral-8x7b",
+            "--tp",
+            "2",
+            "--dp",
+            "32",
+            "--ep",
+            ep,
+            "--seq",
+            "1024",
+            "--global-batch",
+            "32",
+            "--sequence-parallel",
+            "--flash-attention",
+            "--zero",
+            "1",
+            "--format",
+            "json",
+        ]
+    };
+    let out = shardsim(&args("1"));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&args("8"));
+    assert!(r["memory"]["fits"].as_bool().unwrap());
+    let whole: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (split, all) = (
+        r["memory"]["params"].as_u64().unwrap(),
+        whole["memory"]["params"].as_u64().unwrap(),
+    );
+    assert!(split * 5 < all, "{split} vs {all} parameters per GPU");
+    let bad = shardsim(&args("3"));
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("8 experts do not split over ep = 3"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -35,7 +35,7 @@ fn strategy(recompute: Recompute, sp: bool) -> Strategy {
 }
 
 /// Partitioned run vs interpreter on seeded inputs.
-fn check(text: &str, what: &str) {
+pub(super) fn check(text: &str, what: &str) {
     let module = parse_and_verify(text).unwrap_or_else(|e| panic!("{what}: {e}\n{text}"));
     let inputs = random_inputs(&module, 7).unwrap();
     let reference = interpret(&module, &inputs).unwrap_or_else(|e| panic!("{what}: interp: {e}"));

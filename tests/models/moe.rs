@@ -1,0 +1,251 @@
+//! Mixture-of-experts blocks and expert parallelism: the programs match the
+//! interpreter (with and without expert and tensor parallelism, shared
+//! experts, every recomputation mode), each all-to-all moves the closed-form
+//! bytes, presets have their published parameter counts, and model states
+//! follow the analytic count with expert weights reduced over `dp / ep`.
+
+use shardsim::ir::mlir::parse_and_verify;
+use shardsim::models::analytic::model_state_bytes;
+use shardsim::models::chunk::{backward_program, forward_program, ChunkKind};
+use shardsim::models::inference::{simulate_inference, Serving};
+use shardsim::models::step::{model_timed_options, simulate_step};
+use shardsim::models::strategy::Precision;
+use shardsim::models::{ModelSpec, Recompute, Strategy};
+use shardsim::partition::{partition, SpmdProgram, Traffic};
+use shardsim::propagate::{propagate_module, Strategy as Propagation};
+use shardsim::topology::load_nodes;
+
+use super::programs::check;
+
+fn tiny_moe(shared: u64) -> ModelSpec {
+    ModelSpec::from_toml(&format!(
+        "name = \"tiny-moe\"\nlayers = 2\nhidden = 16\nheads = 4\nkv_heads = 2\nffn_hidden = 24\nvocab = 16\nseq = 8\nmlp = \"swiglu\"\nnorm = \"rmsnorm\"\nrope = true\n[moe]\nexperts = 4\ntop_k = 2\nexpert_ffn_hidden = 8\nshared_experts = {shared}\n"
+    ))
+    .unwrap()
+}
+
+fn strategy(tp: u64, ep: u64, recompute: Recompute, sp: bool) -> Strategy {
+    Strategy {
+        tp,
+        dp: ep,
+        ep,
+        micro_batch: 2,
+        global_batch: 2 * ep,
+        recompute,
+        sequence_parallel: sp,
+        precision: Precision::F32,
+        ..Strategy::from_toml("global_batch = 2").unwrap()
+    }
+}
+
+const MIDDLE: ChunkKind = ChunkKind {
+    layers: 1,
+    first_layer: 1,
+    embed: false,
+    head: false,
+};
+
+const FIRST: ChunkKind = ChunkKind {
+    layers: 1,
+    first_layer: 0,
+    embed: true,
+    head: false,
+};
+
+const LAST: ChunkKind = ChunkKind {
+    layers: 1,
+    first_layer: 1,
+    embed: false,
+    head: true,
+};
+
+const WHOLE: ChunkKind = ChunkKind {
+    layers: 2,
+    first_layer: 0,
+    embed: true,
+    head: true,
+};
+
+#[test]
+fn moe_programs_match_the_interpreter() {
+    for shared in [0, 1] {
+        let model = tiny_moe(shared);
+        for (tp, ep, sp) in [
+            (1, 1, false),
+            (2, 1, true),
+            (1, 2, false),
+            (2, 2, false),
+            (2, 2, true),
+        ] {
+            for recompute in [Recompute::None, Recompute::Full] {
+                let s = strategy(tp, ep, recompute, sp);
+                s.check(&model).unwrap();
+                for kind in [MIDDLE, FIRST, LAST, WHOLE] {
+                    let what =
+                        format!("shared={shared} tp={tp} ep={ep} sp={sp} {recompute:?} {kind:?}");
+                    if let Ok(dir) = std::env::var("MOE_DUMP") {
+                        std::fs::write(format!("{dir}/f.mlir"), forward_program(&model, &s, kind))
+                            .unwrap();
+                        std::fs::write(format!("{dir}/b.mlir"), backward_program(&model, &s, kind))
+                            .unwrap();
+                    }
+                    check(
+                        &forward_program(&model, &s, kind),
+                        &format!("forward {what}"),
+                    );
+                    check(
+                        &backward_program(&model, &s, kind),
+                        &format!("backward {what}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn spmd(text: &str) -> SpmdProgram {
+    let mut m = parse_and_verify(text).unwrap();
+    propagate_module(&mut m, Propagation::default()).unwrap();
+    partition(&m).unwrap()
+}
+
+/// Each all-to-all (dispatch and combine, forward and backward) moves
+/// `tokens x top_k x hidden x bytes x (ep - 1) / ep / tp` per device: a
+/// replica's token slots (balanced routing at capacity factor 1), each
+/// tensor-parallel rank sending its slice of the hidden width.
+#[test]
+fn each_all_to_all_moves_the_closed_form_bytes() {
+    let model = tiny_moe(1);
+    for (tp, ep) in [(1, 2), (1, 4), (2, 2), (2, 4)] {
+        let s = strategy(tp, ep, Recompute::None, false);
+        let tokens = s.micro_batch * model.seq;
+        let m = model.moe.unwrap();
+        let want = tokens * m.top_k * model.hidden * 4 * (ep - 1) / ep / tp;
+        for (pass, text, count) in [
+            ("forward", forward_program(&model, &s, MIDDLE), 2),
+            ("backward", backward_program(&model, &s, MIDDLE), 2),
+        ] {
+            let p = spmd(&text);
+            let a2a: Vec<u64> = p
+                .collectives()
+                .filter(|c| matches!(c.kind.traffic(), Traffic::AllToAll))
+                .map(|c| {
+                    // Each device keeps its own piece of the buffer.
+                    let n = c.groups.iter().next().unwrap().len() as u64;
+                    assert_eq!(
+                        n, ep,
+                        "tp={tp} ep={ep}: an all-to-all over the expert replicas"
+                    );
+                    c.bytes * (n - 1) / n
+                })
+                .collect();
+            assert_eq!(a2a.len(), count, "tp={tp} ep={ep} {pass}: {a2a:?}");
+            for b in a2a {
+                assert_eq!(b, want, "tp={tp} ep={ep} {pass}");
+            }
+        }
+    }
+}
+
+#[test]
+fn moe_presets_have_their_published_parameter_counts() {
+    let within = |got: u64, want: f64, rel: f64| (got as f64 / want - 1.0).abs() <= rel;
+    // Mixtral 8x7B: 46.7B parameters, 12.9B active (Jiang et al. 2024).
+    let m = ModelSpec::preset("mixtral-8x7b").unwrap();
+    assert!(within(m.params(), 46.7e9, 0.01), "{}", m.params());
+    assert!(
+        within(m.active_params(), 12.9e9, 0.01),
+        "{}",
+        m.active_params()
+    );
+    // DeepSeek-MoE 16B: 16.4B, 2.8B activated (Dai et al. 2024); its
+    // first layer's dense FFN is built as an MoE layer (+3%).
+    let d = ModelSpec::preset("deepseek-moe-16b").unwrap();
+    assert!(within(d.params(), 16.4e9, 0.04), "{}", d.params());
+    assert!(
+        within(d.active_params(), 2.8e9, 0.02),
+        "{}",
+        d.active_params()
+    );
+}
+
+/// Parameters, gradients and optimizer states per GPU: dense weights
+/// follow ZeRO's bytes per parameter over `dp`, routed experts' over
+/// `dp / ep` (their gradients are reduced only among the replicas holding
+/// the same experts).
+#[test]
+fn moe_model_states_follow_the_analytic_count() {
+    let model = ModelSpec::from_toml(
+        "name = \"moe\"\nlayers = 2\nhidden = 1024\nheads = 8\nffn_hidden = 4096\nvocab = 32000\nseq = 256\nmlp = \"swiglu\"\nnorm = \"rmsnorm\"\nrope = true\n[moe]\nexperts = 8\ntop_k = 2\nexpert_ffn_hidden = 2048\nshared_experts = 1\n",
+    )
+    .unwrap();
+    let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
+    for (tp, dp, ep, zero) in [
+        (1, 8, 8, 0),
+        (1, 8, 8, 1),
+        (2, 4, 2, 0),
+        (2, 4, 4, 1),
+        (1, 8, 2, 1),
+    ] {
+        let s = Strategy::from_toml(&format!(
+            "tp = {tp}\ndp = {dp}\nep = {ep}\nzero = {zero}\nglobal_batch = {dp}"
+        ))
+        .unwrap();
+        let r = simulate_step(&model, &s, &topo, &model_timed_options()).unwrap();
+        let want = model_state_bytes(&model, &s);
+        let got = r.memory.model_state_bytes as f64;
+        assert!(
+            (got / want - 1.0).abs() <= 0.05,
+            "tp={tp} dp={dp} ep={ep} zero={zero}: {got} vs {want}"
+        );
+        // More expert parallelism, fewer experts per GPU.
+        assert!(r.memory.params > 0);
+    }
+}
+
+#[test]
+fn strategies_that_do_not_divide_the_experts_are_refused_naming_the_numbers() {
+    let model = ModelSpec::preset("mixtral-8x7b").unwrap();
+    let err = |text: &str| {
+        Strategy::from_toml(text)
+            .unwrap()
+            .check(&model)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("dp = 6\nep = 3\nglobal_batch = 6").contains("8 experts do not split over ep = 3"));
+    assert!(err("dp = 4\nep = 8\nglobal_batch = 8").contains("ep = 8 must divide dp = 4"));
+    assert!(err("tp = 3\nglobal_batch = 1").contains("do not split over tp = 3"));
+    let bad = ModelSpec::from_toml(
+        "name = \"m\"\nlayers = 1\nhidden = 8\nheads = 2\nffn_hidden = 8\nvocab = 8\nseq = 8\nmlp = \"swiglu\"\nnorm = \"rmsnorm\"\n[moe]\nexperts = 2\ntop_k = 3\nexpert_ffn_hidden = 8\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("top_k (3) <= experts (2)"), "{bad}");
+}
+
+/// Serving an MoE model: prefill and decode run, and the weights per GPU
+/// are every expert's (no expert parallelism when serving).
+#[test]
+fn moe_models_serve() {
+    let model = tiny_moe(1);
+    let serving = Serving {
+        tp: 2,
+        pp: 1,
+        dp: 1,
+        batch: 4,
+        prompt: 8,
+        generate: 4,
+        precision: Precision::Bf16,
+    };
+    let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
+    let r = simulate_inference(&model, &serving, &topo, &model_timed_options()).unwrap();
+    assert!(r.ttft_ps > 0 && r.decode_first.time_ps > 0);
+    let (dense, experts) = shardsim::models::analytic::params_per_device(
+        &model,
+        &Strategy::from_toml("tp = 2\nglobal_batch = 1").unwrap(),
+    );
+    let want = (dense + experts) * 2.0;
+    let got = r.memory.weight_bytes as f64;
+    assert!((got / want - 1.0).abs() < 0.01, "{got} vs {want}");
+}
