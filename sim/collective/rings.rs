@@ -24,6 +24,17 @@
 //! the ring is full. This is a modelling step, not a symmetry: it equals the
 //! detailed run on every case tested (`tests/collective/rings.rs`, to the
 //! picosecond), but is not proven exact in general.
+//!
+//! A single ring whose message does not divide into `n` equal pieces
+//! ([`RingSpec::uneven`]: piece `p` of `[floor(total p / n), floor(total
+//! (p + 1) / n))`, some of them empty when `total < n`) is handled the same
+//! way when every position's move has the same route up to renaming links and
+//! no link carries two positions' moves: every step moves every piece once,
+//! so its cost is that of a move of the largest piece, and piece sizes repeat
+//! every `g = n / gcd(n, total)` positions, so a unit of `g` positions is
+//! timed alone ([`RingSpec::simulate_uneven`], empty moves skipped as the
+//! plan skips them). Building the plan instead costs `2 (n - 1) min(n,
+//! total)` moves: 2.1 billion for a 64 KiB allreduce over 65,536 ranks.
 
 use crate::engine::Time;
 use crate::net::{NetSim, Schedule, TaskId};
@@ -33,7 +44,7 @@ use super::algorithms::PlanOptions;
 use super::blocks::rail_rings;
 use super::calibration::{us, Calibration};
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
-use super::plan::Move;
+use super::plan::{bound, Move};
 use super::timing::{protocol_links, CollectiveTiming, Routes};
 use super::CollectiveError;
 
@@ -46,8 +57,26 @@ pub struct RingSpec {
     pub unit: usize,
     /// Steps: `(n - 1)` per phase (reduce-scatter, all-gather).
     pub steps: usize,
-    /// Elements per move.
+    /// Elements per move (the largest piece's when `uneven`).
     pub chunk: u64,
+    /// A single ring with pieces of different sizes.
+    pub uneven: Option<Uneven>,
+}
+
+/// The pieces of an uneven single ring: position `i` moves piece
+/// `(i - s - shift) mod n` at step `s` (reduce-scatter and allreduce shift
+/// by one, all-gather by none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uneven {
+    pub total: u64,
+    pub shift: usize,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 impl RingSpec {
@@ -78,7 +107,45 @@ impl RingSpec {
             chunk: total / parts,
             rings,
             unit,
+            uneven: None,
         })
+    }
+
+    /// The single-ring form of `op` whose pieces differ in size (the plan's
+    /// `ring_reduce_scatter` / `ring_all_gather` over all ranks), when
+    /// [`Self::new`] does not apply; `None` on rail rings. Its estimate and
+    /// time hold only when the positions are alike and link-disjoint
+    /// ([`Self::positions_alike`]).
+    pub fn uneven(op: &CollectiveOp, n: usize, total: u64, opts: &PlanOptions) -> Option<RingSpec> {
+        let (phases, shift) = match op {
+            CollectiveOp::AllReduce => (2, 1),
+            CollectiveOp::ReduceScatter => (1, 1),
+            CollectiveOp::AllGather => (1, 0),
+            _ => return None,
+        };
+        if n < 2 || total == 0 || matches!(rail_rings(&opts.nodes), Some(r) if r[0].len() == n) {
+            return None;
+        }
+        Some(RingSpec {
+            rings: vec![(0..n).collect()],
+            unit: 1,
+            steps: phases * (n - 1),
+            chunk: total.div_ceil(n as u64),
+            uneven: Some(Uneven { total, shift }),
+        })
+    }
+
+    /// Every position's move has the same route up to renaming links and no
+    /// link carries two positions' moves (one class of one-position units).
+    pub(crate) fn positions_alike(
+        &self,
+        topo: &Topology,
+        routes: &mut Routes,
+    ) -> Result<bool, CollectiveError> {
+        if self.unit != 1 || self.rings.len() != 1 {
+            return Ok(false);
+        }
+        Ok(self.unit_classes(topo, routes)?.is_some_and(|r| r == [0]))
     }
 
     fn n(&self) -> usize {
@@ -100,7 +167,11 @@ impl RingSpec {
 
     /// Point-to-point flows of the whole run.
     pub fn flows(&self) -> usize {
-        self.steps * self.n() * self.rings.len()
+        match self.uneven {
+            // Pieces of total < n elements: `total` of them are not empty.
+            Some(u) => self.steps * (self.n() as u64).min(u.total) as usize,
+            None => self.steps * self.n() * self.rings.len(),
+        }
     }
 
     /// Ring `k`, position `p` of unit `i` (`p < unit`) as a position of the
@@ -277,6 +348,96 @@ impl RingSpec {
         })
     }
 
+    /// Time an uneven single ring on one period of `g` positions (piece
+    /// sizes repeat every `g`), the last delivering into position `g`, the
+    /// image of position 0; a position skips its empty moves, and its next
+    /// send waits for its last one that was sent (as in the plan's run).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn simulate_uneven(
+        &self,
+        topo: &Topology,
+        routes: &mut Routes,
+        elem_bytes: u64,
+        algo: Algorithm,
+        proto: Protocol,
+        cal: &Calibration,
+    ) -> Result<CollectiveTiming, CollectiveError> {
+        let Some(Uneven { total, shift }) = self.uneven else {
+            return Err(CollectiveError::Buffers("not an uneven ring".into()));
+        };
+        let n = self.n();
+        let ring = &self.rings[0];
+        let g = (n as u64 / gcd(n as u64, total)) as usize;
+        let params = *cal.params(algo, proto);
+        let mut route_of = Vec::with_capacity(g);
+        let mut hop_of = Vec::with_capacity(g);
+        for q in 0..g {
+            let r = routes.get(ring[q], ring[(q + 1) % n])?.to_vec();
+            let net = r
+                .iter()
+                .any(|&l| topo.links()[l].class == LinkClass::Network);
+            hop_of.push(us(if net {
+                params.network_hop_us
+            } else {
+                params.nvlink_hop_us
+            }));
+            route_of.push(r);
+        }
+        let len = |q: usize, s: usize| {
+            let p = (q + n - (s + shift) % n) % n;
+            bound(total, n, p + 1) - bound(total, n, p)
+        };
+        let mut sched = Schedule::new();
+        let mut prev: Vec<Option<TaskId>> = vec![None; g];
+        let mut cur: Vec<Option<TaskId>> = vec![None; g];
+        let mut last: Vec<Option<TaskId>> = vec![None; g];
+        let mut deps: Vec<TaskId> = Vec::new();
+        for s in 0..self.steps {
+            for q in 0..g {
+                let elems = len(q, s);
+                if elems == 0 {
+                    cur[q] = None;
+                    continue;
+                }
+                deps.clear();
+                // The receipt of this piece (one step earlier, from the
+                // previous position), then this position's last send.
+                if s > 0 {
+                    deps.extend(prev[if q > 0 { q - 1 } else { g - 1 }]);
+                }
+                deps.extend(last[q]);
+                let gate = if hop_of[q] == Time::ZERO {
+                    deps.clone()
+                } else {
+                    vec![sched.add_compute(ring[q] as u64, hop_of[q], &deps)?]
+                };
+                let bytes = elems * elem_bytes;
+                cur[q] = Some(sched.add_transfer(route_of[q].clone(), bytes, &gate)?);
+            }
+            for (l, c) in last.iter_mut().zip(&cur) {
+                if c.is_some() {
+                    *l = *c;
+                }
+            }
+            std::mem::swap(&mut prev, &mut cur);
+        }
+        let links = protocol_links(topo, cal, algo, proto);
+        let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
+        let report = sched.run(&mut sim)?;
+        if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
+            return Err(CollectiveError::Buffers(format!(
+                "{} transfers undeliverable, {} tasks not run",
+                report.undeliverable.len(),
+                report.not_run.len()
+            )));
+        }
+        let time = report.makespan.checked_add(us(params.base_us))?;
+        Ok(CollectiveTiming {
+            time,
+            flows: self.flows(),
+        })
+    }
+
     /// The ring's time from its units: the slowest class's ring (one unit
     /// when all are alike). `None` when units share links: time the plan.
     #[allow(clippy::too_many_arguments)]
@@ -289,6 +450,14 @@ impl RingSpec {
         proto: Protocol,
         cal: &Calibration,
     ) -> Result<Option<CollectiveTiming>, CollectiveError> {
+        if self.uneven.is_some() {
+            if !self.positions_alike(topo, routes)? {
+                return Ok(None);
+            }
+            return self
+                .simulate_uneven(topo, routes, elem_bytes, algo, proto, cal)
+                .map(Some);
+        }
         let Some(reps) = self.unit_classes(topo, routes)? else {
             return Ok(None);
         };

@@ -14,7 +14,6 @@
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
 //! they are part of the achievable bandwidth.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::engine::{LinkFault, Time};
@@ -111,34 +110,66 @@ pub struct CollectiveTiming {
     pub flows: usize,
 }
 
-/// Routes between the group's devices, computed once per pair.
+/// Routes between the group's devices, computed once per pair. A rank of a
+/// ring or tree talks to a few peers: those pairs are found by a scan of the
+/// rank's short list, the rest (all-pairs algorithms) in a hash map; routes
+/// live in one flat array (a vector and a hashed key per pair cost a quarter
+/// of a 65,536-rank run).
 pub(crate) struct Routes<'a> {
     topo: &'a Topology,
     devices: &'a [u32],
+    /// Per rank, up to `NEAR` `(peer, route index)`.
+    near: Vec<Vec<(usize, usize)>>,
     /// Only looked up, never iterated (so a hash map keeps runs deterministic).
-    cache: HashMap<(usize, usize), Vec<usize>>,
+    far: HashMap<(usize, usize), usize>,
+    /// Route `i` is `links[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    links: Vec<usize>,
 }
+
+const NEAR: usize = 8;
 
 impl<'a> Routes<'a> {
     pub fn new(topo: &'a Topology, group: &'a Group) -> Routes<'a> {
         Routes {
             topo,
             devices: &group.devices,
-            cache: HashMap::new(),
+            near: vec![Vec::new(); group.devices.len()],
+            far: HashMap::new(),
+            offsets: vec![0],
+            links: Vec::new(),
         }
     }
 
     /// Route (network link indices) from rank `a` to rank `b`.
     pub fn get(&mut self, a: usize, b: usize) -> Result<&[usize], CollectiveError> {
-        match self.cache.entry((a, b)) {
-            Entry::Occupied(e) => Ok(e.into_mut()),
-            Entry::Vacant(e) => {
+        let i = match self.find(a, b) {
+            Some(i) => i,
+            None => {
                 let (da, db) = (self.devices[a], self.devices[b]);
                 // Flow 0: ECMP spreads pairs by their endpoints, alike on every
                 // rail (a flow id from device ids would break the rails' symmetry).
                 let r = self.topo.route_devices(da, db, 0)?;
-                Ok(e.insert(r.iter().map(|l| l.0 as usize).collect()))
+                self.links.extend(r.iter().map(|l| l.0 as usize));
+                let i = self.offsets.len() - 1;
+                self.offsets.push(self.links.len());
+                if self.near[a].len() < NEAR {
+                    self.near[a].push((b, i));
+                } else {
+                    self.far.insert((a, b), i);
+                }
+                i
             }
+        };
+        Ok(&self.links[self.offsets[i]..self.offsets[i + 1]])
+    }
+
+    fn find(&self, a: usize, b: usize) -> Option<usize> {
+        let near = self.near.get(a)?;
+        match near.iter().find(|p| p.0 == b) {
+            Some(p) => Some(p.1),
+            None if near.len() == NEAR => self.far.get(&(a, b)).copied(),
+            None => None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! latency plus the route's link latencies plus the busiest link's bytes over
 //! its protocol bandwidth (no max-min sharing, no overlap between steps).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::engine::Time;
 use crate::topology::{LinkClass, Topology};
@@ -60,9 +60,17 @@ fn step_costs(
 ) -> Result<Vec<StepCost>, CollectiveError> {
     let links = topo.links();
     let mut out = Vec::with_capacity(plan.steps.len());
-    let mut load: BTreeMap<usize, u64> = BTreeMap::new();
+    // Per-link bytes of the step, dense, with the links it touched (the
+    // maxima below do not depend on the order links are visited in).
+    let mut load: Vec<u64> = vec![0; links.len()];
+    let mut touched: Vec<usize> = Vec::new();
+    let add = |load: &mut Vec<u64>, touched: &mut Vec<usize>, l: usize, b: u64| {
+        if load[l] == 0 {
+            touched.push(l);
+        }
+        load[l] += b;
+    };
     for step in &plan.steps {
-        load.clear();
         let mut c = StepCost::default();
         let mut down_done: BTreeSet<(usize, u64, u64, bool)> = BTreeSet::new();
         for m in step {
@@ -79,7 +87,7 @@ fn step_costs(
                     let mut lat = 0;
                     for &l in route {
                         let l = classes.map_or(l, |c| c[l]);
-                        *load.entry(l).or_default() += bytes;
+                        add(&mut load, &mut touched, l, bytes);
                         lat += links[l].latency_ps();
                         c.crosses_network |= links[l].class == LinkClass::Network;
                     }
@@ -94,17 +102,18 @@ fn step_costs(
                     let key = if reduce { m.to } else { m.from };
                     let once = down_done.insert((key, m.src, bytes, reduce));
                     if reduce || once {
-                        *load.entry(up).or_default() += bytes;
+                        add(&mut load, &mut touched, up, bytes);
                     }
                     if !reduce || once {
-                        *load.entry(down).or_default() += bytes;
+                        add(&mut load, &mut touched, down, bytes);
                     }
                     let lat = links[up].latency_ps() + links[down].latency_ps();
                     c.route_latency_ps = c.route_latency_ps.max(lat);
                 }
             }
         }
-        for (&l, &b) in &load {
+        for l in touched.drain(..) {
+            let b = std::mem::take(&mut load[l]);
             let t = b as f64 / links[l].bandwidth_bytes_per_s() as f64;
             if links[l].class == LinkClass::Network {
                 c.network = c.network.max(t);
@@ -250,7 +259,15 @@ pub(crate) fn choose_candidate(
     let mut last_err = None;
     for a in algos {
         let spec = if a == Algorithm::Ring {
-            RingSpec::new(op, group.len(), total, &opts)
+            match RingSpec::new(op, group.len(), total, &opts) {
+                Some(s) => Some(s),
+                // Uneven pieces: one step's cost is the largest piece's
+                // when the positions are alike and link-disjoint.
+                None => match RingSpec::uneven(op, group.len(), total, &opts) {
+                    Some(s) if s.positions_alike(topo, routes)? => Some(s),
+                    _ => None,
+                },
+            }
         } else {
             None
         };
@@ -310,17 +327,25 @@ pub(crate) fn choose_candidate(
             Some(_) => continue,
             None => protocols_for(a).to_vec(),
         };
+        // This algorithm's cheapest protocol (the first of equal ones), then
+        // against the others: the candidate moves, it is never copied.
+        let mut mine: Option<Choice> = None;
         for p in protos {
             let e = estimate(&costs, cal, a, p);
-            if best.as_ref().map_or(true, |(b, _)| e < b.estimate_ps) {
-                best = Some((
-                    Choice {
-                        algo: a,
-                        proto: p,
-                        estimate_ps: e,
-                    },
-                    cand.clone(),
-                ));
+            if mine.map_or(true, |b| e < b.estimate_ps) {
+                mine = Some(Choice {
+                    algo: a,
+                    proto: p,
+                    estimate_ps: e,
+                });
+            }
+        }
+        if let Some(c) = mine {
+            if best
+                .as_ref()
+                .map_or(true, |(b, _)| c.estimate_ps < b.estimate_ps)
+            {
+                best = Some((c, cand));
             }
         }
     }

@@ -24,16 +24,39 @@ pub enum TaskKind {
     Compute { device: u64, duration: Time },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// A task's fixed part: a transfer's bytes, or a computation's duration and
+/// device (`device == TRANSFER` marks a transfer).
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Task {
-    kind: TaskKind,
+    value: u64,
+    device: u64,
+}
+
+const TRANSFER: u64 = u64::MAX;
+
+/// A dependency graph of tasks, in insertion order. Routes and dependencies
+/// live in two flat arrays (task `t`'s in `[off[t], off[t + 1])`): a
+/// collective at scale adds millions of tasks, and a vector per task cost
+/// twice the memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    tasks: Vec<Task>,
+    route_off: Vec<usize>,
+    routes: Vec<LinkId>,
+    dep_off: Vec<usize>,
     deps: Vec<TaskId>,
 }
 
-/// A dependency graph of tasks, in insertion order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Schedule {
-    tasks: Vec<Task>,
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            tasks: Vec::new(),
+            route_off: vec![0],
+            routes: Vec::new(),
+            dep_off: vec![0],
+            deps: Vec::new(),
+        }
+    }
 }
 
 /// The outcome of running a schedule.
@@ -62,12 +85,27 @@ impl Schedule {
         self.tasks.is_empty()
     }
 
-    pub fn kind(&self, t: TaskId) -> &TaskKind {
-        &self.tasks[t].kind
+    pub fn kind(&self, t: TaskId) -> TaskKind {
+        let k = self.tasks[t];
+        if k.device == TRANSFER {
+            TaskKind::Transfer {
+                route: self.route(t).to_vec(),
+                bytes: k.value,
+            }
+        } else {
+            TaskKind::Compute {
+                device: k.device,
+                duration: Time(k.value),
+            }
+        }
     }
 
     pub fn deps(&self, t: TaskId) -> &[TaskId] {
-        &self.tasks[t].deps
+        &self.deps[self.dep_off[t]..self.dep_off[t + 1]]
+    }
+
+    fn route(&self, t: TaskId) -> &[LinkId] {
+        &self.routes[self.route_off[t]..self.route_off[t + 1]]
     }
 
     /// Add a transfer that starts after `deps`.
@@ -77,7 +115,14 @@ impl Schedule {
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, NetError> {
-        self.add(TaskKind::Transfer { route, bytes }, deps)
+        self.add(
+            Task {
+                value: bytes,
+                device: TRANSFER,
+            },
+            &route,
+            deps,
+        )
     }
 
     /// Add a computation on `device` that starts after `deps`.
@@ -87,18 +132,38 @@ impl Schedule {
         duration: Time,
         deps: &[TaskId],
     ) -> Result<TaskId, NetError> {
-        self.add(TaskKind::Compute { device, duration }, deps)
+        // `TRANSFER` marks transfers: that device id is not a device.
+        let device = device.min(TRANSFER - 1);
+        self.add(
+            Task {
+                value: duration.0,
+                device,
+            },
+            &[],
+            deps,
+        )
     }
 
-    fn add(&mut self, kind: TaskKind, deps: &[TaskId]) -> Result<TaskId, NetError> {
+    fn add(&mut self, task: Task, route: &[LinkId], deps: &[TaskId]) -> Result<TaskId, NetError> {
         let id = self.tasks.len();
         if let Some(&bad) = deps.iter().find(|&&d| d >= id) {
             return Err(NetError::BadDependency { task: id, dep: bad });
         }
-        let mut deps = deps.to_vec();
-        deps.sort_unstable();
-        deps.dedup();
-        self.tasks.push(Task { kind, deps });
+        let from = self.deps.len();
+        self.deps.extend_from_slice(deps);
+        self.deps[from..].sort_unstable();
+        let mut kept = from;
+        for i in from..self.deps.len() {
+            if kept == from || self.deps[i] != self.deps[kept - 1] {
+                self.deps[kept] = self.deps[i];
+                kept += 1;
+            }
+        }
+        self.deps.truncate(kept);
+        self.dep_off.push(kept);
+        self.routes.extend_from_slice(route);
+        self.route_off.push(self.routes.len());
+        self.tasks.push(task);
         Ok(id)
     }
 
@@ -108,23 +173,22 @@ impl Schedule {
         let n = self.tasks.len();
         // Dependents in CSR form, ascending, so start order is deterministic.
         let mut counts = vec![0usize; n + 1];
-        for t in &self.tasks {
-            for &d in &t.deps {
-                counts[d + 1] += 1;
-            }
+        for &d in &self.deps {
+            counts[d + 1] += 1;
         }
         for i in 0..n {
             counts[i + 1] += counts[i];
         }
         let mut fill = counts.clone();
         let mut dependents = vec![0usize; counts[n]];
-        for (id, t) in self.tasks.iter().enumerate() {
-            for &d in &t.deps {
+        for id in 0..n {
+            for &d in self.deps(id) {
                 dependents[fill[d]] = id;
                 fill[d] += 1;
             }
         }
-        let mut waiting: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
+        drop(fill);
+        let mut waiting: Vec<usize> = (0..n).map(|t| self.deps(t).len()).collect();
         let mut finish: Vec<Option<Time>> = vec![None; n];
         let mut undeliverable = Vec::new();
         let ready: Vec<TaskId> = (0..n).filter(|&id| waiting[id] == 0).collect();
@@ -166,12 +230,12 @@ impl Schedule {
     }
 
     fn start(&self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), NetError> {
-        match &self.tasks[id].kind {
-            TaskKind::Transfer { route, bytes } => sim.start_flow(id as u64, route, *bytes),
-            TaskKind::Compute { device, duration } => {
-                let d = sim.compute_time(*device, *duration)?;
-                sim.schedule_after(d, id)
-            }
+        let k = self.tasks[id];
+        if k.device == TRANSFER {
+            sim.start_flow(id as u64, self.route(id), k.value)
+        } else {
+            let d = sim.compute_time(k.device, Time(k.value))?;
+            sim.schedule_after(d, id)
         }
     }
 }
