@@ -216,6 +216,8 @@ fn strategies_that_do_not_divide_the_experts_are_refused_naming_the_numbers() {
     assert!(err("dp = 6\nep = 3\nglobal_batch = 6").contains("8 experts do not split over ep = 3"));
     assert!(err("dp = 4\nep = 8\nglobal_batch = 8").contains("ep = 8 must divide dp = 4"));
     assert!(err("tp = 3\nglobal_batch = 1").contains("do not split over tp = 3"));
+    assert!(err("cp = 2\nglobal_batch = 1")
+        .contains("cp = 2 with the mixture-of-experts model `mixtral-8x7b`"));
     let bad = ModelSpec::from_toml(
         "name = \"m\"\nlayers = 1\nhidden = 8\nheads = 2\nffn_hidden = 8\nvocab = 8\nseq = 8\nmlp = \"swiglu\"\nnorm = \"rmsnorm\"\n[moe]\nexperts = 2\ntop_k = 3\nexpert_ffn_hidden = 8\n",
     )
