@@ -185,6 +185,10 @@ struct State<'m> {
     groups: Vec<Vec<ValueId>>,
     steps: Vec<Step>,
     pass: String,
+    /// Units whose tensors changed since their last visit (or whose last
+    /// visit changed something): only these can move in an op-priority
+    /// pass that gives them no new direction.
+    dirty: Vec<bool>,
 }
 
 /// Run propagation on every function of `module` (in place) and report the steps.
@@ -273,6 +277,7 @@ fn propagate_func(
         groups: Vec::new(),
         steps: Vec::new(),
         pass: "import".into(),
+        dirty: Vec::new(),
     };
     import(func, &mut st)?;
     build_units(func, &mut st);
@@ -385,6 +390,7 @@ fn restrict_to_priority(
 
 /// The five passes of the op-priority schedule.
 fn op_priority(func: &mut Func, st: &mut State<'_>, prefix: &str) {
+    st.dirty = vec![true; st.units.len()];
     for level in 0..5 {
         run(
             func,
@@ -901,13 +907,32 @@ fn run(
     // One sweep suffices: every unit touching a changed value is queued again,
     // so the worklist runs to the fixed point (Shardy's driver only re-checks it).
     let n = st.units.len();
+    // Later op-priority passes carry the previous pass's dirty marks: a unit
+    // that is clean and gains no direction would change nothing (its visit
+    // is a function of its tensors and directions), so it is skipped in
+    // place, keeping the visiting order. Other runs visit every unit.
+    let carry = matches!(level, Some(l) if l > 0) && st.dirty.len() == n;
+    if carry {
+        for v in returned_values(func) {
+            for &u in &st.touching[v.0 as usize] {
+                st.dirty[u] = true;
+            }
+        }
+    } else {
+        st.dirty = vec![true; n];
+    }
     // A stack popped from the back: push in reverse pre-order so units run top-down.
     let mut stack: Vec<usize> = (0..n).rev().collect();
     let mut queued = vec![true; n];
     while let Some(u) = stack.pop() {
         queued[u] = false;
+        if carry && !st.dirty[u] && !gains_direction(&st.units[u], level) {
+            continue;
+        }
+        st.dirty[u] = false;
         for v in propagate_unit(func, st, u, strategy, level) {
             for &other in &st.touching[v.0 as usize] {
+                st.dirty[other] = true;
                 if other != u && !queued[other] {
                     queued[other] = true;
                     stack.push(other);
@@ -916,6 +941,14 @@ fn run(
         }
     }
     func_results(func, st, strategy);
+}
+
+/// The values the function's terminator returns (none without one).
+fn returned_values(func: &Func) -> Vec<ValueId> {
+    match func.body.last() {
+        Some(&ret) if func.op(ret).kind.is_terminator() => func.op(ret).operands.clone(),
+        _ => Vec::new(),
+    }
 }
 
 /// Exchange shardings between returned values and the function's result shardings.
@@ -1031,6 +1064,32 @@ fn set_value(
     changed
 }
 
+/// The direction `unit` may propagate factor `f` in a pass (`level`: the
+/// op-priority pass, `None` outside the op-priority schedule).
+fn unit_direction(unit: &Unit, level: Option<usize>, f: usize) -> Direction {
+    let (rule, class) = (&unit.rule, unit.class);
+    if rule.blocked_propagation_factors.contains(&f) {
+        return Direction::None;
+    }
+    match (unit.fixed_dir, level) {
+        (Some(d), _) if class == OpClass::Barrier => d,
+        (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f, unit.multi_use)),
+        (Some(d), None) => d,
+        (None, Some(l)) => op_priority_direction(l, class, Some(rule), f, unit.multi_use),
+        (None, None) => Direction::Both,
+    }
+}
+
+/// Whether op-priority pass `level` lets `unit` move some factor the pass
+/// before did not.
+fn gains_direction(unit: &Unit, level: Option<usize>) -> bool {
+    match level {
+        Some(l) if l > 0 => (0..unit.rule.factor_sizes.len())
+            .any(|f| unit_direction(unit, Some(l), f) != unit_direction(unit, Some(l - 1), f)),
+        _ => true,
+    }
+}
+
 /// Propagate through one unit; returns the values whose sharding changed.
 fn propagate_unit(
     func: &mut Func,
@@ -1041,24 +1100,11 @@ fn propagate_unit(
 ) -> Vec<ValueId> {
     let units = std::rc::Rc::clone(&st.units);
     let unit = &units[u];
-    let (op_id, rule, class, fixed_dir) = (unit.op, &unit.rule, unit.class, unit.fixed_dir);
-    let multi_use = unit.multi_use;
+    let (op_id, rule, class) = (unit.op, &unit.rule, unit.class);
     let n_ops = unit.n_operands;
     let tensors = &unit.tensors;
     let (operands, results) = tensors.split_at(n_ops);
-    let is_barrier = class == OpClass::Barrier;
-    let direction = |f: usize| -> Direction {
-        if rule.blocked_propagation_factors.contains(&f) {
-            return Direction::None;
-        }
-        match (fixed_dir, level) {
-            (Some(d), _) if is_barrier => d,
-            (Some(d), Some(l)) => d.intersect(op_priority_direction(l, class, None, f, multi_use)),
-            (Some(d), None) => d,
-            (None, Some(l)) => op_priority_direction(l, class, Some(rule), f, multi_use),
-            (None, None) => Direction::Both,
-        }
-    };
+    let direction = |f: usize| unit_direction(unit, level, f);
     // Nothing may move in this pass: skip the projection altogether.
     if (0..rule.factor_sizes.len()).all(|f| direction(f) == Direction::None) {
         return Vec::new();
