@@ -72,6 +72,28 @@ pub struct Uneven {
     pub shift: usize,
 }
 
+/// Run a ring's schedule on the protocol's links: its makespan (every
+/// transfer delivered and every task run, or an error).
+fn run_on_network(
+    sched: Schedule,
+    topo: &Topology,
+    cal: &Calibration,
+    algo: Algorithm,
+    proto: Protocol,
+) -> Result<Time, CollectiveError> {
+    let links = protocol_links(topo, cal, algo, proto);
+    let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
+    let report = sched.run(&mut sim)?;
+    if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
+        return Err(CollectiveError::Buffers(format!(
+            "{} transfers undeliverable, {} tasks not run",
+            report.undeliverable.len(),
+            report.not_run.len()
+        )));
+    }
+    Ok(report.makespan)
+}
+
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
@@ -331,19 +353,9 @@ impl RingSpec {
             }
             std::mem::swap(&mut prev, &mut cur);
         }
-        let links = protocol_links(topo, cal, algo, proto);
-        let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
-        let report = sched.run(&mut sim)?;
-        if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
-            return Err(CollectiveError::Buffers(format!(
-                "{} transfers undeliverable, {} tasks not run",
-                report.undeliverable.len(),
-                report.not_run.len()
-            )));
-        }
-        let time = report.makespan.checked_add(us(params.base_us))?;
+        let time = run_on_network(sched, topo, cal, algo, proto)?;
         Ok(CollectiveTiming {
-            time,
+            time: time.checked_add(us(params.base_us))?,
             flows: self.flows(),
         })
     }
@@ -421,19 +433,9 @@ impl RingSpec {
             }
             std::mem::swap(&mut prev, &mut cur);
         }
-        let links = protocol_links(topo, cal, algo, proto);
-        let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
-        let report = sched.run(&mut sim)?;
-        if !report.undeliverable.is_empty() || !report.not_run.is_empty() {
-            return Err(CollectiveError::Buffers(format!(
-                "{} transfers undeliverable, {} tasks not run",
-                report.undeliverable.len(),
-                report.not_run.len()
-            )));
-        }
-        let time = report.makespan.checked_add(us(params.base_us))?;
+        let time = run_on_network(sched, topo, cal, algo, proto)?;
         Ok(CollectiveTiming {
-            time,
+            time: time.checked_add(us(params.base_us))?,
             flows: self.flows(),
         })
     }

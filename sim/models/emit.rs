@@ -679,12 +679,10 @@ impl Emitter {
         outs
     }
 
-    /// Per-device code: send `x` to the device `shift` places further
-    /// along mesh axis `axis` (a ring), receive from the one as far behind
-    /// (`stablehlo.collective_permute` over global device ids).
-    pub fn ring_shift(&mut self, x: &Val, axis: &str, shift: u64) -> Val {
-        // `axis` may name adjacent axes (`data,expert`), major first: one
-        // group over all of them.
+    /// The device count, the stride of `axis` in global device ids and its
+    /// size; `axis` may name adjacent axes (`data,expert`), major first, as
+    /// one group over all of them.
+    fn axis_group(&self, axis: &str) -> (u64, u64, u64) {
         let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
         let at: Vec<usize> = axis
             .split(',')
@@ -697,12 +695,20 @@ impl Emitter {
             .collect();
         assert!(
             at.windows(2).all(|w| w[1] == w[0] + 1),
-            "reduce_scatter_over adjacent axes, major first"
+            "a group over adjacent mesh axes, major first"
         );
         let total: u64 = sizes.iter().product();
         let last = *at.last().expect("an axis");
         let stride: u64 = sizes[last + 1..].iter().product();
         let n: u64 = at.iter().map(|&i| sizes[i]).product();
+        (total, stride, n)
+    }
+
+    /// Per-device code: send `x` to the device `shift` places further
+    /// along mesh axis `axis` (a ring), receive from the one as far behind
+    /// (`stablehlo.collective_permute` over global device ids).
+    pub fn ring_shift(&mut self, x: &Val, axis: &str, shift: u64) -> Val {
+        let (total, stride, n) = self.axis_group(axis);
         let pairs: Vec<String> = (0..total)
             .map(|d| {
                 let i = (d / stride) % n;
@@ -730,26 +736,7 @@ impl Emitter {
     /// `axis`, each keeping its slice of dimension `dim`
     /// (`stablehlo.reduce_scatter` over global device ids).
     pub fn reduce_scatter_over(&mut self, x: &Val, axis: &str, dim: usize) -> Val {
-        // `axis` may name adjacent axes (`data,expert`), major first: one
-        // group over all of them.
-        let sizes: Vec<u64> = self.mesh.iter().map(|(_, s)| *s).collect();
-        let at: Vec<usize> = axis
-            .split(',')
-            .map(|a| {
-                self.mesh
-                    .iter()
-                    .position(|(n, _)| n == a)
-                    .expect("a mesh axis")
-            })
-            .collect();
-        assert!(
-            at.windows(2).all(|w| w[1] == w[0] + 1),
-            "reduce_scatter_over adjacent axes, major first"
-        );
-        let total: u64 = sizes.iter().product();
-        let last = *at.last().expect("an axis");
-        let stride: u64 = sizes[last + 1..].iter().product();
-        let n: u64 = at.iter().map(|&i| sizes[i]).product();
+        let (total, stride, n) = self.axis_group(axis);
         let groups: Vec<String> = (0..total)
             .filter(|d| (d / stride) % n == 0)
             .map(|d| {
