@@ -62,9 +62,12 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
         },
     };
     serving.check(&model)?;
-    let topo = args
-        .machine
-        .sized(serving.devices(), true, "the serving layout")?;
+    let topo = args.machine.sized(
+        serving.devices(),
+        true,
+        "the serving layout",
+        "--tp, --pp and --dp",
+    )?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &serving, dir)?;
     }

@@ -94,18 +94,21 @@ pub(super) struct MachineArgs {
 impl MachineArgs {
     /// The topology at as many nodes as `gpus` devices fill (switches grown
     /// to fit, see [`shardsim::topology::load_nodes`]); fewer devices than
-    /// one node only when `part_of_a_node` (the others stay idle).
+    /// one node only when `part_of_a_node` (the others stay idle); `flags`
+    /// name what sets the device count, for the error.
     pub(super) fn sized(
         &self,
         gpus: u64,
         part_of_a_node: bool,
         what: &str,
+        flags: &str,
     ) -> anyhow::Result<shardsim::topology::Topology> {
         let per_node = u64::from(load_topology(&self.topology, Some(1), &self.set)?.num_devices());
         let partial = part_of_a_node && gpus < per_node;
         if per_node == 0 || (!partial && gpus % per_node != 0) {
             anyhow::bail!(
-                "{what} uses {gpus} devices, not a whole number of {per_node}-device {} nodes",
+                "{what} uses {gpus} device{}, not a whole number of {per_node}-device {} nodes (set {flags} so that their product is a multiple of {per_node})",
+                if gpus == 1 { "" } else { "s" },
                 self.topology
             );
         }
@@ -195,9 +198,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let strategy = strategy_of(&args)?;
     strategy.check(&model)?;
-    let topo = args
-        .machine
-        .sized(strategy.devices(), false, "the strategy")?;
+    let topo = args.machine.sized(
+        strategy.devices(),
+        false,
+        &format!(
+            "the strategy (tp {} x pp {} x dp {} x cp {})",
+            strategy.tp, strategy.pp, strategy.dp, strategy.cp
+        ),
+        "--tp, --pp, --dp and --cp",
+    )?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &strategy, dir)?;
     }

@@ -253,3 +253,23 @@ fn train_splits_experts_with_ep() {
     assert!(err.contains("8 experts do not split over ep = 3"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A strategy that does not fill whole nodes (here the defaults: one GPU of
+/// an 8-GPU DGX) is one line, exit 2, naming the product and the flags that
+/// set it.
+#[test]
+fn train_names_the_flags_when_the_strategy_does_not_fill_whole_nodes() {
+    let out = shardsim(&["train", "llama3-8b"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("(tp 1 x pp 1 x dp 1 x cp 1) uses 1 device, not a whole number of 8-device")
+            && err
+                .contains("set --tp, --pp, --dp and --cp so that their product is a multiple of 8"),
+        "{err}"
+    );
+    let out = shardsim(&["train", "llama3-8b", "--tp", "4", "--dp", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("uses 12 devices"));
+}
