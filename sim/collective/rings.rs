@@ -38,14 +38,14 @@
 
 use crate::engine::Time;
 use crate::net::{NetSim, Schedule, TaskId};
-use crate::topology::{LinkClass, Topology};
+use crate::topology::Topology;
 
 use super::algorithms::PlanOptions;
 use super::blocks::rail_rings;
 use super::calibration::{us, Calibration};
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::plan::{bound, Move};
-use super::timing::{protocol_links, CollectiveTiming, Routes};
+use super::timing::{behind_hop, hop, protocol_links, CollectiveTiming, Routes};
 use super::CollectiveError;
 
 /// A ring algorithm whose moves all carry `chunk` elements.
@@ -300,17 +300,9 @@ impl RingSpec {
             for p in 0..u {
                 let (rk, pos) = self.image(unit, k, p);
                 let (a, b) = (self.rings[rk][pos], self.rings[rk][(pos + 1) % n]);
-                let r = routes.get(a, b)?.to_vec();
-                let net = r
-                    .iter()
-                    .any(|&l| topo.links()[l].class == LinkClass::Network);
-                hop_of.push(us(if net {
-                    params.network_hop_us
-                } else {
-                    params.nvlink_hop_us
-                }));
+                hop_of.push(hop(&params, routes.crosses_network(a, b)?));
                 rank_of.push(a);
-                route_of.push(r);
+                route_of.push(routes.get(a, b)?.to_vec());
             }
         }
         // The position whose move delivers into q: the previous one in the
@@ -344,11 +336,7 @@ impl RingSpec {
                     deps.push(prev[pred(q)]);
                     deps.extend(same_rank[q].iter().map(|&o| prev[o]));
                 }
-                let gate = if hop_of[q] == Time::ZERO {
-                    deps.clone()
-                } else {
-                    vec![sched.add_compute(rank_of[q] as u64, hop_of[q], &deps)?]
-                };
+                let gate = behind_hop(&mut sched, rank_of[q], hop_of[q], deps.clone())?;
                 cur.push(sched.add_transfer(route_of[q].clone(), bytes, &gate)?);
             }
             std::mem::swap(&mut prev, &mut cur);
@@ -384,16 +372,9 @@ impl RingSpec {
         let mut route_of = Vec::with_capacity(g);
         let mut hop_of = Vec::with_capacity(g);
         for q in 0..g {
-            let r = routes.get(ring[q], ring[(q + 1) % n])?.to_vec();
-            let net = r
-                .iter()
-                .any(|&l| topo.links()[l].class == LinkClass::Network);
-            hop_of.push(us(if net {
-                params.network_hop_us
-            } else {
-                params.nvlink_hop_us
-            }));
-            route_of.push(r);
+            let (a, b) = (ring[q], ring[(q + 1) % n]);
+            hop_of.push(hop(&params, routes.crosses_network(a, b)?));
+            route_of.push(routes.get(a, b)?.to_vec());
         }
         let len = |q: usize, s: usize| {
             let p = (q + n - (s + shift) % n) % n;
@@ -418,11 +399,7 @@ impl RingSpec {
                     deps.extend(prev[if q > 0 { q - 1 } else { g - 1 }]);
                 }
                 deps.extend(last[q]);
-                let gate = if hop_of[q] == Time::ZERO {
-                    deps.clone()
-                } else {
-                    vec![sched.add_compute(ring[q] as u64, hop_of[q], &deps)?]
-                };
+                let gate = behind_hop(&mut sched, ring[q], hop_of[q], deps.clone())?;
                 let bytes = elems * elem_bytes;
                 cur[q] = Some(sched.add_transfer(route_of[q].clone(), bytes, &gate)?);
             }

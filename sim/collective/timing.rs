@@ -260,7 +260,8 @@ pub(crate) fn protocol_links(
         .collect()
 }
 
-fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time {
+/// The protocol's per-hop latency of a send inside a node or across the network.
+pub(super) fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time {
     us(if network {
         p.network_hop_us
     } else {
@@ -325,11 +326,22 @@ impl Deps {
             .map(|(_, &t)| t)
             .collect();
         d.extend_from_slice(&self.last_sends[key]);
-        if hop == Time::ZERO {
-            return Ok(d);
-        }
-        Ok(vec![sched.add_compute(r as u64, hop, &d)?])
+        behind_hop(sched, r, hop, d)
     }
+}
+
+/// What a send of rank `r` waits for: `deps` themselves, or a compute task
+/// of the protocol's hop latency behind them when it is non-zero.
+pub(super) fn behind_hop(
+    sched: &mut Schedule,
+    r: usize,
+    hop: Time,
+    deps: Vec<TaskId>,
+) -> Result<Vec<TaskId>, CollectiveError> {
+    if hop == Time::ZERO {
+        return Ok(deps);
+    }
+    Ok(vec![sched.add_compute(r as u64, hop, &deps)?])
 }
 
 /// Run `plan` over `group` on `topo` with elements of `elem_bytes` bytes.

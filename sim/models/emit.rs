@@ -812,12 +812,10 @@ impl Emitter {
         v
     }
 
-    /// The module text: `@main` returning `results` with their shardings.
-    pub fn finish(mut self, module: &str, results: &[(Val, Vec<&str>)]) -> String {
-        if let Some(axis) = self.manual.take() {
-            return self.finish_manual(module, results, &axis);
-        }
-        let mut out = String::with_capacity(self.body.len() + 4096);
+    /// A module's first lines, `module @name {` and its mesh, in a string
+    /// with room for a body of `body_len` bytes.
+    fn module_header(&self, module: &str, body_len: usize) -> String {
+        let mut out = String::with_capacity(body_len + 4096);
         let _ = writeln!(out, "module @{module} {{");
         let axes: Vec<String> = self
             .mesh
@@ -825,6 +823,15 @@ impl Emitter {
             .map(|(n, s)| format!("\"{n}\"={s}"))
             .collect();
         let _ = writeln!(out, "  sdy.mesh @mesh = <[{}]>", axes.join(", "));
+        out
+    }
+
+    /// The module text: `@main` returning `results` with their shardings.
+    pub fn finish(mut self, module: &str, results: &[(Val, Vec<&str>)]) -> String {
+        if let Some(axis) = self.manual.take() {
+            return self.finish_manual(module, results, &axis);
+        }
+        let mut out = self.module_header(module, self.body.len());
         let args: Vec<String> = self
             .args
             .iter()
@@ -911,14 +918,7 @@ impl Emitter {
                 rets.push((v.name.clone(), v.shape.clone(), v.dtype, split(dims)));
             }
         }
-        let mut out = String::with_capacity(body.len() + 4096);
-        let _ = writeln!(out, "module @{module} {{");
-        let axes: Vec<String> = self
-            .mesh
-            .iter()
-            .map(|(n, s)| format!("\"{n}\"={s}"))
-            .collect();
-        let _ = writeln!(out, "  sdy.mesh @mesh = <[{}]>", axes.join(", "));
+        let mut out = self.module_header(module, body.len());
         let arg_shardings: Vec<String> = self
             .args
             .iter()

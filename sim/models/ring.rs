@@ -86,6 +86,37 @@ fn unpack(e: &mut Emitter, kv: &Val) -> (Val, Val) {
 
 /// Scaled scores of `q` (`[b, kv, g, m, d]`) against `k` (`[b, kv, n, d]`),
 /// causal (query row `i` sees keys up to `i`) when `causal`.
+/// The key and value halves of the block held at ring step `i`, and
+/// whether it comes from a lower rank.
+struct Arrived {
+    k0: Val,
+    k1: Val,
+    v0: Val,
+    v1: Val,
+    below: Val,
+}
+
+/// Take the block in flight at ring step `i`; unless it is the last, its
+/// send on to the next rank is written first, so it overlaps this step's
+/// attention.
+fn arrive(e: &mut Emitter, next: &mut Option<Val>, rank: &Val, i: u64, cp: u64) -> Arrived {
+    let held = next.take().expect("a block in flight");
+    if i + 1 < cp {
+        *next = Some(e.ring_shift(&held, "context", 1));
+    }
+    let (kr, vr) = unpack(e, &held);
+    let (k0, k1) = halves(e, &kr, 2);
+    let (v0, v1) = halves(e, &vr, 2);
+    let below = from_below(e, rank, i);
+    Arrived {
+        k0,
+        k1,
+        v0,
+        v1,
+        below,
+    }
+}
+
 fn scores(e: &mut Emitter, c: &Ctx, q: &Val, k: &Val, causal: bool) -> Val {
     let s = e.dot(q, k, (&[0, 1], &[0, 1]), (&[4], &[3]));
     let s = e.binary_scalar("multiply", &s, 1.0 / (c.d as f64).sqrt());
@@ -186,15 +217,13 @@ pub fn forward(e: &mut Emitter, c: &Ctx, q: &Val, k: &Val, v: &Val) -> (Val, Val
         o: o1,
     };
     for i in 1..c.cp {
-        let held = next.take().expect("a block in flight");
-        // The send of the next block goes before this block's attention.
-        if i + 1 < c.cp {
-            next = Some(e.ring_shift(&held, "context", 1));
-        }
-        let (kr, vr) = unpack(e, &held);
-        let (k0, k1) = halves(e, &kr, 2);
-        let (v0, v1) = halves(e, &vr, 2);
-        let below = from_below(e, &rank, i);
+        let Arrived {
+            k0,
+            k1,
+            v0,
+            v1,
+            below,
+        } = arrive(e, &mut next, &rank, i, c.cp);
         let qa = pick(e, &below, &q0, &q1);
         let kb = pick(e, &below, &k0, &k1);
         let vb = pick(e, &below, &v0, &v1);
@@ -278,14 +307,13 @@ pub fn backward(e: &mut Emitter, c: &Ctx, kept: [&Val; 5], dout: &Val) -> (Val, 
     // The key and value gradients of the block held, sent after it.
     let mut trail: Option<Val> = None;
     for i in 1..c.cp {
-        let held = next.take().expect("a block in flight");
-        if i + 1 < c.cp {
-            next = Some(e.ring_shift(&held, "context", 1));
-        }
-        let (kr, vr) = unpack(e, &held);
-        let (k0, k1) = halves(e, &kr, 2);
-        let (v0, v1) = halves(e, &vr, 2);
-        let below = from_below(e, &rank, i);
+        let Arrived {
+            k0,
+            k1,
+            v0,
+            v1,
+            below,
+        } = arrive(e, &mut next, &rank, i, c.cp);
         let pick = |e: &mut Emitter, a: &Val, b: &Val| pick(e, &below, a, b);
         let qa = pick(e, &q0, &q1);
         let lsea = pick(e, &lse0, &lse1);
