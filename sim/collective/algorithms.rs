@@ -3,6 +3,7 @@
 
 use super::blocks::*;
 use super::kinds::{Algorithm, CollectiveOp};
+use super::nvls::nvls_tree_allreduce;
 use super::plan::{buffer_len, parallel, piece, push_at, split_range, Move, Plan, Via};
 use super::CollectiveError;
 
@@ -33,6 +34,7 @@ pub fn algorithms_for(op: &CollectiveOp) -> &'static [Algorithm] {
             RecursiveDoubling,
             Direct,
             Nvls,
+            NvlsTree,
             Hierarchical,
         ],
         CollectiveOp::AllGather => &[Ring, RecursiveDoubling, Direct, Hierarchical],
@@ -45,14 +47,15 @@ pub fn algorithms_for(op: &CollectiveOp) -> &'static [Algorithm] {
 }
 
 /// The algorithms `auto` chooses among: those NCCL ships for the operation
-/// (ring, tree and NVLS for allreduce; ring for all-gather, reduce-scatter,
+/// (ring, tree, NVLS and NVLS-tree for allreduce, the NVLS ones only where
+/// the NVSwitches reduce; ring for all-gather, reduce-scatter,
 /// broadcast and reduce; point-to-point for the rest), so `auto` predicts what
 /// nccl-tests measures. The others (halving-doubling, recursive doubling,
 /// one-shot direct, hierarchical) are there to be asked for by name.
 pub fn auto_algorithms(op: &CollectiveOp) -> &'static [Algorithm] {
     use Algorithm::*;
     match op {
-        CollectiveOp::AllReduce => &[Ring, Tree, Nvls],
+        CollectiveOp::AllReduce => &[Ring, Tree, Nvls, NvlsTree],
         CollectiveOp::AllGather | CollectiveOp::ReduceScatter => &[Ring],
         CollectiveOp::Broadcast { .. } | CollectiveOp::Reduce { .. } => &[Ring],
         CollectiveOp::Scatter { .. } | CollectiveOp::Gather { .. } => &[Direct],
@@ -445,6 +448,15 @@ fn allreduce(
                 }
             }
             steps
+        }
+        NvlsTree => {
+            let (nodes, _) = check_nodes(op, algo, n, opts)?;
+            let per = if opts.channel_chunks > 0 {
+                opts.channel_chunks
+            } else {
+                chunks
+            };
+            nvls_tree_allreduce(&nodes, total, per)
         }
         Hierarchical => {
             let (nodes, m) = check_nodes(op, algo, n, opts)?;

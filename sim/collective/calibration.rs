@@ -76,7 +76,7 @@ impl Calibration {
     /// Parameters of `proto` (NVLS has its own, it always runs Simple).
     pub fn params(&self, algo: Algorithm, proto: Protocol) -> &ProtocolParams {
         match (algo, proto) {
-            (Algorithm::Nvls, _) => &self.nvls,
+            (Algorithm::Nvls | Algorithm::NvlsTree, _) => &self.nvls,
             (_, Protocol::Ll) => &self.ll,
             (_, Protocol::Ll128) => &self.ll128,
             (_, Protocol::Simple) => &self.simple,

@@ -122,12 +122,15 @@ pub enum Algorithm {
     Pairwise,
     /// In-switch reduction and multicast (NVLS), where the NVSwitch supports it.
     Nvls,
+    /// NVLS inside each node and a tree over the nodes' NICs (NCCL's
+    /// NVLS_TREE), where the NVSwitches reduce.
+    NvlsTree,
     /// Intra-node reduce-scatter, inter-node allreduce, intra-node all-gather.
     Hierarchical,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 9] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::HalvingDoubling,
@@ -135,6 +138,7 @@ impl Algorithm {
         Algorithm::Direct,
         Algorithm::Pairwise,
         Algorithm::Nvls,
+        Algorithm::NvlsTree,
         Algorithm::Hierarchical,
     ];
 
@@ -147,6 +151,7 @@ impl Algorithm {
             Algorithm::Direct => "direct",
             Algorithm::Pairwise => "pairwise",
             Algorithm::Nvls => "nvls",
+            Algorithm::NvlsTree => "nvls-tree",
             Algorithm::Hierarchical => "hierarchical",
         }
     }
@@ -167,7 +172,7 @@ impl FromStr for Algorithm {
             .ok_or_else(|| CollectiveError::Unknown {
                 what: "algorithm",
                 name: s.to_string(),
-                known: "ring, tree, halving-doubling, recursive-doubling, direct, pairwise, nvls, hierarchical",
+                known: "ring, tree, halving-doubling, recursive-doubling, direct, pairwise, nvls, nvls-tree, hierarchical",
             })
     }
 }

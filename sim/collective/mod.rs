@@ -17,6 +17,7 @@ pub mod channels;
 pub mod data;
 pub mod groups;
 pub mod kinds;
+pub mod nvls;
 pub mod plan;
 mod ring_groups;
 pub mod rings;

@@ -195,6 +195,12 @@ impl<'a> Routes<'a> {
         if n < 2 {
             return Err(not_nvls());
         }
+        // A peer on the same switch: the next rank, or for the last rank of
+        // a node (NVLS-tree's groups span nodes) the previous one.
+        let mut other = other;
+        if self.get(r, other)?.len() != 2 && n > 2 {
+            other = (r + n - 1) % n;
+        }
         let up = self.get(r, other)?.to_vec();
         let down = self.get(other, r)?.to_vec();
         let links = self.topo.links();
@@ -211,6 +217,15 @@ impl<'a> Routes<'a> {
             return Err(not_nvls());
         }
         Ok((up[0], down[1]))
+    }
+
+    /// Check that every rank hangs off a reducing NVSwitch (NVLS-tree: one
+    /// per node).
+    pub fn check_switch_reduce(&mut self) -> Result<(), CollectiveError> {
+        for r in 0..self.devices.len() {
+            self.switch_links(r)?;
+        }
+        Ok(())
     }
 
     /// Check that every rank can use NVLS (same switch for all).
@@ -415,6 +430,9 @@ pub(crate) fn simulate_inner(
     let mut routes = Routes::new(topo, group);
     if algo == Algorithm::Nvls {
         routes.check_nvls()?;
+    }
+    if algo == Algorithm::NvlsTree {
+        routes.check_switch_reduce()?;
     }
     let mut sched = Schedule::new();
     let mut deps = Deps::new(n);

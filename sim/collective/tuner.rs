@@ -164,9 +164,9 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     }
 }
 
-/// Protocols an algorithm runs with (NVLS only on Simple).
+/// Protocols an algorithm runs with (NVLS and NVLS-tree only on Simple).
 pub fn protocols_for(algo: Algorithm) -> &'static [Protocol] {
-    if algo == Algorithm::Nvls {
+    if matches!(algo, Algorithm::Nvls | Algorithm::NvlsTree) {
         &[Protocol::Simple]
     } else {
         &Protocol::ALL
@@ -285,8 +285,13 @@ pub(crate) fn choose_candidate(
             None => {
                 // NVLS's plan is quadratic in ranks: check the switch first
                 // (after the operation, so the error is the one build gives).
-                if a == Algorithm::Nvls && algorithms_for(op).contains(&a) {
-                    if let Err(e) = routes.check_nvls() {
+                if algorithms_for(op).contains(&a) {
+                    let check = match a {
+                        Algorithm::Nvls => routes.check_nvls(),
+                        Algorithm::NvlsTree => routes.check_switch_reduce(),
+                        _ => Ok(()),
+                    };
+                    if let Err(e) = check {
                         last_err = Some(e);
                         continue;
                     }

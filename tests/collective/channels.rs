@@ -145,6 +145,21 @@ fn tree_channels_use_every_nic() {
         tree.time,
         ring.time
     );
+    // H100's NVSwitch reduces, so auto may also take NVLS-tree (same NIC
+    // bytes as the tree); never the NIC-bound ring. Without in-switch
+    // reduction the tree.
+    let auto = time_collective(&t, &g, &op, total, 4, &cal, None, None).unwrap();
+    assert!(
+        matches!(auto.algo, Algorithm::Tree | Algorithm::NvlsTree),
+        "{:?}",
+        auto.algo
+    );
+    let mut off = over.to_vec();
+    off.push(topology::Override {
+        key: "nvlink.in_switch_reduction".into(),
+        value: "false".into(),
+    });
+    let t = topology::load("dgx-h100", &off).unwrap();
     let auto = time_collective(&t, &g, &op, total, 4, &cal, None, None).unwrap();
     assert_eq!(auto.algo, Algorithm::Tree);
 }

@@ -8,5 +8,6 @@ mod channels;
 mod groups;
 mod multinode;
 mod numerics;
+mod nvls;
 mod rings;
 mod session;

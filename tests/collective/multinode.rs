@@ -2,7 +2,8 @@
 //! fixture's header cites its log and says how the fabric is described):
 //! 2 x 8 H100 with 8 x 200 Gb/s NICs per node
 //! (fixtures/collective/h100_2node_allreduce_a3mega.csv, as `dgx-h100 --nodes 2
-//! --set nic.bandwidth=200Gb/s`) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
+//! --set nic.bandwidth=200Gb/s --set nvlink.in_switch_reduction=false`: the
+//! run's NCCL profile disabled NVLS) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
 //! node (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
 //! --nodes 2`). `auto` must be within 15% of the measured time at every size
 //! from 64 MiB on, except the sizes listed as known misses, which must still
@@ -70,7 +71,11 @@ fn misses(preset: &str, set: &[(&str, &str)], rel: &str) -> (Vec<u64>, String) {
 fn h100_two_nodes_200g_allreduce_within_fifteen_percent_from_64_mib() {
     let (missed, report) = misses(
         "dgx-h100",
-        &[("nodes", "2"), ("nic.bandwidth", "200Gb/s")],
+        &[
+            ("nodes", "2"),
+            ("nic.bandwidth", "200Gb/s"),
+            ("nvlink.in_switch_reduction", "false"),
+        ],
         "collective/h100_2node_allreduce_a3mega.csv",
     );
     // 64 MiB: the measured system pays about 0.9 ms over its bandwidth from
@@ -85,8 +90,13 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         &[("nodes", "2")],
         "collective/a100_2node_allreduce_oci.csv",
     );
-    // 512 MiB: NCCL still runs its ring there (156 GB/s, as at 256 MiB) and
-    // switches to the tree at 1 GiB; our tuner picks the tree from 512 MiB.
+    // 512 MiB: the system still runs at the NIC-bound ring's level there
+    // (156 GB/s out of place, 165.8 in place, as at 256 MiB) and at the
+    // tree's from 1 GiB; our tuner picks the tree from 512 MiB. NCCL's own
+    // model cannot switch between 512 MiB and 1 GiB (its tree/Simple
+    // latency is below ring/Simple's and its tree correction factors end at
+    // 256 MiB, so a tree that wins at 1 GiB wins at 512 MiB): not an
+    // algorithm choice to reproduce (README, "Collectives").
     assert_eq!(missed, vec![512 << 20], "{report}");
 }
 

@@ -1,0 +1,215 @@
+//! NVLS-tree (NVLS inside each node, a tree over the NICs across nodes):
+//! bytes moved against the closed form, the time against the NVLink and NIC
+//! bounds, and `auto` using it only where the NVSwitches reduce.
+
+use std::collections::BTreeSet;
+
+use shardsim::collective::{
+    build, time_collective, Algorithm, Calibration, CollectiveOp, Group, PlanOptions, Protocol, Via,
+};
+use shardsim::topology::{self, Topology};
+
+fn load(preset: &str, set: &[(&str, &str)]) -> Topology {
+    let over: Vec<topology::Override> = set
+        .iter()
+        .map(|&(k, v)| topology::Override {
+            key: k.into(),
+            value: v.into(),
+        })
+        .collect();
+    topology::load(preset, &over).unwrap()
+}
+
+/// Per rank: bytes up to its switch, down from it, and sent over P2p
+/// between nodes; with the number of P2p moves inside a node.
+struct Loads {
+    up: Vec<u64>,
+    down: Vec<u64>,
+    net_sent: Vec<u64>,
+    local_p2p: usize,
+}
+
+fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
+    let n: usize = nodes.iter().map(Vec::len).sum();
+    let node_of = |r: usize| nodes.iter().position(|g| g.contains(&r)).unwrap();
+    let opts = PlanOptions {
+        chunks,
+        channel_chunks: 0,
+        nodes: nodes.to_vec(),
+    };
+    let plan = build(
+        &CollectiveOp::AllReduce,
+        Algorithm::NvlsTree,
+        n,
+        total,
+        &opts,
+    )
+    .unwrap();
+    let mut l = Loads {
+        up: vec![0; n],
+        down: vec![0; n],
+        net_sent: vec![0; n],
+        local_p2p: 0,
+    };
+    for step in &plan.steps {
+        // The switch sends a reduction down once per receiver and range, and
+        // takes a multicast up once per sender and range.
+        let mut reduced = BTreeSet::new();
+        let mut multicast = BTreeSet::new();
+        for m in step {
+            match m.via {
+                Via::SwitchReduce => {
+                    l.up[m.from] += m.len;
+                    if reduced.insert((m.to, m.dst, m.len)) {
+                        l.down[m.to] += m.len;
+                    }
+                }
+                Via::SwitchMulticast => {
+                    l.down[m.to] += m.len;
+                    if multicast.insert((m.from, m.src, m.len)) {
+                        l.up[m.from] += m.len;
+                    }
+                }
+                Via::P2p => {
+                    if node_of(m.from) == node_of(m.to) {
+                        l.local_p2p += 1;
+                    } else {
+                        l.net_sent[m.from] += m.len;
+                    }
+                }
+            }
+        }
+    }
+    l
+}
+
+fn by_node(n_nodes: usize, m: usize) -> Vec<Vec<usize>> {
+    (0..n_nodes)
+        .map(|k| (k * m..(k + 1) * m).collect())
+        .collect()
+}
+
+#[test]
+fn nvls_tree_sends_each_byte_to_the_switch_once_and_back_once() {
+    // S elements over N nodes of m: every rank's up link carries S (its
+    // contribution) + S/m (the multicast of its part), its down link S/m
+    // (the reduced part) + S (everyone's parts); the tree over the nodes
+    // moves each part once up and once down every edge: 2 (N - 1) S over
+    // the network in all, nothing point-to-point inside a node.
+    for (n_nodes, m) in [(2usize, 8usize), (3, 4), (4, 8), (5, 2)] {
+        let total = (m * 960) as u64;
+        for chunks in [1usize, 4, 7] {
+            let l = loads(&by_node(n_nodes, m), total, chunks);
+            let part = total / m as u64;
+            for r in 0..n_nodes * m {
+                assert_eq!(l.up[r], total + part, "{n_nodes}x{m} rank {r} up");
+                assert_eq!(l.down[r], part + total, "{n_nodes}x{m} rank {r} down");
+            }
+            assert_eq!(l.local_p2p, 0);
+            let net: u64 = l.net_sent.iter().sum();
+            assert_eq!(net, 2 * (n_nodes as u64 - 1) * total, "{n_nodes}x{m}");
+            // Two nodes: one edge per part, each owner sends its part once.
+            if n_nodes == 2 {
+                assert!(l.net_sent.iter().all(|&b| b == part), "{:?}", l.net_sent);
+            }
+        }
+    }
+}
+
+#[test]
+fn nvls_tree_approaches_the_nvlink_and_nic_bounds() {
+    // Two DGX H100 (8 x 400 Gb/s): per rank the NVLink up link carries
+    // S (1 + 1/m) at the NVLS fraction of 450 GB/s, each NIC S/m per
+    // direction at the network fraction of 50 (or 25) GB/s. algbw is at
+    // most the smaller of the two; 8 GiB gets within 15% of it (pipeline
+    // fill and per-step latencies): 261.5 of 284.0 GB/s at 400 Gb/s
+    // (NVLink-bound), 175.8 of 188.0 at 200 Gb/s (NIC-bound).
+    for nic in ["400Gb/s", "200Gb/s"] {
+        let t = load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", nic)]);
+        let g = Group::first(&t, 16).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let s: u64 = 8 << 30;
+        let r = time_collective(
+            &t,
+            &g,
+            &CollectiveOp::AllReduce,
+            s / 4,
+            4,
+            &cal,
+            Some(Algorithm::NvlsTree),
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.proto, Protocol::Simple);
+        let m = 8.0;
+        let nic_bps = if nic == "400Gb/s" { 50e9 } else { 25e9 };
+        let nvlink = 450e9 * cal.nvls.nvlink_fraction / (1.0 + 1.0 / m);
+        let network = m * nic_bps * cal.nvls.network_fraction;
+        let bound = nvlink.min(network);
+        let algbw = s as f64 / (r.time.ps() as f64 * 1e-12);
+        assert!(
+            algbw <= bound * (1.0 + 1e-9) && algbw > 0.85 * bound,
+            "{nic}: algbw {:.1} GB/s, bound {:.1}",
+            algbw / 1e9,
+            bound / 1e9
+        );
+    }
+}
+
+#[test]
+fn nvls_tree_needs_reducing_switches_and_several_nodes() {
+    let op = CollectiveOp::AllReduce;
+    // A100's NVSwitch does not reduce: asked for, a clear error; auto never picks it.
+    let a100 = load("dgx-a100", &[("nodes", "2")]);
+    let g = Group::first(&a100, 16).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&a100)).unwrap();
+    let e = time_collective(
+        &a100,
+        &g,
+        &op,
+        1 << 28,
+        4,
+        &cal,
+        Some(Algorithm::NvlsTree),
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("in-switch reduction"), "{e}");
+    for s in [1u64 << 20, 1 << 30] {
+        let r = time_collective(&a100, &g, &op, s / 4, 4, &cal, None, None).unwrap();
+        assert_ne!(r.algo, Algorithm::NvlsTree);
+    }
+    // One node: NVLS itself, NVLS-tree does not apply.
+    let h1 = load("dgx-h100", &[]);
+    let g1 = Group::first(&h1, 8).unwrap();
+    let e = time_collective(
+        &h1,
+        &g1,
+        &op,
+        1 << 28,
+        4,
+        &cal,
+        Some(Algorithm::NvlsTree),
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("at least 2 nodes"), "{e}");
+    // The switch attribute decides: the same two H100 nodes without in-switch
+    // reduction never run it.
+    let off = load(
+        "dgx-h100",
+        &[("nodes", "2"), ("nvlink.in_switch_reduction", "false")],
+    );
+    let g2 = Group::first(&off, 16).unwrap();
+    assert!(time_collective(
+        &off,
+        &g2,
+        &op,
+        1 << 28,
+        4,
+        &cal,
+        Some(Algorithm::NvlsTree),
+        None
+    )
+    .is_err());
+}
