@@ -223,7 +223,13 @@ impl<'a> Routes<'a> {
     /// per node).
     pub fn check_switch_reduce(&mut self) -> Result<(), CollectiveError> {
         for r in 0..self.devices.len() {
-            self.switch_links(r)?;
+            self.switch_links(r)
+                .map_err(|_| CollectiveError::NotApplicable {
+                    op: "allreduce",
+                    algo: "nvls-tree",
+                    why: "needs every rank on an NVSwitch with in-switch reduction, with a peer on it"
+                        .into(),
+                })?;
         }
         Ok(())
     }
