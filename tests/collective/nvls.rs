@@ -213,3 +213,24 @@ fn nvls_tree_needs_reducing_switches_and_several_nodes() {
     )
     .is_err());
 }
+
+#[test]
+fn auto_takes_nvls_tree_where_it_is_fastest() {
+    // Two DGX H100 with 400 Gb/s NICs at 8 GiB: NVLS-tree (NVLink-bound,
+    // about 490 GB/s busbw) beats the tree (about 390) and the NIC-bound
+    // ring; auto's choice is timed exactly as the forced run.
+    let t = load("dgx-h100", &[("nodes", "2")]);
+    let g = Group::first(&t, 16).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let op = CollectiveOp::AllReduce;
+    let total = (8u64 << 30) / 4;
+    let auto = time_collective(&t, &g, &op, total, 4, &cal, None, None).unwrap();
+    assert_eq!(auto.algo, Algorithm::NvlsTree);
+    let forced =
+        time_collective(&t, &g, &op, total, 4, &cal, Some(Algorithm::NvlsTree), None).unwrap();
+    assert_eq!(auto.time, forced.time);
+    for other in [Algorithm::Tree, Algorithm::Ring] {
+        let o = time_collective(&t, &g, &op, total, 4, &cal, Some(other), None).unwrap();
+        assert!(auto.time < o.time, "{other}: {} vs {}", o.time, auto.time);
+    }
+}
