@@ -145,7 +145,7 @@ impl RngAlgorithm {
 
 /// `stablehlo.custom_call` targets JAX emits around shardings and for host
 /// offloading, which shardsim understands; every other target is refused by
-/// the verifier.
+/// the verifier unless the op carries its own custom sharding rule.
 pub const KNOWN_CUSTOM_CALLS: [&str; 6] = [
     "Sharding",
     "SPMDFullToShardShape",

@@ -381,7 +381,7 @@ impl<'a> Parser<'a> {
     fn check_num_partitions(&self, pos: usize, a: &RawAttr) -> Result<(), TextError> {
         let n = num_partitions_of(a).unwrap_or(0);
         match self.meshes.iter().find(|(_, m)| m.num_devices() > 1) {
-            Some((name, mesh)) if mesh.num_devices() as u64 != n => Err(self.c.error_with(
+            Some((name, mesh)) if mesh.num_devices() != n => Err(self.c.error_with(
                 pos,
                 format!(
                     "mhlo.num_partitions = {} (the device count of mesh @{name})",
