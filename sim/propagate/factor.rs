@@ -138,7 +138,10 @@ fn no_conflicts_within_factor(
     mesh: &Mesh,
 ) -> Option<AxisRef> {
     let result = prefix_without_overlap(axis, replicated, mesh)?;
-    let result = prefix_without_overlap(&result, unreduced, mesh)?;
+    let result = match unreduced.is_empty() {
+        true => result,
+        false => prefix_without_overlap(&result, unreduced, mesh)?,
+    };
     if fs.axes.iter().any(|a| a.contains(&result, mesh)) {
         return Some(result);
     }
@@ -397,17 +400,19 @@ fn propagate_aggressive(p: &mut Projection, ctx: &FactorContext<'_>) -> Updated 
     // Larger source tensor first, then (elementwise ops) the most sharded
     // factor, then the earlier source tensor, then the earlier factor
     // (Shardy's order).
-    let sharded = |f: usize| -> i128 {
-        match ctx.elementwise {
-            true => candidates[f]
-                .iter()
-                .map(|a| a.size(ctx.mesh).unwrap_or(1) as i128)
-                .product(),
-            false => 0,
-        }
+    let sharded: Vec<i128> = match ctx.elementwise {
+        true => candidates
+            .iter()
+            .map(|axes| {
+                axes.iter()
+                    .map(|a| a.size(ctx.mesh).unwrap_or(1) as i128)
+                    .product()
+            })
+            .collect(),
+        false => vec![0; nf],
     };
     let mut order: Vec<usize> = (0..nf).collect();
-    order.sort_by_key(|&f| (-source[f].0, -sharded(f), source[f].1, f));
+    order.sort_by_key(|&f| (-source[f].0, -sharded[f], source[f].1, f));
 
     let n_ops = p.operands.len();
     for f in order {

@@ -67,6 +67,9 @@ pub(super) fn common_sharding(
 
 /// Insert the open constraints for every group whose members disagree.
 pub(super) fn decouple_conflicting_groups(func: &mut Func) {
+    if !has_groups(func) {
+        return;
+    }
     let mut by_id: BTreeMap<i64, Vec<(OpId, ValueId)>> = BTreeMap::new();
     for id in func.walk() {
         let op = func.op(id);
@@ -99,6 +102,12 @@ pub(super) fn decouple_conflicting_groups(func: &mut Func) {
             }
         }
     }
+}
+
+fn has_groups(func: &Func) -> bool {
+    func.ops
+        .iter()
+        .any(|o| matches!(o.kind, OpKind::ShardingGroup { .. }))
 }
 
 /// A fresh value name `base` + suffix, unused in `func`.
@@ -183,7 +192,7 @@ fn block_of(func: &mut Func, op: OpId) -> Option<&mut Vec<OpId>> {
 /// Members of groups whose sharding an earlier function found start from it
 /// (open, so propagation may still extend it), where they have none.
 pub(super) fn seed_from_other_functions(func: &mut Func, found: &BTreeMap<i64, TensorSharding>) {
-    if found.is_empty() {
+    if found.is_empty() || !has_groups(func) {
         return;
     }
     for id in func.walk() {
@@ -208,8 +217,8 @@ pub(super) fn seed_from_other_functions(func: &mut Func, found: &BTreeMap<i64, T
 /// After a function's propagation, each of its groups' sharding (the first
 /// member's that has one), for the functions after it.
 pub(super) fn record_group_shardings(func: &Func, found: &mut BTreeMap<i64, TensorSharding>) {
-    for id in func.walk() {
-        let op = func.op(id);
+    // Arena order: members of one group share one sharding, so any member will do.
+    for op in &func.ops {
         if let OpKind::ShardingGroup { group_id } = &op.kind {
             if let Some(s) = &func.value(op.operands[0]).sharding {
                 found.entry(*group_id).or_insert_with(|| s.clone());
