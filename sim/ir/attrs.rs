@@ -143,7 +143,19 @@ impl RngAlgorithm {
     }
 }
 
-/// `stablehlo.custom_call` targets JAX emits around shardings, which shardsim
-/// understands; every other target is refused by the verifier.
-pub const KNOWN_CUSTOM_CALLS: [&str; 3] =
-    ["Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"];
+/// `stablehlo.custom_call` targets JAX emits around shardings and for host
+/// offloading, which shardsim understands; every other target is refused by
+/// the verifier unless the op carries its own custom sharding rule.
+pub const KNOWN_CUSTOM_CALLS: [&str; 6] = [
+    "Sharding",
+    "SPMDFullToShardShape",
+    "SPMDShardToFullShape",
+    "MoveToHost",
+    "MoveToDevice",
+    "LayoutConstraint",
+];
+
+/// Custom calls that keep their one operand's value (memory-space moves and
+/// layout pins): identities to the interpreter, pointwise to propagation,
+/// element-wise to the op-priority schedule (as Shardy's host offloading).
+pub const IDENTITY_CUSTOM_CALLS: [&str; 3] = ["MoveToHost", "MoveToDevice", "LayoutConstraint"];

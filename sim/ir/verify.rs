@@ -782,6 +782,15 @@ pub fn infer_result_types(
         OpKind::NamedComputation { .. }
         | OpKind::ManualComputation { .. }
         | OpKind::Call { .. } => Ok(None),
+        // A custom call carrying its own `sdy.sharding_rule<..., custom>`
+        // (Shardy's custom-rule custom calls, any target): the program states
+        // how it shards, its result types are taken as written.
+        OpKind::CustomCall { target }
+            if !super::attrs::KNOWN_CUSTOM_CALLS.contains(&target.as_str())
+                && op.rule.as_ref().is_some_and(|r| r.is_custom) =>
+        {
+            Ok(None)
+        }
         OpKind::While
         | OpKind::Case
         | OpKind::If

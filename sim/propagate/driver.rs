@@ -30,6 +30,9 @@ use super::projection::{Projection, TensorFactorShardings};
 pub enum Strategy {
     /// Basic factor propagation, every op in both directions.
     Basic,
+    /// Basic propagation that never splits a mesh axis into sub-axes
+    /// (Shardy's `-sdy-basic-propagate="conservative-propagation=true"`).
+    BasicConservative,
     /// Aggressive factor propagation, every op in both directions.
     Aggressive,
     /// The op-priority schedule with aggressive factor propagation.
@@ -157,6 +160,11 @@ enum OpClass {
 fn classify(kind: &OpKind) -> OpClass {
     match kind {
         k if k.is_elementwise() => OpClass::Elementwise,
+        OpKind::CustomCall { target }
+            if crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&target.as_str()) =>
+        {
+            OpClass::Elementwise
+        }
         OpKind::PropagationBarrier { .. } => OpClass::Barrier,
         // Named computations and calls propagate through data-flow edges, which are pass-through.
         OpKind::Reshape
@@ -189,6 +197,8 @@ struct State<'m> {
     /// visit changed something): only these can move in an op-priority
     /// pass that gives them no new direction.
     dirty: Vec<bool>,
+    /// Never split an axis into sub-axes (the conservative strategy).
+    conservative: bool,
 }
 
 /// Run propagation on every function of `module` (in place) and report the steps.
@@ -208,15 +218,21 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
         })
         .collect();
     let mut callee_shardings: BTreeMap<String, Vec<Option<TensorSharding>>> = BTreeMap::new();
+    // Group ids are module-wide (Shardy's ShardingGroupMap): a group's sharding
+    // found in one function reaches its members in the functions after it.
+    let mut group_shardings: BTreeMap<i64, TensorSharding> = BTreeMap::new();
     for i in 0..module.funcs.len() {
         if called.contains(&module.funcs[i].name) {
             continue;
         }
         let mut func = module.funcs[i].clone();
+        super::groups::decouple_conflicting_groups(&mut func);
+        super::groups::seed_from_other_functions(&mut func, &group_shardings);
         let split = super::split::split_constants(&mut func);
         let inlined =
             super::calls::add_call_bodies(module, &mut func).map_err(PropagateError::Invalid)?;
         let steps = propagate_func(&mut func, &meshes, strategy)?;
+        super::groups::record_group_shardings(&func, &mut group_shardings);
         for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
             callee_shardings.entry(name).or_insert(shardings);
         }
@@ -278,6 +294,7 @@ fn propagate_func(
         steps: Vec::new(),
         pass: "import".into(),
         dirty: Vec::new(),
+        conservative: strategy == Strategy::BasicConservative,
     };
     import(func, &mut st)?;
     build_units(func, &mut st);
@@ -285,6 +302,13 @@ fn propagate_func(
     let levels = user_priorities(func);
     match strategy {
         Strategy::Basic => run(func, &mut st, FactorStrategy::Basic, None, "basic"),
+        Strategy::BasicConservative => run(
+            func,
+            &mut st,
+            FactorStrategy::Basic,
+            None,
+            "basic conservative",
+        ),
         Strategy::Aggressive => run(
             func,
             &mut st,
@@ -642,22 +666,23 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
         }
     }
     for (gid, members) in by_id {
-        let mut common: Option<TensorSharding> = None;
-        for &m in &members {
-            if let Some(s) = &func.value(m).sharding {
-                match &common {
-                    None => common = Some(s.clone()),
-                    Some(c) if c == s => {}
-                    Some(c) => {
-                        return Err(PropagateError::Invalid(format!(
-                            "sharding group {gid}: {} has {} but another member has {}",
-                            func.value(m).name,
-                            s.to_bare(),
-                            c.to_bare()
-                        )))
-                    }
-                }
-            }
+        // Members that disagreed from the start were decoupled by open
+        // constraints (`groups`); a disagreement left is one import made.
+        let shardings: Vec<Option<TensorSharding>> = members
+            .iter()
+            .map(|&m| func.value(m).sharding.clone())
+            .collect();
+        let (common, conflict) = super::groups::common_sharding(&shardings);
+        if conflict {
+            return Err(PropagateError::Invalid(format!(
+                "sharding group {gid}: its members' shardings disagree after import ({})",
+                shardings
+                    .iter()
+                    .flatten()
+                    .map(|s| s.to_bare())
+                    .collect::<Vec<_>>()
+                    .join(" vs ")
+            )));
         }
         let g = st.groups.len();
         for &m in &members {
@@ -861,7 +886,23 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 }
             }
             _ => {
-                let rule = op.rule.clone().or_else(|| rule_for(func, op));
+                let mut rule = op.rule.clone().or_else(|| rule_for(func, op));
+                // Conservative rules (Shardy's registry with
+                // conservativePropagation): no propagation through dims a
+                // slice, pad or reduce_window reshapes, which would move data.
+                if let (true, Some(r)) = (st.conservative, rule.as_mut()) {
+                    if matches!(
+                        op.kind,
+                        OpKind::Slice { .. } | OpKind::Pad { .. } | OpKind::ReduceWindow { .. }
+                    ) {
+                        for &f in &r.permutation_factors {
+                            if !r.blocked_propagation_factors.contains(&f) {
+                                r.blocked_propagation_factors.push(f);
+                            }
+                        }
+                        r.blocked_propagation_factors.sort_unstable();
+                    }
+                }
                 if let Some(rule) = rule {
                     if rule.operand_mappings.len() == op.operands.len()
                         && rule.result_mappings.len() == op.results.len()
@@ -992,7 +1033,7 @@ fn func_results(func: &mut Func, st: &mut State<'_>, strategy: FactorStrategy) {
             mesh,
             direction: &both,
             elementwise: false,
-            conservative: false,
+            conservative: st.conservative,
         };
         let up = propagate_factors(&mut p, &ctx, strategy);
         if up.operands[0] {
@@ -1147,7 +1188,7 @@ fn propagate_unit(
         mesh,
         direction: &direction,
         elementwise: matches!(class, OpClass::Elementwise | OpClass::Barrier),
-        conservative: false,
+        conservative: st.conservative,
     };
     let up = propagate_factors(&mut p, &ctx, strategy);
     if !up.any() {

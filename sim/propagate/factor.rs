@@ -121,8 +121,9 @@ fn no_conflicts_across_factors(
     Some(result)
 }
 
-/// Largest prefix of `axis` that this tensor's factor can take: not replicated,
-/// and either already there or the factor is open, without overflow, and
+/// Largest prefix of `axis` that this tensor's factor can take: neither
+/// replicated nor unreduced in the tensor (an unreduced axis holds partial
+/// sums, so no dim of it may be sharded along it), and either already there or the factor is open, without overflow, and
 /// (unless minor-most) the part of it that still divides the factor after the
 /// `prev_sharded` size of the axes before it: the whole axis, or its sub-axis
 /// prefix of size gcd(factor left, axis size) (Shardy's
@@ -130,12 +131,17 @@ fn no_conflicts_across_factors(
 fn no_conflicts_within_factor(
     axis: &AxisRef,
     replicated: &[AxisRef],
+    unreduced: &[AxisRef],
     fs: &FactorSharding,
     prev_sharded: u64,
     factor_size: u64,
     mesh: &Mesh,
 ) -> Option<AxisRef> {
     let result = prefix_without_overlap(axis, replicated, mesh)?;
+    let result = match unreduced.is_empty() {
+        true => result,
+        false => prefix_without_overlap(&result, unreduced, mesh)?,
+    };
     if fs.axes.iter().any(|a| a.contains(&result, mesh)) {
         return Some(result);
     }
@@ -304,6 +310,7 @@ fn propagate_basic(p: &mut Projection, ctx: &FactorContext<'_>) -> Updated {
                         result = no_conflicts_within_factor(
                             &result,
                             &t.replicated,
+                            &t.unreduced,
                             fs,
                             prev,
                             factor_size,
@@ -347,6 +354,7 @@ fn axes_for_tensor(
             no_conflicts_within_factor(
                 axis,
                 &tensor.replicated,
+                &tensor.unreduced,
                 fs,
                 prev,
                 ctx.factor_sizes[f],
@@ -389,8 +397,22 @@ fn propagate_aggressive(p: &mut Projection, ctx: &FactorContext<'_>) -> Updated 
             }
         }
     }
+    // Larger source tensor first, then (elementwise ops) the most sharded
+    // factor, then the earlier source tensor, then the earlier factor
+    // (Shardy's order).
+    let sharded: Vec<i128> = match ctx.elementwise {
+        true => candidates
+            .iter()
+            .map(|axes| {
+                axes.iter()
+                    .map(|a| a.size(ctx.mesh).unwrap_or(1) as i128)
+                    .product()
+            })
+            .collect(),
+        false => vec![0; nf],
+    };
     let mut order: Vec<usize> = (0..nf).collect();
-    order.sort_by_key(|&f| (-source[f].0, source[f].1, f));
+    order.sort_by_key(|&f| (-source[f].0, -sharded[f], source[f].1, f));
 
     let n_ops = p.operands.len();
     for f in order {

@@ -6,6 +6,7 @@
 mod calls;
 pub mod driver;
 pub mod factor;
+mod groups;
 mod manual;
 pub mod projection;
 mod split;

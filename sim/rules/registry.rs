@@ -439,7 +439,10 @@ pub fn rule_for_types(
                 b.factor(&[None], &[None, Some(d)], size, FactorKind::Default);
             }
         }
-        OpKind::CustomCall { target } if target == "Sharding" => {
+        OpKind::CustomCall { target }
+            if target == "Sharding"
+                || crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&target.as_str()) =>
+        {
             b.pointwise(out?, &op_ranks, &res_ranks, &default);
         }
         _ => return None,

@@ -263,3 +263,79 @@ fn barrier_directions_are_respected() {
     let (before, _) = barrier_case("FORWARD");
     assert_eq!(axes(&before), "1,0");
 }
+
+/// A function of `args.len()` 8x16 arguments (each with an optional
+/// sharding), each fed to a tanh; member `i` of `members` puts argument or
+/// tanh `i % n` into sharding group `g`.
+fn group_program(args: &[Option<String>], members: &[(usize, bool, i64)]) -> String {
+    let t = "tensor<8x16xf32>";
+    let sig: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s {
+            Some(s) => format!("%a{i}: {t} {{sdy.sharding = #sdy.sharding{s}}}"),
+            None => format!("%a{i}: {t}"),
+        })
+        .collect();
+    let mut body: Vec<String> = (0..args.len())
+        .map(|i| format!("%t{i} = stablehlo.tanh %a{i} : {t}"))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for &(i, tanh, g) in members {
+        let v = format!("%{}{}", if tanh { "t" } else { "a" }, i % args.len());
+        // A value belongs to one group at most.
+        if seen.insert(v.clone()) {
+            body.push(format!("sdy.sharding_group {v} group_id={g} : {t}"));
+        }
+    }
+    let rets: Vec<String> = (0..args.len()).map(|i| format!("%t{i}")).collect();
+    format!(
+        "module @m {{\n  sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>\n  func.func @main({}) -> ({}) {{\n    {}\n    return {} : {}\n  }}\n}}\n",
+        sig.join(", "),
+        vec![t; args.len()].join(", "),
+        body.join("\n    "),
+        rets.join(", "),
+        vec![t; args.len()].join(", ")
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Sharding groups whatever their members' initial shardings: propagation
+    /// never fails (members that disagree are decoupled by open constraints,
+    /// as Shardy does), and every group ends with one sharding on all its
+    /// members.
+    #[test]
+    fn sharding_group_members_end_alike(
+        args in proptest::collection::vec(proptest::option::of(sharding_text()), 1..5),
+        members in proptest::collection::vec((0usize..8, any::<bool>(), 0i64..3), 1..8),
+        basic in any::<bool>(),
+    ) {
+        let text = group_program(&args, &members);
+        let mut m = parse_and_verify(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let strategy = if basic { Pipeline::Basic } else { Pipeline::default() };
+        propagate_module(&mut m, strategy).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let f = &m.funcs[0];
+        let mut groups: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+        for op in &f.ops {
+            if let OpKind::ShardingGroup { group_id } = &op.kind {
+                let v = f.value(op.operands[0]);
+                let axes: Vec<_> = v
+                    .sharding
+                    .as_ref()
+                    .map(|s| s.dims.iter().map(|d| d.axes.clone()).collect())
+                    .unwrap_or_else(|| vec![Vec::new(); v.ty.rank()]);
+                groups.entry(*group_id).or_default().push(format!("{}: {axes:?}", v.name));
+            }
+        }
+        for (g, members) in &groups {
+            let first = members[0].split_once(": ").unwrap().1;
+            prop_assert!(
+                members.iter().all(|m| m.split_once(": ").unwrap().1 == first),
+                "group {g} ends with different shardings: {members:?}\n{}",
+                print_module(&m)
+            );
+        }
+    }
+}

@@ -36,7 +36,8 @@ fn cases() -> Vec<PathBuf> {
     v.into_iter().map(|(_, d)| d).take(3).collect()
 }
 
-/// `dir`'s program with its mesh set to `n` devices, in a scratch file.
+/// `dir`'s program with its mesh (and `mhlo.num_partitions`) set to `n`
+/// devices, in a scratch file.
 fn on_mesh(dir: &Path, n: usize, scratch: &Path) -> PathBuf {
     let (x, y) = mesh_for(n);
     let text = std::fs::read_to_string(dir.join("before.mlir"))
@@ -44,6 +45,11 @@ fn on_mesh(dir: &Path, n: usize, scratch: &Path) -> PathBuf {
         .replace(
             r#"sdy.mesh @mesh = <["x"=2, "y"=4]>"#,
             &format!(r#"sdy.mesh @mesh = <["x"={x}, "y"={y}]>"#),
+        )
+        // The partition count must stay the mesh's device count.
+        .replace(
+            "mhlo.num_partitions = 8 :",
+            &format!("mhlo.num_partitions = {n} :"),
         );
     let name = format!("{}_{n}.mlir", dir.file_name().unwrap().to_string_lossy());
     let p = scratch.join(name);

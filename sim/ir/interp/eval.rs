@@ -403,6 +403,7 @@ pub(super) fn eval_op(
         OpKind::CustomCall { target } => match target.as_str() {
             // Sharding annotations: identities on the global value.
             "Sharding" | "SPMDFullToShardShape" | "SPMDShardToFullShape" => env.operands(op),
+            t if crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&t) => env.operands(op),
             _ => Err(InterpError::op(
                 op.loc,
                 name,

@@ -253,12 +253,34 @@ impl<'a> Parser<'a> {
             if self.c.eat("@") {
                 m.name = Some(self.symbol_name()?);
             }
+            let mut partitions = None;
             if self.c.eat_keyword("attributes") {
+                self.c.ws();
+                let start = self.c.pos();
                 m.attrs = raw_dict(&mut self.c)?;
+                let dict = &self.c.src()[start..self.c.pos()];
+                partitions = dict.find("mhlo.num_partitions").map(|i| start + i).zip(
+                    m.attrs
+                        .iter()
+                        .find(|a| a.name == "mhlo.num_partitions")
+                        .cloned(),
+                );
+                if let Some((pos, a)) = &partitions {
+                    num_partitions_of(a).ok_or_else(|| {
+                        self.c.error_with(
+                            *pos,
+                            "an integer 'mhlo.num_partitions = N : i32'",
+                            format!("'{}'", a.value),
+                        )
+                    })?;
+                }
             }
             self.c.expect("{")?;
             self.items(&mut m, true)?;
             skip_loc(&mut self.c)?;
+            if let Some((pos, a)) = &partitions {
+                self.check_num_partitions(*pos, a)?;
+            }
         } else {
             self.items(&mut m, false)?;
         }
@@ -350,6 +372,24 @@ impl<'a> Parser<'a> {
                     "'sdy.mesh', 'func.func' or 'module'"
                 }));
             }
+        }
+    }
+
+    /// `mhlo.num_partitions` (the SPMD partition count XLA compiles for) must
+    /// equal the device count of the module's meshes; single-device meshes
+    /// (maximal shardings) fit any count.
+    fn check_num_partitions(&self, pos: usize, a: &RawAttr) -> Result<(), TextError> {
+        let n = num_partitions_of(a).unwrap_or(0);
+        match self.meshes.iter().find(|(_, m)| m.num_devices() > 1) {
+            Some((name, mesh)) if mesh.num_devices() != n => Err(self.c.error_with(
+                pos,
+                format!(
+                    "mhlo.num_partitions = {} (the device count of mesh @{name})",
+                    mesh.num_devices()
+                ),
+                format!("mhlo.num_partitions = {n}"),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -2250,4 +2290,11 @@ fn parse_int_array(text: &str) -> Option<Vec<i64>> {
         .filter(|t| !t.is_empty())
         .map(|t| t.parse().ok())
         .collect()
+}
+
+/// The count of `mhlo.num_partitions = N : i32` (None: not a positive integer).
+fn num_partitions_of(a: &RawAttr) -> Option<u64> {
+    let v = a.value.trim();
+    let n = v.split(':').next()?.trim().parse::<u64>().ok()?;
+    (n > 0).then_some(n)
 }
