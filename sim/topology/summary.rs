@@ -209,7 +209,7 @@ impl Topology {
     /// is one with the source (its only way in is the source's unbounded
     /// edge) and every receiving one with the sink; parallel edges add up;
     /// then, until nothing changes, components with no way in or no way out
-    /// are dropped and components with the same edges in and out (same
+    /// or with a single neighbour are dropped and components with the same edges in and out (same
     /// neighbours, same capacities) merge into one with the summed
     /// capacities (an even split of a flow on the merged graph is a flow on
     /// the original one, and summing maps back). A star, an NVSwitch node of
@@ -303,14 +303,27 @@ fn contract(edges: &mut Vec<(u32, u32, u128)>, nodes: u32) -> DiGraph<(), u128> 
     let mut label: Vec<u32> = (0..nodes).collect();
     loop {
         merge_parallel(edges);
+        const NONE: u32 = u32::MAX;
+        const MANY: u32 = u32::MAX - 1;
         let mut ins = vec![0u32; nodes as usize];
         let mut outs = vec![0u32; nodes as usize];
+        // The one neighbour of each component, or NONE / MANY.
+        let mut neighbour = vec![NONE; nodes as usize];
         for &(a, b, _) in edges.iter() {
             outs[a as usize] += 1;
             ins[b as usize] += 1;
+            for (v, w) in [(a, b), (b, a)] {
+                let n = &mut neighbour[v as usize];
+                *n = if *n == NONE || *n == w { w } else { MANY };
+            }
         }
-        // A component with no way in or no way out carries nothing.
-        let dead = |v: u32| v > 1 && (ins[v as usize] == 0 || outs[v as usize] == 0);
+        // A component with no way in or no way out carries nothing, nor
+        // does a dead end whose only neighbour is one component (flow into
+        // it can only go back: a cycle).
+        let dead = |v: u32| {
+            v > 1
+                && (ins[v as usize] == 0 || outs[v as usize] == 0 || neighbour[v as usize] != MANY)
+        };
         let before = edges.len();
         edges.retain(|&(a, b, _)| !dead(a) && !dead(b));
         if edges.len() != before {
