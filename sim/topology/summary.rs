@@ -294,6 +294,9 @@ impl Topology {
     }
 }
 
+/// A component's edges in and out: (other end, capacity), sorted.
+type Signature = (Vec<(u32, u128)>, Vec<(u32, u128)>);
+
 /// Contract the flow graph `edges` (node 0 the source, 1 the sink, `nodes`
 /// nodes) as [`Topology::bisection_bandwidth`] describes, and build it with
 /// the source and sink as nodes 0 and 1.
@@ -331,7 +334,7 @@ fn contract(edges: &mut Vec<(u32, u32, u128)>, nodes: u32) -> DiGraph<(), u128> 
         }
         // Components with the same edges in and out (no edge joins two of
         // them: a component is never its own neighbour) merge.
-        let mut signature: BTreeMap<u32, (Vec<(u32, u128)>, Vec<(u32, u128)>)> = BTreeMap::new();
+        let mut signature: BTreeMap<u32, Signature> = BTreeMap::new();
         for &(a, b, c) in edges.iter() {
             if a > 1 {
                 signature.entry(a).or_default().1.push((b, c));
@@ -340,7 +343,7 @@ fn contract(edges: &mut Vec<(u32, u32, u128)>, nodes: u32) -> DiGraph<(), u128> 
                 signature.entry(b).or_default().0.push((a, c));
             }
         }
-        let mut first: BTreeMap<(Vec<(u32, u128)>, Vec<(u32, u128)>), u32> = BTreeMap::new();
+        let mut first: BTreeMap<Signature, u32> = BTreeMap::new();
         let mut merged = false;
         for (v, mut sig) in signature {
             sig.0.sort_unstable();
