@@ -93,17 +93,32 @@ pub fn run(a: EngineBenchArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string(&r)?)?;
         return Ok(());
     }
-    let queue = parse_u64_list(&a.queue_sizes, "--queue-sizes")?
-        .into_iter()
-        .map(|h| queue_throughput(h, a.events))
-        .collect::<Vec<_>>();
-    let ring_fig = ring(&a, a.devices)?;
-    let mut memory = Vec::new();
-    if !a.memory_devices.trim().is_empty() {
-        for n in parse_u64_list(&a.memory_devices, "--memory-devices")? {
-            memory.push(child_ring(&a, n)?);
-        }
+    let queue_sizes = parse_u64_list(&a.queue_sizes, "--queue-sizes")?;
+    let memory_devices = if a.memory_devices.trim().is_empty() {
+        Vec::new()
+    } else {
+        parse_u64_list(&a.memory_devices, "--memory-devices")?
+    };
+    let mut bar = super::progress::Progress::new(
+        (queue_sizes.len() + 1 + memory_devices.len()) as u64,
+        "bench engine",
+    );
+    let mut queue = Vec::new();
+    for h in queue_sizes {
+        bar.message(format!("bench engine: queue of {h}"));
+        queue.push(queue_throughput(h, a.events));
+        bar.inc();
     }
+    bar.message(format!("bench engine: ring of {}", a.devices));
+    let ring_fig = ring(&a, a.devices)?;
+    bar.inc();
+    let mut memory = Vec::new();
+    for n in memory_devices {
+        bar.message(format!("bench engine: memory at {n} devices"));
+        memory.push(child_ring(&a, n)?);
+        bar.inc();
+    }
+    drop(bar);
     let report = Report {
         queue,
         ring: ring_fig,

@@ -46,7 +46,13 @@ pub fn run(args: BenchExecArgs) -> anyhow::Result<()> {
         "events_per_s",
         "step_time_us"
     )?;
+    let bar = super::progress::TimedBar::new("bench exec");
+    let opts = TimedOptions {
+        progress: Some(bar.hook()),
+        ..TimedOptions::default()
+    };
     for blocks in sizes {
+        bar.message(format!("{blocks} blocks"));
         let text = transformer_like(blocks as usize);
         let mut m =
             parse_and_verify(&text).map_err(|e| anyhow::anyhow!("generated module: {e}"))?;
@@ -58,17 +64,19 @@ pub fn run(args: BenchExecArgs) -> anyhow::Result<()> {
             let program = partition(&m)?;
             part.push(t0.elapsed().as_secs_f64());
             let t1 = Instant::now();
-            let t = run_timed(&program, &topo, &TimedOptions::default())?;
+            let t = run_timed(&program, &topo, &opts)?;
             timed.push(t1.elapsed().as_secs_f64());
             last = Some((program.steps.len(), t.events, t.makespan_ps));
         }
         let (steps, events, makespan) = last.unwrap_or_default();
         let (p, q) = (median(part), median(timed));
-        outln!(
-            "{blocks:>8} {steps:>8} {p:>12.3} {q:>10.3} {events:>12} {:>14.0} {:>14.1}",
-            events as f64 / q,
-            makespan as f64 / 1e6
-        )?;
+        bar.suspend(|| {
+            outln!(
+                "{blocks:>8} {steps:>8} {p:>12.3} {q:>10.3} {events:>12} {:>14.0} {:>14.1}",
+                events as f64 / q,
+                makespan as f64 / 1e6
+            )
+        })?;
     }
     Ok(())
 }

@@ -425,7 +425,9 @@ pub fn run(args: FuzzBenchArgs) -> anyhow::Result<()> {
     std::panic::set_hook(Box::new(|_| {}));
     let mut rows = Vec::new();
     let mut panics_seen = Vec::new();
+    let mut bar = super::progress::Progress::new((chosen.len() * args.cases) as u64, "bench fuzz");
     for t in &chosen {
+        bar.message(format!("bench fuzz: {}", t.name));
         let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
         let (mut ok, mut panics) = (0, 0);
         let mut times = Vec::with_capacity(args.cases);
@@ -444,6 +446,7 @@ pub fn run(args: FuzzBenchArgs) -> anyhow::Result<()> {
                 }
             }
             times.push(t0.elapsed().as_secs_f64());
+            bar.inc();
         }
         let wall = start.elapsed().as_secs_f64();
         times.sort_by(f64::total_cmp);
@@ -458,6 +461,7 @@ pub fn run(args: FuzzBenchArgs) -> anyhow::Result<()> {
             max_ms: times.last().copied().unwrap_or(0.0) * 1e3,
         });
     }
+    drop(bar);
     std::panic::set_hook(hook);
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&rows)?)?,

@@ -47,6 +47,7 @@ pub fn run(p: ParseBenchArgs) -> anyhow::Result<()> {
     let text = chain_module(p.ops);
     let mut times = Vec::with_capacity(p.runs);
     let mut cpu = Vec::with_capacity(p.runs);
+    let mut bar = super::progress::Progress::new(p.runs as u64, "bench parse");
     for _ in 0..p.runs {
         let c0 = cpu_seconds();
         let t = Instant::now();
@@ -56,7 +57,9 @@ pub fn run(p: ParseBenchArgs) -> anyhow::Result<()> {
             cpu.push(b - a);
         }
         drop(m);
+        bar.inc();
     }
+    drop(bar);
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];

@@ -34,6 +34,8 @@ pub fn run(args: BenchPipelineArgs) -> anyhow::Result<()> {
         anyhow::bail!("--runs must be at least 1");
     }
     let mut first_total = None;
+    let mut bar =
+        super::progress::Progress::new((args.files.len() * args.runs) as u64, "bench pipeline");
     for path in &args.files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read", path.display()))?;
@@ -59,11 +61,13 @@ pub fn run(args: BenchPipelineArgs) -> anyhow::Result<()> {
             {
                 times[k].push((b - a).as_secs_f64());
             }
+            bar.inc();
         }
         let [parse, inline, prop, part] = times.map(median);
         let total = parse + inline + prop + part;
         let base = *first_total.get_or_insert(total);
-        outln!(
+        bar.suspend(|| {
+            outln!(
             "{}: {} ops after inlining, {} steps, {} collective bytes per device; median of {}: \
              parse {:.3} s, inline {:.3} s, propagate {:.3} s, partition {:.3} s, total {:.3} s ({:.2}x the first)",
             path.display(),
@@ -77,7 +81,8 @@ pub fn run(args: BenchPipelineArgs) -> anyhow::Result<()> {
             part,
             total,
             total / base
-        )?;
+        )
+        })?;
     }
     Ok(())
 }

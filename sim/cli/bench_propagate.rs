@@ -79,6 +79,10 @@ pub fn run(args: BenchPropagateArgs) -> anyhow::Result<()> {
         "ops_per_s"
     )?;
     let mut first: Option<(f64, f64)> = None;
+    let mut bar = super::progress::Progress::new(
+        sizes.len() as u64 * args.runs.max(1) as u64,
+        "bench propagate",
+    );
     for n in sizes {
         let blocks = (n as usize).div_ceil(OPS_PER_BLOCK).max(1);
         let text = transformer_like(blocks);
@@ -93,16 +97,19 @@ pub fn run(args: BenchPropagateArgs) -> anyhow::Result<()> {
             let t1 = Instant::now();
             propagate_module(&mut m, Strategy::default())?;
             prop.push(t1.elapsed().as_secs_f64());
+            bar.inc();
         }
         let (p, q) = (median(parse), median(prop));
-        outln!("{ops:>10} {p:>12.3} {q:>12.3} {:>14.0}", ops as f64 / q)?;
+        bar.suspend(|| outln!("{ops:>10} {p:>12.3} {q:>12.3} {:>14.0}", ops as f64 / q))?;
         if let Some((n0, t0)) = first {
-            outln!(
-                "{:>10} propagation time ratio vs first size: {:.2}x for {:.2}x ops",
-                "",
-                q / t0,
-                ops as f64 / n0
-            )?;
+            bar.suspend(|| {
+                outln!(
+                    "{:>10} propagation time ratio vs first size: {:.2}x for {:.2}x ops",
+                    "",
+                    q / t0,
+                    ops as f64 / n0
+                )
+            })?;
         } else {
             first = Some((ops as f64, q));
         }

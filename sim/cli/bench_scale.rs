@@ -131,6 +131,8 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
                 // GPT-3 175B with Adam does not fit 8-way tensor parallel in
                 // 80 GB: keep timing past the reports.
                 on_oom: OomPolicy::Continue,
+                // Only the step time and peaks are read: one record per link.
+                link_totals: true,
                 progress: Some(bar.hook()),
                 ..TimedOptions::default()
             };

@@ -71,8 +71,11 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.emit {
         emit_programs(&model, &serving, dir)?;
     }
-    let opts = args.machine.timed_options()?;
+    let mut opts = args.machine.timed_options()?;
+    let bar = super::progress::TimedBar::new("infer");
+    opts.progress = Some(bar.hook());
     let report = simulate_inference(&model, &serving, &topo, &opts)?;
+    drop(bar);
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
         Format::Text => super::output::print_out(&text(&report))?,

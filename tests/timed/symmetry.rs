@@ -181,3 +181,33 @@ fn the_progress_hook_counts_every_devices_steps_and_changes_nothing() {
     assert!(calls.iter().all(|c| c.done <= c.total));
     assert_eq!(calls.iter().filter(|c| c.finished).count(), 1);
 }
+
+/// One record per link (`link_totals`) gives the same summary (its link
+/// figures included) and step as one record per collective step and link,
+/// with far fewer records.
+#[test]
+fn link_totals_give_the_same_summary_with_one_record_per_link() {
+    let p = program(64, 8);
+    let topo = machine(512, None);
+    let each = run_timed_classes(&p, &topo, &TimedOptions::default()).unwrap();
+    let totals = run_timed_classes(
+        &p,
+        &topo,
+        &TimedOptions {
+            link_totals: true,
+            ..TimedOptions::default()
+        },
+    )
+    .unwrap();
+    let json = |s: &report::Summary| serde_json::to_string_pretty(s).unwrap();
+    assert_eq!(
+        json(&report::summarize_classes(&each, &topo)),
+        json(&report::summarize_classes(&totals, &topo))
+    );
+    // Every link once, the bytes of all its collective steps together.
+    let links: std::collections::BTreeSet<usize> = each.links.iter().map(|l| l.link).collect();
+    assert_eq!(totals.links.len(), links.len());
+    assert!(each.links.len() > totals.links.len());
+    let bytes = |t: &[shardsim::exec::timed::LinkBusy]| t.iter().map(|l| l.bytes).sum::<u64>();
+    assert_eq!(bytes(&each.links), bytes(&totals.links));
+}

@@ -3,6 +3,7 @@
 //! invariants, bad topology files, the TVM VirtualDevice seed document and
 //! the PlanDevices solver, and the `shardsim topology` command line.
 
+mod bisection;
 mod cli;
 mod files;
 mod plan;

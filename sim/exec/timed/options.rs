@@ -63,6 +63,13 @@ pub struct TimedOptions {
     pub trip_count: Option<u64>,
     /// Record bytes in use per device and scope over time (`Timeline::memory`).
     pub record_memory: bool,
+    /// Keep one link record per link (its bytes over the run, from the
+    /// first collective on it to the end of the last) instead of one per
+    /// collective step and link: the summary's link figures are the same,
+    /// and memory no longer grows with collective steps x links crossed (a
+    /// data-parallel all-reduce crosses every node's NICs); traces then show
+    /// the totals.
+    pub link_totals: bool,
     /// Fuse chains of memory-bound ops into single kernels (see
     /// [`super::fusion`]); off: every op is a kernel of its own.
     pub fusion: bool,
@@ -91,6 +98,7 @@ impl Default for TimedOptions {
             faults: Vec::new(),
             trip_count: None,
             record_memory: false,
+            link_totals: false,
             fusion: false,
             fuse_attention: false,
             per_device: false,

@@ -129,6 +129,9 @@ struct Run<'a> {
     engine: Engine<Event>,
     spans: Vec<Span>,
     links: Vec<LinkBusy>,
+    /// With `TimedOptions::link_totals`: each topology link's record in
+    /// `links` (u32::MAX: none yet).
+    link_totals: Option<Vec<u32>>,
     ooms: Vec<OomReport>,
     /// Per device index: reports kept, and those counted but not kept (a
     /// program that never fits would otherwise keep one per allocation).
@@ -415,6 +418,7 @@ impl<'a> Run<'a> {
             engine: Engine::new(),
             spans: Vec::new(),
             links: Vec::new(),
+            link_totals: opts.link_totals.then(|| vec![u32::MAX; topo.links().len()]),
             ooms: Vec::new(),
             ooms_kept: vec![0; k],
             ooms_dropped: vec![0; k],
@@ -653,25 +657,51 @@ impl<'a> Run<'a> {
         }
         let groups = self.groups[&i].members.len();
         let now = self.engine.now();
+        let mut finished = None;
         if let Some(p) = self.comm_progress.get_mut(&i) {
             p.1 += 1;
             if p.1 == groups {
-                let start = p.0;
-                for &(link, bytes) in &p.2 {
-                    self.links.push(LinkBusy {
-                        link,
-                        step: i,
-                        start_ps: start.0,
-                        end_ps: now.0,
-                        bytes,
-                    });
-                }
+                // The bytes are recorded once: later trips of a loop find
+                // the count past `groups` (the first trip's records stand).
+                finished = Some((p.0, std::mem::take(&mut p.2)));
+            }
+        }
+        if let Some((start, bytes)) = finished {
+            for (link, bytes) in bytes {
+                self.record_link(LinkBusy {
+                    link,
+                    step: i,
+                    start_ps: start.0,
+                    end_ps: now.0,
+                    bytes,
+                });
             }
         }
         for d in members {
             self.try_start(d)?;
         }
         Ok(())
+    }
+
+    /// Keep `b`, or add it to its link's total (`TimedOptions::link_totals`).
+    fn record_link(&mut self, b: LinkBusy) {
+        let Some(slots) = &mut self.link_totals else {
+            self.links.push(b);
+            return;
+        };
+        match slots.get(b.link).copied() {
+            Some(s) if s != u32::MAX => {
+                let t = &mut self.links[s as usize];
+                t.bytes += b.bytes;
+                t.start_ps = t.start_ps.min(b.start_ps);
+                t.end_ps = t.end_ps.max(b.end_ps);
+            }
+            Some(_) => {
+                slots[b.link] = self.links.len() as u32;
+                self.links.push(b);
+            }
+            None => self.links.push(b),
+        }
     }
 
     /// (op name, produced value) of step `i` for spans.
