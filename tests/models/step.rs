@@ -177,7 +177,8 @@ struct Row {
 /// The rows of tests/fixtures/megatron/megatron_training.csv with the
 /// settings the sources used: A100 (Narayanan et al. 2021) full
 /// recomputation, microbatch 1, interleaved 1F1B with the smallest of 2, 3,
-/// 5 virtual stages that divides a stage's layers; H100 (Megatron-Core
+/// 5 virtual stages that divides a stage's layers, blocking pipeline sends
+/// (the 2021 code waits on them and synchronizes); H100 (Megatron-Core
 /// r0.8) sequence parallelism, flash attention, distributed optimizer
 /// (ZeRO-1) with its gradient reduce-scatter and parameter all-gather
 /// overlapped, tensor-parallel communication overlapped with the matmuls
@@ -208,7 +209,7 @@ fn rows() -> Vec<Row> {
             };
             let schedule = if v > 1 { "interleaved" } else { "1f1b" };
             let mode = if a100 {
-                "recompute = \"full\"".to_string()
+                "recompute = \"full\"\nblocking_p2p = true".to_string()
             } else {
                 "sequence_parallel = true\nflash_attention = true\nzero = 1\noverlap_grad_reduce = true\noverlap_param_gather = true\ntp_comm_overlap = true".to_string()
             };
@@ -238,13 +239,8 @@ const KNOWN_MISSES: &[(&str, f64, &str)] = &[
     ),
     (
         "A100-80GB 76.1B tp8 pp4 dp32",
-        0.15,
-        "interleaving with 3 virtual stages",
-    ),
-    (
-        "A100-80GB 529.6B tp8 pp35 dp9",
         0.13,
-        "interleaving with 3 virtual stages",
+        "interleaving with 3 virtual stages; the pipelined A100 rows run 3-12% fast as hidden size grows",
     ),
     (
         "H100-80GB 32B tp8 pp1 dp48",
