@@ -97,12 +97,13 @@ impl Ctx {
         }
     }
 
-    /// Pieces each tensor-parallel collective is split into when it overlaps
-    /// a matmul: Transformer Engine's split-pipelined overlap cuts the
-    /// sequence into `num_splits = 4` pieces (Megatron-Core's default), each
-    /// piece its own collective, so at most 4 and at most `tp`; fewer when 4
-    /// does not split a rank's share of the sequence evenly; 0 without
-    /// overlap.
+    /// Pieces each reduce-scatter is split into when it overlaps a matmul:
+    /// Transformer Engine's split-pipelined overlap (`pipeline`, its default
+    /// for `proj_fprop` and `fc2_fprop`) cuts the sequence into
+    /// `num_splits = 4` pieces (Megatron-Core's default), each piece its own
+    /// collective, so at most 4 and at most `tp`; fewer when 4 does not split
+    /// a rank's share of the sequence evenly; 0 without overlap (then the
+    /// all-gathers are not ring exchanges either, see [`gathered_mm`]).
     pub fn overlap_chunks(&self) -> u64 {
         if !self.tp_comm_overlap || self.tp < 2 {
             return 0;
@@ -311,22 +312,6 @@ pub fn gathered(e: &mut Emitter, c: &Ctx, x: &Val) -> Val {
     }
 }
 
-/// `x` (`[b, s, ...]`) with its sequence split as `[b, tp, s / tp, ...]`,
-/// the `tensor` axis on `dims`' sequence entry moved to the rank dimension.
-fn split_ranks(
-    e: &mut Emitter,
-    c: &Ctx,
-    x: &Val,
-    dims: &[&'static str],
-) -> (Val, Vec<&'static str>) {
-    let mut shape = vec![x.shape[0], c.tp, x.shape[1] / c.tp];
-    shape.extend_from_slice(&x.shape[2..]);
-    let mut d = vec![dims[0], dims[1], ""];
-    d.extend_from_slice(&dims[2..]);
-    let r = e.reshape(x, &shape);
-    (e.constrain(&r, &d), d)
-}
-
 /// `[b, tp, s / tp, ...]` back to `[b, s, ...]`.
 fn merge_ranks(e: &mut Emitter, x: &Val) -> Val {
     let mut shape = vec![x.shape[0], x.shape[1] * x.shape[2]];
@@ -342,52 +327,103 @@ fn rank_dims(dims: &[&'static str]) -> Vec<&'static str> {
     d
 }
 
-/// A column-parallel matmul `f` of the sequence-split `x`: its output (with
-/// sharding `out_dims`) and `x` gathered whole. With tensor-parallel overlap
-/// the all-gather is split into [`Ctx::overlap_chunks`] pieces, every piece
-/// issued before the first matmul, so piece `j + 1` travels while the matmul
-/// of piece `j` runs (Transformer Engine's split-pipelined overlap; each
-/// piece holds a slice of every rank's share of the sequence): only the
-/// first piece is exposed. Otherwise one all-gather, then the matmul.
+/// A column-parallel matmul `f` of the sequence-split `x` with the weight
+/// `w` (a block weight and its sharding): its output (with sharding
+/// `out_dims`) and, when `keep` asks for it, `x` gathered whole (what a
+/// weight gradient reads). With tensor-parallel overlap the all-gather is
+/// Transformer Engine's ring exchange (`ring_exchange`, its default for
+/// `qkv_fprop`, `fc1_fprop`, `proj_dgrad` and `fc2_dgrad`), see
+/// [`ring_exchange_mm`]. Otherwise one all-gather, then the matmul.
 pub fn gathered_mm(
     e: &mut Emitter,
     c: &Ctx,
     x: &Val,
+    w: &Sharded,
     out_dims: &[&'static str],
-    f: impl Fn(&mut Emitter, &Val) -> Val,
-) -> (Val, Val) {
-    let n = c.overlap_chunks();
-    if n == 0 {
+    keep: bool,
+    f: impl Fn(&mut Emitter, &Val, &Val) -> Val,
+) -> (Val, Option<Val>) {
+    if c.overlap_chunks() == 0 {
         let xg = gathered(e, c, x);
-        let y = f(e, &xg);
-        return (e.constrain(&y, out_dims), xg);
+        let y = f(e, &xg, &w.0);
+        return (e.constrain(&y, out_dims), keep.then_some(xg));
     }
-    let (xr, xdims) = split_ranks(e, c, x, &c.act_dims());
-    let piece = xr.shape[2] / n;
-    let pieces: Vec<Val> = (0..n)
+    ring_exchange_mm(e, c, x, w, out_dims, keep, f)
+}
+
+/// Transformer Engine's ring-exchange all-gather overlapped with the matmul,
+/// in per-device code: each tensor rank starts on its own share of the
+/// sequence (no wait), and at each of `tp` steps sends the share it holds
+/// to the next rank (a point-to-point send over NVLink, issued before the
+/// step's matmul so it travels while the matmul runs) and multiplies it;
+/// after `tp - 1` sends every rank has multiplied every share. The product
+/// of step `i` on rank `r` belongs to share `(r - i) mod tp`, where
+/// Transformer Engine writes it in the output ([`in_sequence_order`]).
+fn ring_exchange_mm(
+    e: &mut Emitter,
+    c: &Ctx,
+    x: &Val,
+    w: &Sharded,
+    out_dims: &[&'static str],
+    keep: bool,
+    f: impl Fn(&mut Emitter, &Val, &Val) -> Val,
+) -> (Val, Option<Val>) {
+    let tp = c.tp;
+    let rank = e.iota(0, &[tp], DType::I32);
+    let rank = e.constrain(&rank, &["tensor"]);
+    let scope = e.manual_begin(&[
+        (x, c.act_dims()),
+        (&w.0, w.1.clone()),
+        (&rank, vec!["tensor"]),
+    ]);
+    let [xl, wl, rank] = [0, 1, 2].map(|i| scope.args[i].clone());
+    let mut held = xl;
+    let mut ys = Vec::new();
+    let mut xs = Vec::new();
+    for i in 0..tp {
+        let next = (i + 1 < tp).then(|| e.ring_shift(&held, "tensor", 1));
+        ys.push(f(e, &held, &wl));
+        xs.push(held.clone());
+        if let Some(n) = next {
+            held = n;
+        }
+    }
+    let r = e.reshape(&rank, &[]);
+    let y = in_sequence_order(e, &ys, &r);
+    let mut results = vec![(y, out_dims.to_vec())];
+    if keep {
+        let g = in_sequence_order(e, &xs, &r);
+        results.push((g, vec![""; x.shape.len()]));
+    }
+    let refs: Vec<(&Val, Vec<&str>)> = results.iter().map(|(v, d)| (v, d.clone())).collect();
+    let out = e.manual_end(scope, &refs);
+    let y = e.constrain(&out[0], out_dims);
+    let g = keep.then(|| e.constrain(&out[1], &vec![""; x.shape.len()]));
+    (y, g)
+}
+
+/// Per-device code: the pieces `[b, s / tp, ...]` of a ring exchange on
+/// the rank `r` (a scalar) in sequence order, `[b, s, ...]`: share `j` is
+/// the piece of step `(r - j) mod tp`, picked by selects that fuse into the
+/// consumer's kernel (no copy of its own, as the pieces land in place).
+fn in_sequence_order(e: &mut Emitter, pieces: &[Val], r: &Val) -> Val {
+    let n = pieces.len() as u64;
+    let shape = pieces[0].shape.clone();
+    let shares: Vec<Val> = (0..n)
         .map(|j| {
-            let p = e.slice(&xr, 2, j * piece, (j + 1) * piece);
-            e.constrain(&p, &xdims)
+            let back = e.binary_scalar("add", r, (n - j) as f64);
+            let step = e.binary_scalar("remainder", &back, n as f64);
+            let mut acc = pieces[n as usize - 1].clone();
+            for i in (0..n as usize - 1).rev() {
+                let i_val = e.scalar(i as f64, DType::I32);
+                let is = e.compare("EQ", &step, &i_val);
+                let is = e.broadcast(&is, &[], &shape);
+                acc = e.select(&is, &pieces[i], &acc);
+            }
+            acc
         })
         .collect();
-    let whole = vec![""; xr.shape.len()];
-    let ydims = rank_dims(out_dims);
-    let mut gs = Vec::new();
-    let mut ys = Vec::new();
-    for p in &pieces {
-        let g = e.constrain(p, &whole);
-        let y = f(e, &g);
-        ys.push(e.constrain(&y, &ydims));
-        gs.push(g);
-    }
-    let y = e.concatenate(&ys.iter().collect::<Vec<_>>(), 2);
-    let y = merge_ranks(e, &y);
-    let g = e.concatenate(&gs.iter().collect::<Vec<_>>(), 2);
-    let g = merge_ranks(e, &g);
-    (
-        e.constrain(&y, out_dims),
-        e.constrain(&g, &vec![""; x.shape.len()]),
-    )
+    e.concatenate(&shares.iter().collect::<Vec<_>>(), 1)
 }
 
 /// A row-parallel matmul `f` of `x` (its contraction split over `tensor`,
@@ -581,8 +617,10 @@ pub fn attention_inputs(
         e,
         c,
         &ln1,
+        &ws.mats[0],
         &c.tokens(&["", "", "tensor", "", ""]),
-        |e, x| mm(e, x, w(ws, 0)),
+        false,
+        mm,
     );
     let qkv = e.transpose(&qkv, &[0, 2, 3, 1, 4]);
     let mut q = e.slice(&qkv, 2, 0, g);
@@ -659,7 +697,7 @@ fn dense_mlp(e: &mut Emitter, c: &Ctx, ln2: &Val, ws: &BlockWeights, acts: &mut 
         Mlp::Gelu => tp_last.clone(),
         Mlp::Swiglu => c.tokens(&["", "", "", "tensor"]),
     };
-    let (h, _) = gathered_mm(e, c, ln2, &h_dims, |e, x| mm(e, x, w(ws, 2)));
+    let (h, _) = gathered_mm(e, c, ln2, &ws.mats[2], &h_dims, false, mm);
     let (h1, gact) = match c.mlp {
         Mlp::Gelu => {
             let h1 = e.constrain(&h, &tp_last);
@@ -792,7 +830,8 @@ pub fn block_backward(
     } else {
         dx1.clone()
     };
-    let (dctx, dog) = gathered_mm(e, c, &do_, &tp_last, |e, x| mm_dx(e, x, w(ws, 1)));
+    let (dctx, dog) = gathered_mm(e, c, &do_, &ws.mats[1], &tp_last, true, mm_dx);
+    let dog = dog.expect("kept");
     let ln1_early = ahead.then(|| gathered(e, c, &a("ln1")));
     grads[1] = Some(mm_dw(e, c, &a("ctx"), &dog));
     let dctx = e.reshape(&dctx, &[b, s, kv, g, d]);
@@ -877,7 +916,8 @@ fn dense_mlp_backward(
     let tp_last = c.tokens(&["", "", "tensor"]);
     let (b, s) = (c.b, c.s);
     let ahead = c.tp_comm_overlap;
-    let (dg, dmg) = gathered_mm(e, c, dm, &tp_last, |e, x| mm_dx(e, x, w(ws, 3)));
+    let (dg, dmg) = gathered_mm(e, c, dm, &ws.mats[3], &tp_last, true, mm_dx);
+    let dmg = dmg.expect("kept");
     let ln2_early = ahead.then(|| gathered(e, c, &a("ln2")));
     grads[3] = Some(mm_dw(e, c, &a("gact"), &dmg));
     let ln2 = ln2_early.unwrap_or_else(|| gathered(e, c, &a("ln2")));

@@ -76,6 +76,9 @@ pub struct PassTimes {
     pub forward_ps: Vec<u64>,
     pub backward_ps: Vec<u64>,
     pub transfer_ps: u64,
+    /// A stage is busy while its pass's output or input gradient is sent
+    /// to another stage (blocking point-to-point communication).
+    pub blocking_sends: bool,
 }
 
 /// A timed pass.
@@ -175,7 +178,17 @@ pub fn run_schedule(
                     times.backward_ps[c]
                 };
                 let end = start + dur;
-                free[s] = end;
+                // The stage this pass sends to (none from the last chunk's
+                // forward or the first chunk's backward).
+                let to = if x.forward {
+                    (c + 1 < chunks).then(|| c + 1)
+                } else {
+                    c.checked_sub(1)
+                };
+                free[s] = match to {
+                    Some(t) if times.blocking_sends => end + hop(c, t, p, times),
+                    _ => end,
+                };
                 if x.forward {
                     f_done[c * m + j] = Some(end);
                     in_flight[s] += 1;

@@ -229,6 +229,7 @@ pub fn simulate_step(
             .map(|k| timing(k).backward_pass_ps(strategy.zero))
             .collect(),
         transfer_ps,
+        blocking_sends: strategy.blocking_p2p,
     };
     let order = schedule_order(strategy.schedule, p, m, v);
     let run = run_schedule(&order, v, &times)?;

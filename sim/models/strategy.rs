@@ -85,6 +85,13 @@ pub struct Strategy {
     /// Data-parallel gradient reduction overlapped with the last backward pass.
     #[serde(default)]
     pub overlap_grad_reduce: bool,
+    /// Pipeline sends and receives block the stage, as in Megatron-LM's
+    /// 2021 schedules (Narayanan et al.): `batch_isend_irecv`, a wait on
+    /// every request and a device synchronize between passes, so a stage
+    /// computes nothing while its activation or gradient travels. Off: the
+    /// transfers only delay the receiver (Megatron-Core overlaps them).
+    #[serde(default)]
+    pub blocking_p2p: bool,
     /// Element type of parameters and activations: `bf16` (mixed precision,
     /// the default) or `f32`.
     #[serde(default)]

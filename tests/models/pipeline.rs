@@ -11,7 +11,25 @@ fn uniform(p: u64, v: u64, f: u64, b: u64) -> PassTimes {
         forward_ps: vec![f; (p * v) as usize],
         backward_ps: vec![b; (p * v) as usize],
         transfer_ps: 0,
+        blocking_sends: false,
     }
+}
+
+/// Blocking point-to-point communication (Megatron-LM 2021) keeps the
+/// sending stage busy for the transfer: GPipe over 2 stages, 2
+/// microbatches, forward 10, backward 20, transfer 3. Overlapped, stage 1
+/// runs F0 13-23, F1 23-33, B0 33-53, B1 53-73 and stage 0 B0 56-76, B1
+/// 76-96; blocking, stage 0's F1 starts at 13 and its second send ends at
+/// 26, so stage 1 runs F1 26-36, B0 36-56 (sending until 59), B1 59-79 and
+/// stage 0 B0 59-79, B1 82-102.
+#[test]
+fn blocking_sends_keep_the_sending_stage_busy() {
+    let order = schedule_order(Schedule::Gpipe, 2, 2, 1);
+    let mut times = uniform(2, 1, 10, 20);
+    times.transfer_ps = 3;
+    assert_eq!(run_schedule(&order, 1, &times).unwrap().makespan_ps, 96);
+    times.blocking_sends = true;
+    assert_eq!(run_schedule(&order, 1, &times).unwrap().makespan_ps, 102);
 }
 
 #[test]
