@@ -118,11 +118,9 @@ fn chunk_args(
     };
     let labels = kind.head.then(|| e.arg(&[c.b, c.s], DType::I32, &tokens));
     let layers = (0..kind.layers).map(|_| block_weight_args(e, c)).collect();
-    // Weights read by a gather are the same on every expert-parallel
-    // replica (a replica's own block would shift the rows it looks up).
     let table = |e: &mut Emitter| {
         let dims = vec!["tensor", ""];
-        (e.arg_shared(&[c.vocab, c.h], c.dtype, &dims), dims)
+        (e.arg(&[c.vocab, c.h], c.dtype, &dims), dims)
     };
     let embed_table = kind.embed.then(|| table(e));
     let head_table = if kind.head && (model.rope || !kind.embed) {

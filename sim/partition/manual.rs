@@ -4,8 +4,10 @@
 //!
 //! * Fully manual: the body is per-device code. Its ops run as local steps on
 //!   the blocks, its device collectives (`stablehlo.all_reduce` & co.) become
-//!   collective steps over their replica groups; body values are per-device
-//!   buffers recorded with their local type and no sharding.
+//!   collective steps over their replica groups; body values, its arguments
+//!   included (relabels of the operands' blocks), are per-device buffers
+//!   recorded with their local type and no sharding, so a gather or scatter
+//!   indexes the device's own block with indices local to it.
 //! * Partially manual (some axes left automatic): a device's block of the
 //!   in-sharding is its block, on the free axes, of its manual group's
 //!   argument, so the body is partitioned like any code over the free axes
@@ -68,8 +70,13 @@ impl Builder {
                 self.relabel(block, slot, &a.name);
                 slot
             } else {
+                // Per-device code indexes its own block: the body's argument
+                // is a per-device buffer (a relabel of the block), so a
+                // gather or scatter on it is not moved by the block's start.
                 self.check_block(func, arg, block)?;
-                block
+                let slot = self.per_device_value(func, arg)?;
+                self.relabel(block, slot, &func.value(arg).name);
+                slot
             };
             self.slot_of[arg.0 as usize] = Some(slot);
         }
