@@ -21,7 +21,7 @@ use super::block::{
     heads_to_hidden, norm, Acts, BlockWeights, Ctx,
 };
 use super::emit::{Emitter, Val};
-use super::moe::layer_ctx;
+use super::moe::{layer_ctx, EXPERT_AXIS};
 use super::spec::ModelSpec;
 use super::step::{device_capacity, partitioned, route_time, timed, TimedProgram};
 use super::ModelError;
@@ -37,6 +37,11 @@ pub struct Serving {
     /// Independent replicas (each serves its own batch).
     #[serde(default = "one")]
     pub dp: u64,
+    /// Expert parallelism: groups of `ep` replicas (of the `dp`) each hold
+    /// `experts / ep` of every expert layer's routed experts and exchange
+    /// their tokens by all-to-all (attention stays data-parallel).
+    #[serde(default = "one")]
+    pub ep: u64,
     /// Sequences decoded together on one replica.
     #[serde(default = "one")]
     pub batch: u64,
@@ -77,6 +82,7 @@ impl Serving {
             ("tp", self.tp),
             ("pp", self.pp),
             ("dp", self.dp),
+            ("ep", self.ep),
             ("batch", self.batch),
             ("prompt", self.prompt),
             ("generate", self.generate),
@@ -94,6 +100,24 @@ impl Serving {
                     moe.expert_ffn_hidden, self.tp
                 ));
             }
+        }
+        match &model.moe {
+            Some(moe) if moe.experts % self.ep != 0 => {
+                return bad(format!(
+                    "{} experts do not split over ep = {}",
+                    moe.experts, self.ep
+                ))
+            }
+            None if self.ep > 1 => {
+                return bad(format!("ep = {} needs a mixture-of-experts model", self.ep))
+            }
+            _ => {}
+        }
+        if self.dp % self.ep != 0 {
+            return bad(format!(
+                "ep = {} must divide dp = {} (experts split over replicas)",
+                self.ep, self.dp
+            ));
         }
         if model.layers % self.pp != 0 {
             return bad(format!(
@@ -136,6 +160,7 @@ pub struct Part {
 fn ctx(model: &ModelSpec, serving: &Serving, tokens: u64) -> Ctx {
     Ctx {
         dropout: false,
+        moe: super::moe::MoeCtx::new(model, serving.batch, tokens, serving.ep),
         ..Ctx::of(model, serving.batch, tokens, serving.dtype())
     }
 }
@@ -165,7 +190,15 @@ pub fn serving_program_from(
 ) -> String {
     let tokens = phase.tokens(serving);
     let c = ctx(model, serving, tokens);
-    let mut e = Emitter::new(&[("data", 1), ("tensor", serving.tp)]);
+    // With expert parallelism, one replica's program manual over `expert`
+    // (its arguments and results the replica's block), as in training.
+    let mut e = if serving.ep > 1 {
+        let mut e = Emitter::new(&[(EXPERT_AXIS, serving.ep), ("tensor", serving.tp)]);
+        e.manual_over(EXPERT_AXIS);
+        e
+    } else {
+        Emitter::new(&[("data", 1), ("tensor", serving.tp)])
+    };
     let input = if part.embed {
         e.arg(&[c.b, c.s], DType::I32, &["", ""])
     } else {

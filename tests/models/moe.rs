@@ -7,7 +7,7 @@
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::models::analytic::model_state_bytes;
 use shardsim::models::chunk::{backward_program, forward_program, ChunkKind};
-use shardsim::models::inference::{simulate_inference, Serving};
+use shardsim::models::inference::{serving_program, simulate_inference, Part, Phase, Serving};
 use shardsim::models::step::{model_timed_options, simulate_step};
 use shardsim::models::strategy::Precision;
 use shardsim::models::{ModelSpec, Recompute, Strategy};
@@ -281,6 +281,7 @@ fn serve_tiny(dense: u64) {
         tp: 2,
         pp: 1,
         dp: 1,
+        ep: 1,
         batch: 4,
         prompt: 8,
         generate: 4,
@@ -298,5 +299,134 @@ fn serve_tiny(dense: u64) {
     assert!(
         (got / want - 1.0).abs() < 0.01,
         "dense={dense}: {got} vs {want}"
+    );
+}
+
+/// Serving with expert parallelism: each replica's prefill and decode
+/// programs (manual over `expert`, tokens exchanged by all-to-all) match
+/// the interpreter, with tensor parallelism and a first dense layer; the
+/// weights per GPU are the analytic count with `experts / ep` routed
+/// experts per layer.
+#[test]
+fn expert_parallel_serving_matches_the_interpreter_and_the_weight_count() {
+    for (tp, ep, dense) in [(1, 2, 0), (2, 2, 1)] {
+        let model = tiny_moe_dense(1, dense);
+        let sv = Serving {
+            tp,
+            pp: 1,
+            dp: ep,
+            ep,
+            batch: 2,
+            prompt: 4,
+            generate: 3,
+            precision: Precision::F32,
+        };
+        sv.check(&model).unwrap();
+        for phase in [Phase::Prefill, Phase::Decode { context: 5 }] {
+            for part in [
+                Part {
+                    layers: 2,
+                    embed: true,
+                    head: true,
+                },
+                Part {
+                    layers: 1,
+                    embed: false,
+                    head: false,
+                },
+            ] {
+                let what = format!("tp={tp} ep={ep} dense={dense} {phase:?} {part:?}");
+                let text = serving_program(&model, &sv, phase, part);
+                assert!(text.contains("stablehlo.all_to_all"), "{what}");
+                check(&text, &what);
+            }
+        }
+        let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
+        let sv = Serving {
+            precision: Precision::Bf16,
+            ..sv
+        };
+        let r = simulate_inference(&model, &sv, &topo, &model_timed_options()).unwrap();
+        let (d, x) = shardsim::models::analytic::params_per_device(
+            &model,
+            &Strategy::from_toml(&format!(
+                "tp = {tp}\ndp = {ep}\nep = {ep}\nglobal_batch = {ep}"
+            ))
+            .unwrap(),
+        );
+        let want = (d + x) * 2.0;
+        let got = r.memory.weight_bytes as f64;
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "tp={tp} ep={ep}: {got} vs {want}"
+        );
+    }
+    // A layout that does not split the experts or the replicas is refused.
+    let model = tiny_moe(0);
+    let sv = |dp, ep| Serving {
+        tp: 1,
+        pp: 1,
+        dp,
+        ep,
+        batch: 1,
+        prompt: 4,
+        generate: 2,
+        precision: Precision::Bf16,
+    };
+    let err = sv(3, 3).check(&model).unwrap_err().to_string();
+    assert!(err.contains("4 experts do not split over ep = 3"), "{err}");
+    let err = sv(2, 4).check(&model).unwrap_err().to_string();
+    assert!(err.contains("ep = 4 must divide dp = 2"), "{err}");
+}
+
+/// Mixtral 8x7B decoding a large batch with one expert per GPU (ep = 8):
+/// every expert gets tokens, so a step reads each GPU's whole weights (its
+/// attention, router and tables plus its expert of every layer) and the
+/// cache; the step is at least that roofline, and within 25% of it
+/// without the all-to-alls' exposed time (which they add on NVLink).
+#[test]
+fn expert_parallel_decode_follows_the_roofline_at_a_large_batch() {
+    let table =
+        shardsim::exec::timed::parse_roofline(shardsim::models::step::KERNELS_TOML).unwrap();
+    let p = &table["H100 SXM5 80GB"];
+    let (bw, flops) = (3.35e12 * p.memory_efficiency, 989e12 * p.compute_efficiency);
+    let model = ModelSpec::preset("mixtral-8x7b").unwrap();
+    let sv = Serving {
+        tp: 1,
+        pp: 1,
+        dp: 8,
+        ep: 8,
+        batch: 256,
+        prompt: 512,
+        generate: 2,
+        precision: Precision::Bf16,
+    };
+    let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
+    let r = simulate_inference(&model, &sv, &topo, &model_timed_options()).unwrap();
+    let (d, x) = shardsim::models::analytic::params_per_device(
+        &model,
+        &Strategy::from_toml("dp = 8\nep = 8\nglobal_batch = 8").unwrap(),
+    );
+    let weights = 2.0 * (d + x);
+    assert_eq!(r.memory.weight_bytes as f64, weights.round());
+    let kv = (model.layers
+        * shardsim::models::inference::kv_cache_bytes_per_layer(&model, &sv, sv.prompt))
+        as f64;
+    // Multiply-adds per GPU: its batch through the dense weights and, with
+    // balanced routing, `batch x top_k` token slots through its expert.
+    let m = model.moe.unwrap();
+    let expert = 3.0 * (model.hidden * m.expert_ffn_hidden) as f64;
+    let dense_macs = d - 2.0 * (model.vocab * model.hidden) as f64;
+    let macs = sv.batch as f64 * (dense_macs + (model.vocab * model.hidden) as f64)
+        + (sv.batch * m.top_k) as f64 * expert * model.layers as f64;
+    let roof = (weights / bw).max(2.0 * macs / flops) + kv / bw;
+    let got = r.decode_first.time_ps as f64 * 1e-12;
+    // The step less its exposed all-to-all time is the roofline within 25%
+    // (kernels each at their own bound, the dispatch and combine einsums).
+    let exposed = (model.layers * r.decode_first.layer.exposed_comm_ps) as f64 * 1e-12;
+    assert!(got >= roof, "{got:.6} s vs roofline {roof:.6} s");
+    assert!(
+        got - exposed <= 1.25 * roof,
+        "{got:.6} s less {exposed:.6} s of all-to-all vs roofline {roof:.6} s"
     );
 }
