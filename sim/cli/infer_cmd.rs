@@ -167,7 +167,7 @@ fn text(r: &InferenceReport) -> String {
     let s = &r.serving;
     let m = &r.memory;
     let mut out = format!(
-        "{} on {} GPUs (tp {}, pp {}, dp {}), batch {} per replica, prompt {}, {} tokens generated\n\
+        "{} on {} GPUs (tp {}, pp {}, dp {}{}), batch {} per replica, prompt {}, {} tokens generated\n\
          time to first token  {:.2} ms ({:.0} prompt tokens/s)\n\
          decode step          {:.3} ms at {} cached tokens, {:.3} ms at {} ({:.0} tokens/s)\n\
          generation           {:.2} ms ({:.0} tokens/s with the prefill)\n\
@@ -177,6 +177,11 @@ fn text(r: &InferenceReport) -> String {
         s.tp,
         s.pp,
         s.dp,
+        if s.ep > 1 {
+            format!(", ep {}", s.ep)
+        } else {
+            String::new()
+        },
         s.batch,
         s.prompt,
         s.generate,
