@@ -4,9 +4,9 @@
 //!
 //! * Fully manual: the body is per-device code. Its ops run as local steps on
 //!   the blocks, its device collectives (`stablehlo.all_reduce` & co.) become
-//!   collective steps over their replica groups; body values, its arguments
-//!   included (relabels of the operands' blocks), are per-device buffers
-//!   recorded with their local type and no sharding, so a gather or scatter
+//!   collective steps over their replica groups; body values are per-device
+//!   buffers recorded with their local type and no sharding, and so is an
+//!   argument a gather or scatter indexes (a relabel of its block), so it
 //!   indexes the device's own block with indices local to it.
 //! * Partially manual (some axes left automatic): a device's block of the
 //!   in-sharding is its block, on the free axes, of its manual group's
@@ -70,13 +70,19 @@ impl Builder {
                 self.relabel(block, slot, &a.name);
                 slot
             } else {
-                // Per-device code indexes its own block: the body's argument
-                // is a per-device buffer (a relabel of the block), so a
-                // gather or scatter on it is not moved by the block's start.
+                // Per-device code indexes its own block: an argument a gather
+                // or scatter indexes becomes a per-device buffer (a relabel of
+                // the block), so its indices are not moved by the block's
+                // start. Others stay the block (a relabel of a kept argument
+                // would hold a second copy in the timed run).
                 self.check_block(func, arg, block)?;
-                let slot = self.per_device_value(func, arg)?;
-                self.relabel(block, slot, &func.value(arg).name);
-                slot
+                if indexed_in(func, &region.ops, arg) {
+                    let slot = self.per_device_value(func, arg)?;
+                    self.relabel(block, slot, &func.value(arg).name);
+                    slot
+                } else {
+                    block
+                }
             };
             self.slot_of[arg.0 as usize] = Some(slot);
         }
@@ -399,4 +405,13 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// `v` is the operand a gather or scatter among `ops` indexes.
+fn indexed_in(func: &Func, ops: &[OpId], v: ValueId) -> bool {
+    ops.iter().any(|&id| {
+        let op = func.op(id);
+        matches!(op.kind, OpKind::Gather { .. } | OpKind::Scatter { .. })
+            && op.operands.first() == Some(&v)
+    })
 }
