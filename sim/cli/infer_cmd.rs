@@ -24,6 +24,10 @@ pub struct InferArgs {
     /// Independent replicas, each serving its own batch.
     #[arg(long, default_value_t = 1)]
     dp: u64,
+    /// Expert parallelism (MoE models): each group of `ep` replicas splits
+    /// the routed experts and exchanges tokens by all-to-all; divides --dp.
+    #[arg(long, default_value_t = 1)]
+    ep: u64,
     /// Sequences decoded together on one replica.
     #[arg(long, default_value_t = 1)]
     batch: u64,
@@ -52,6 +56,7 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
         tp: args.tp,
         pp: args.pp,
         dp: args.dp,
+        ep: args.ep,
         batch: args.batch,
         prompt: args.prompt.unwrap_or(model.seq),
         generate: args.generate,
@@ -66,7 +71,7 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
         serving.devices(),
         true,
         "the serving layout",
-        "--tp, --pp and --dp",
+        "--tp, --pp, --dp and --ep",
     )?;
     if let Some(dir) = &args.emit {
         emit_programs(&model, &serving, dir)?;
@@ -165,7 +170,7 @@ fn text(r: &InferenceReport) -> String {
     let s = &r.serving;
     let m = &r.memory;
     let mut out = format!(
-        "{} on {} GPUs (tp {}, pp {}, dp {}), batch {} per replica, prompt {}, {} tokens generated\n\
+        "{} on {} GPUs (tp {}, pp {}, dp {}{}), batch {} per replica, prompt {}, {} tokens generated\n\
          time to first token  {:.2} ms ({:.0} prompt tokens/s)\n\
          decode step          {:.3} ms at {} cached tokens, {:.3} ms at {} ({:.0} tokens/s)\n\
          generation           {:.2} ms ({:.0} tokens/s with the prefill)\n\
@@ -175,6 +180,11 @@ fn text(r: &InferenceReport) -> String {
         s.tp,
         s.pp,
         s.dp,
+        if s.ep > 1 {
+            format!(", ep {}", s.ep)
+        } else {
+            String::new()
+        },
         s.batch,
         s.prompt,
         s.generate,

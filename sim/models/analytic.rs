@@ -17,12 +17,15 @@ pub fn forward_flops_per_token(model: &ModelSpec) -> f64 {
         Mlp::Gelu => 2.0,
         Mlp::Swiglu => 3.0,
     };
-    let mlp = match &model.moe {
-        None => mats * h * model.ffn_hidden as f64,
-        Some(m) => mats * h * m.expert_ffn_hidden as f64 * (m.top_k + m.shared_experts) as f64,
-    };
+    let dense_mlp = mats * h * model.ffn_hidden as f64;
+    // Layers with experts go through `top_k` routed and the shared experts.
+    let moe_layers = model.moe_layers() as f64;
+    let moe_mlp = model.moe.as_ref().map_or(0.0, |m| {
+        mats * h * m.expert_ffn_hidden as f64 * (m.top_k + m.shared_experts) as f64
+    });
+    let mlp = (l - moe_layers) * dense_mlp + moe_layers * moe_mlp;
     let attn_core = 2.0 * s * model.heads as f64 * d;
-    l * 2.0 * (attn_mats + mlp + attn_core) + 2.0 * h * model.vocab as f64
+    2.0 * (l * (attn_mats + attn_core) + mlp) + 2.0 * h * model.vocab as f64
 }
 
 /// Model FLOPs of one training step of `global_batch` sequences: forward
@@ -75,7 +78,8 @@ pub fn layer_activation_bytes(model: &ModelSpec, strategy: &Strategy) -> f64 {
 /// Parameters on one device of `strategy` with one pipeline stage, as
 /// `(dense, routed experts)`: attention, router, shared experts and the
 /// embedding tables split over `tp` (the router replicated), and each
-/// block's `experts / ep` routed experts split over `tp`.
+/// block's `experts / ep` routed experts split over `tp`; the first
+/// `dense_layers` have a dense MLP split over `tp` instead.
 pub fn params_per_device(model: &ModelSpec, strategy: &Strategy) -> (f64, f64) {
     let (h, tp) = (model.hidden as f64, strategy.tp as f64);
     let l = model.layers as f64;
@@ -101,8 +105,15 @@ pub fn params_per_device(model: &ModelSpec, strategy: &Strategy) -> (f64, f64) {
             )
         }
     };
-    let dense = l * ((attn + dense_mlp) / tp + router) + tables / tp + positions;
-    (dense, l * experts / tp)
+    let m = model.moe_layers() as f64;
+    let first_dense = (l - m) * mats * h * model.ffn_hidden as f64;
+    let (dense_mlp, router) = if model.moe.is_some() {
+        (m * dense_mlp + first_dense, m * router)
+    } else {
+        (l * dense_mlp, 0.0)
+    };
+    let dense = (l * attn + dense_mlp) / tp + router + tables / tp + positions;
+    (dense, m * experts / tp)
 }
 
 /// Model-state bytes on one device with one pipeline stage: ZeRO's bytes

@@ -13,7 +13,7 @@ use super::block::{
     Sharded, CORE_ROLES, ROLES,
 };
 use super::emit::{Emitter, Val};
-use super::moe::{EXPERT_AXIS, EXPERT_WEIGHTS};
+use super::moe::{layer_ctx, EXPERT_AXIS, EXPERT_WEIGHTS};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
 
@@ -117,12 +117,12 @@ fn chunk_args(
         forward.then(|| e.arg(&c.act(), c.dtype, &c.act_dims()))
     };
     let labels = kind.head.then(|| e.arg(&[c.b, c.s], DType::I32, &tokens));
-    let layers = (0..kind.layers).map(|_| block_weight_args(e, c)).collect();
-    // Weights read by a gather are the same on every expert-parallel
-    // replica (a replica's own block would shift the rows it looks up).
+    let layers = (0..kind.layers)
+        .map(|l| block_weight_args(e, &layer_ctx(model, c, kind.first_layer + l)))
+        .collect();
     let table = |e: &mut Emitter| {
         let dims = vec!["tensor", ""];
-        (e.arg_shared(&[c.vocab, c.h], c.dtype, &dims), dims)
+        (e.arg(&[c.vocab, c.h], c.dtype, &dims), dims)
     };
     let embed_table = kind.embed.then(|| table(e));
     let head_table = if kind.head && (model.rope || !kind.embed) {
@@ -158,6 +158,12 @@ impl ChunkArgs {
     }
 
     /// Every weight with its sharding, in argument order.
+    /// Index, among [`ChunkArgs::weights`], of layer `l`'s first weight
+    /// (layers differ in their weights when the first are dense).
+    fn layer_offset(&self, l: usize) -> usize {
+        self.layers[..l].iter().map(|w| w.mats.len()).sum()
+    }
+
     fn weights(&self) -> Vec<Sharded> {
         let mut w: Vec<Sharded> = self.layers.iter().flat_map(|l| l.mats.clone()).collect();
         w.extend(self.embed_table.clone());
@@ -243,7 +249,7 @@ pub fn forward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind) 
     for (l, ws) in args.layers.iter().enumerate() {
         let (y, acts) = block_forward(
             &mut e,
-            &c,
+            &layer_ctx(model, &c, kind.first_layer + l as u64),
             &x,
             ws,
             args.rope.as_ref(),
@@ -303,7 +309,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     for (l, ws) in fargs.layers.iter().enumerate() {
         let (y, acts) = block_forward(
             &mut scratch,
-            &c,
+            &layer_ctx(model, &c, kind.first_layer + l as u64),
             &x,
             ws,
             fargs.rope.as_ref(),
@@ -337,9 +343,8 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         })
         .collect();
     let mut grads: Vec<Option<Val>> = vec![None; weights.len()];
-    let per_layer = args.layers.first().map_or(0, |l| l.mats.len());
     let table_grad_index = |which: &str| -> usize {
-        let base = args.layers.len() * per_layer;
+        let base = args.layer_offset(args.layers.len());
         match which {
             "embed" => base,
             _ => base + usize::from(args.embed_table.is_some() && args.head_table.is_some()),
@@ -369,17 +374,19 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     // Blocks, last first.
     for (l, kept) in layer_kept.into_iter().enumerate().rev() {
         let ws = &args.layers[l];
+        let lc = layer_ctx(model, &c, kind.first_layer + l as u64);
         let acts = complete_acts(
             &mut e,
-            &c,
+            &lc,
             kept,
             ws,
             args.rope.as_ref(),
             seed_of(kind, l as u64),
         );
-        let (dx, gs) = block_backward(&mut e, &c, &acts, ws, args.rope.as_ref(), &dy);
+        let (dx, gs) = block_backward(&mut e, &lc, &acts, ws, args.rope.as_ref(), &dy);
+        let first = args.layer_offset(l);
         for (i, g) in gs.into_iter().enumerate() {
-            grads[l * per_layer + i] = Some(g);
+            grads[first + i] = Some(g);
         }
         dy = dx;
     }
@@ -481,14 +488,22 @@ pub fn chunk_weights(
     let c = Ctx::new(model, strategy);
     let mut scratch = emitter(strategy, 1);
     let args = chunk_args(&mut scratch, model, &c, kind, true);
-    let per_layer = args.layers.first().map_or(0, |l| l.mats.len());
-    let layer_weights = args.layers.len() * per_layer;
+    // Each weight's layer and index within it (none past the layers).
+    let place: Vec<Option<(u64, usize)>> = args
+        .layers
+        .iter()
+        .enumerate()
+        .flat_map(|(l, w)| (0..w.mats.len()).map(move |i| Some((l as u64, i))))
+        .collect();
     args.weights()
         .into_iter()
         .enumerate()
         .map(|(i, (v, mut d))| {
             let mut shape = v.shape;
-            if strategy.ep > 1 && i < layer_weights && EXPERT_WEIGHTS.contains(&(i % per_layer)) {
+            let expert = place.get(i).copied().flatten().is_some_and(|(l, j)| {
+                model.moe_at(kind.first_layer + l).is_some() && EXPERT_WEIGHTS.contains(&j)
+            });
+            if strategy.ep > 1 && expert {
                 shape[0] *= strategy.ep;
                 d[0] = EXPERT_AXIS;
             }

@@ -85,8 +85,6 @@ pub struct Emitter {
     consts: BTreeMap<(String, DType), Val>,
     /// The mesh axis the whole body is manual over (see [`Emitter::manual_over`]).
     manual: Option<String>,
-    /// Arguments every manual group takes whole (see [`Emitter::arg_shared`]).
-    shared: Vec<bool>,
 }
 
 impl Emitter {
@@ -99,7 +97,6 @@ impl Emitter {
             next: 0,
             consts: BTreeMap::new(),
             manual: None,
-            shared: Vec::new(),
         }
     }
 
@@ -181,17 +178,6 @@ impl Emitter {
             dtype,
         };
         self.args.push((v.clone(), sharding(dims)));
-        self.shared.push(false);
-        v
-    }
-
-    /// An argument every manual group takes whole (the same value on each:
-    /// a weight) rather than its own block; as [`Emitter::arg`] otherwise.
-    pub fn arg_shared(&mut self, shape: &[u64], dtype: DType, dims: &[&str]) -> Val {
-        let v = self.arg(shape, dtype, dims);
-        if let Some(last) = self.shared.last_mut() {
-            *last = true;
-        }
         v
     }
 
@@ -881,8 +867,8 @@ impl Emitter {
             g[0] *= n;
             ty(&g, dtype)
         };
-        let arg_ty = |i: usize, v: &Val| {
-            if self.shared[i] || v.shape.is_empty() {
+        let arg_ty = |v: &Val| {
+            if v.shape.is_empty() {
                 v.ty()
             } else {
                 global(&v.shape, v.dtype)
@@ -922,11 +908,10 @@ impl Emitter {
         let arg_shardings: Vec<String> = self
             .args
             .iter()
-            .zip(&self.shared)
-            .map(|((v, sh), &shared)| {
+            .map(|(v, sh)| {
                 let dims = parse_dims(sh);
                 let refs: Vec<&str> = dims.iter().map(String::as_str).collect();
-                if v.shape.is_empty() || shared {
+                if v.shape.is_empty() {
                     sh.clone()
                 } else {
                     split(&refs)
@@ -941,16 +926,11 @@ impl Emitter {
             .map(|(i, ((v, _), sh))| {
                 format!(
                     "%g{i}: {} {{sdy.sharding = #sdy.sharding<@mesh, {sh}>}}",
-                    arg_ty(i, v)
+                    arg_ty(v)
                 )
             })
             .collect();
-        let gtys: Vec<String> = self
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, (v, _))| arg_ty(i, v))
-            .collect();
+        let gtys: Vec<String> = self.args.iter().map(|(v, _)| arg_ty(v)).collect();
         let rtys: Vec<String> = rets.iter().map(|(_, s, d, _)| global(s, *d)).collect();
         let rsh: Vec<String> = rets
             .iter()

@@ -21,6 +21,7 @@ use super::block::{
     heads_to_hidden, norm, Acts, BlockWeights, Ctx,
 };
 use super::emit::{Emitter, Val};
+use super::moe::{layer_ctx, EXPERT_AXIS};
 use super::spec::ModelSpec;
 use super::step::{device_capacity, partitioned, route_time, timed, TimedProgram};
 use super::ModelError;
@@ -36,6 +37,11 @@ pub struct Serving {
     /// Independent replicas (each serves its own batch).
     #[serde(default = "one")]
     pub dp: u64,
+    /// Expert parallelism: groups of `ep` replicas (of the `dp`) each hold
+    /// `experts / ep` of every expert layer's routed experts and exchange
+    /// their tokens by all-to-all (attention stays data-parallel).
+    #[serde(default = "one")]
+    pub ep: u64,
     /// Sequences decoded together on one replica.
     #[serde(default = "one")]
     pub batch: u64,
@@ -76,6 +82,7 @@ impl Serving {
             ("tp", self.tp),
             ("pp", self.pp),
             ("dp", self.dp),
+            ("ep", self.ep),
             ("batch", self.batch),
             ("prompt", self.prompt),
             ("generate", self.generate),
@@ -93,6 +100,24 @@ impl Serving {
                     moe.expert_ffn_hidden, self.tp
                 ));
             }
+        }
+        match &model.moe {
+            Some(moe) if moe.experts % self.ep != 0 => {
+                return bad(format!(
+                    "{} experts do not split over ep = {}",
+                    moe.experts, self.ep
+                ))
+            }
+            None if self.ep > 1 => {
+                return bad(format!("ep = {} needs a mixture-of-experts model", self.ep))
+            }
+            _ => {}
+        }
+        if self.dp % self.ep != 0 {
+            return bad(format!(
+                "ep = {} must divide dp = {} (experts split over replicas)",
+                self.ep, self.dp
+            ));
         }
         if model.layers % self.pp != 0 {
             return bad(format!(
@@ -135,6 +160,7 @@ pub struct Part {
 fn ctx(model: &ModelSpec, serving: &Serving, tokens: u64) -> Ctx {
     Ctx {
         dropout: false,
+        moe: super::moe::MoeCtx::new(model, serving.batch, tokens, serving.ep),
         ..Ctx::of(model, serving.batch, tokens, serving.dtype())
     }
 }
@@ -148,17 +174,39 @@ const KV_DIMS: [&str; 4] = ["", "tensor", "", ""];
 /// Results: the activations or, with the head, the last token's logits
 /// (gathered, for sampling); then each layer's new keys and values.
 pub fn serving_program(model: &ModelSpec, serving: &Serving, phase: Phase, part: Part) -> String {
+    // A model's layers after its first dense ones stand for every layer.
+    let first = model.moe.as_ref().map_or(0, |m| m.dense_layers);
+    serving_program_from(model, serving, phase, part, first)
+}
+
+/// [`serving_program`] whose layers are the model's from `first_layer` on
+/// (dense or with experts as the model says).
+pub fn serving_program_from(
+    model: &ModelSpec,
+    serving: &Serving,
+    phase: Phase,
+    part: Part,
+    first_layer: u64,
+) -> String {
     let tokens = phase.tokens(serving);
     let c = ctx(model, serving, tokens);
-    let mut e = Emitter::new(&[("data", 1), ("tensor", serving.tp)]);
+    // With expert parallelism, one replica's program manual over `expert`
+    // (its arguments and results the replica's block), as in training.
+    let mut e = if serving.ep > 1 {
+        let mut e = Emitter::new(&[(EXPERT_AXIS, serving.ep), ("tensor", serving.tp)]);
+        e.manual_over(EXPERT_AXIS);
+        e
+    } else {
+        Emitter::new(&[("data", 1), ("tensor", serving.tp)])
+    };
     let input = if part.embed {
         e.arg(&[c.b, c.s], DType::I32, &["", ""])
     } else {
         e.arg(&c.act(), c.dtype, &c.act_dims())
     };
     let mut layers: Vec<(BlockWeights, Option<(Val, Val)>)> = Vec::new();
-    for _ in 0..part.layers {
-        let ws = block_weight_args(&mut e, &c);
+    for l in 0..part.layers {
+        let ws = block_weight_args(&mut e, &layer_ctx(model, &c, first_layer + l));
         let cache = match phase {
             Phase::Prefill => None,
             Phase::Decode { context } => {
@@ -205,13 +253,14 @@ pub fn serving_program(model: &ModelSpec, serving: &Serving, phase: Phase, part:
         None => input,
     };
     let mut kv_out: Vec<(Val, Vec<&str>)> = Vec::new();
-    for (ws, cache) in &layers {
+    for (l, (ws, cache)) in layers.iter().enumerate() {
+        let lc = layer_ctx(model, &c, first_layer + l as u64);
         let (y, k, v) = match cache {
             None => {
-                let (y, acts) = block_forward(&mut e, &c, &x, ws, rope.as_ref(), 0);
+                let (y, acts) = block_forward(&mut e, &lc, &x, ws, rope.as_ref(), 0);
                 (y, acts["k"].0.clone(), acts["v"].0.clone())
             }
-            Some(cache) => decode_block(&mut e, &c, &x, ws, rope.as_ref(), cache),
+            Some(cache) => decode_block(&mut e, &lc, &x, ws, rope.as_ref(), cache),
         };
         kv_out.push((k, KV_DIMS.to_vec()));
         kv_out.push((v, KV_DIMS.to_vec()));
@@ -464,8 +513,18 @@ fn time_pass(
     } else {
         0
     };
-    // `L` layers take `one + (L - 1) x layer`.
-    let layers_time = one.time_ps + (model.layers - 1) * layer.time_ps;
+    // `L` layers take `one + (L - 1) x layer`; each of the first dense
+    // layers (a model with experts) takes what a dense one adds instead.
+    let dense = model.moe.as_ref().map_or(0, |m| m.dense_layers);
+    let dense_extra: i128 = if dense > 0 {
+        let p = serving_program_from(model, serving, phase, layers(1), 0);
+        let d = timed(&partitioned(&p, "dense layer")?, topo, opts, "dense layer")?;
+        dense as i128 * (d.time_ps as i128 - one.time_ps as i128)
+    } else {
+        0
+    };
+    let layers_time =
+        ((one.time_ps + (model.layers - 1) * layer.time_ps) as i128 + dense_extra).max(0) as u64;
     let time_ps = embed.time_ps + layers_time + head.time_ps + (serving.pp - 1) * transfer_ps;
     Ok(PassTiming {
         time_ps,
@@ -487,19 +546,32 @@ fn serving_memory(
 ) -> Result<ServingMemory, ModelError> {
     let c = ctx(model, serving, 1);
     let bytes = serving.dtype().size_bytes();
-    let layer_weights: u64 = block_weight_shapes(&c)
-        .iter()
-        .map(|(shape, dims)| {
-            let n: u64 = shape.iter().product();
-            let split = if dims.contains(&"tensor") {
-                serving.tp
-            } else {
-                1
-            };
-            n / split * bytes
-        })
-        .sum();
+    let weights_of = |c: &Ctx| -> u64 {
+        block_weight_shapes(c)
+            .iter()
+            .map(|(shape, dims)| {
+                let n: u64 = shape.iter().product();
+                let split = if dims.contains(&"tensor") {
+                    serving.tp
+                } else {
+                    1
+                };
+                n / split * bytes
+            })
+            .sum()
+    };
+    let layer_weights = weights_of(&c);
     let stage_layers = model.layers / serving.pp;
+    // The last stage's dense layers (all of them with one stage).
+    let dense = model
+        .moe
+        .as_ref()
+        .map_or(0, |m| m.dense_layers)
+        .saturating_sub(model.layers - stage_layers);
+    let dense_weights = weights_of(&Ctx {
+        moe: None,
+        ..c.clone()
+    });
     let table = model.vocab / serving.tp * model.hidden * bytes;
     // The fullest stage: with one stage it holds both tables (one when tied).
     let tables = if serving.pp == 1 && model.rope {
@@ -507,7 +579,7 @@ fn serving_memory(
     } else {
         table
     };
-    let weight_bytes = stage_layers * layer_weights + tables;
+    let weight_bytes = (stage_layers - dense) * layer_weights + dense * dense_weights + tables;
     let kv_cache_bytes =
         stage_layers * kv_cache_bytes_per_layer(model, serving, serving.final_context() + 1);
     let transient = |t: &TimedProgram| t.peak_bytes.saturating_sub(t.arg_bytes);

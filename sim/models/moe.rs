@@ -30,6 +30,8 @@
 //! expert_ffn_hidden` wide) beside the routed ones, tensor-parallel like a
 //! dense MLP.
 
+use std::borrow::Cow;
+
 use crate::base::DType;
 
 use super::block::{gathered, mm, mm_dw, mm_dx, mm_dx_all, silu, silu_grad, Acts, Ctx, Sharded};
@@ -49,6 +51,19 @@ pub const EXPERT_AXIS: &str = "expert";
 /// Indices, among one block's weights, of the routed experts' matrices
 /// (split over the `expert` axis; the others are replicated over it).
 pub const EXPERT_WEIGHTS: [usize; 2] = [3, 4];
+
+/// The context of layer `layer` (counted from 0) of `model` from its
+/// chunk's `c`: without the mixture of experts for the first dense layers.
+pub fn layer_ctx<'a>(model: &ModelSpec, c: &'a Ctx, layer: u64) -> Cow<'a, Ctx> {
+    if c.moe.is_some() && model.moe_at(layer).is_none() {
+        Cow::Owned(Ctx {
+            moe: None,
+            ..c.clone()
+        })
+    } else {
+        Cow::Borrowed(c)
+    }
+}
 
 /// Shapes of the mixture of experts of one microbatch on one replica.
 #[derive(Debug, Clone, PartialEq)]

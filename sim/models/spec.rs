@@ -39,6 +39,10 @@ pub struct MoeSpec {
     /// `expert_ffn_hidden` wide.
     #[serde(default)]
     pub shared_experts: u64,
+    /// The first layers keep a dense MLP `ffn_hidden` wide (DeepSeek's
+    /// `first_k_dense_replace`); the others are mixtures of experts.
+    #[serde(default)]
+    pub dense_layers: u64,
 }
 
 /// A transformer language model.
@@ -155,6 +159,12 @@ impl ModelSpec {
                     m.top_k, m.experts
                 ));
             }
+            if m.dense_layers >= self.layers {
+                return bad(format!(
+                    "moe dense_layers {} must leave an expert layer among {} layers",
+                    m.dense_layers, self.layers
+                ));
+            }
             if self.mlp != Mlp::Swiglu {
                 return bad("moe experts are SwiGLU MLPs: mlp must be \"swiglu\"".to_string());
             }
@@ -162,16 +172,36 @@ impl ModelSpec {
         Ok(())
     }
 
+    /// The mixture of experts of layer `layer` (counted from 0); none for
+    /// a dense model and for its first `dense_layers`.
+    pub fn moe_at(&self, layer: u64) -> Option<&MoeSpec> {
+        self.moe.as_ref().filter(|m| layer >= m.dense_layers)
+    }
+
+    /// Layers whose MLP is a mixture of experts.
+    pub fn moe_layers(&self) -> u64 {
+        self.moe
+            .as_ref()
+            .map_or(0, |m| self.layers.saturating_sub(m.dense_layers))
+    }
+
     /// Parameters of one block (weights of its matrices; norms and biases
-    /// are a rounding error and left out, as the published counts do not).
+    /// are a rounding error and left out, as the published counts do not):
+    /// a mixture-of-experts block for a model with experts.
     pub fn block_params(&self) -> u64 {
+        self.block_params_of(self.moe.as_ref())
+    }
+
+    /// Parameters of a block with the mixture of experts `moe` (dense MLP
+    /// when none).
+    fn block_params_of(&self, moe: Option<&MoeSpec>) -> u64 {
         let (h, d) = (self.hidden, self.head_dim());
         let attn = h * h * 2 + 2 * h * self.kv_heads() * d;
         let mlp_mats = match self.mlp {
             Mlp::Gelu => 2,
             Mlp::Swiglu => 3,
         };
-        let mlp = match &self.moe {
+        let mlp = match moe {
             None => mlp_mats * h * self.ffn_hidden,
             Some(m) => {
                 mlp_mats * h * m.expert_ffn_hidden * (m.experts + m.shared_experts) + h * m.experts
@@ -189,7 +219,7 @@ impl ModelSpec {
                     Mlp::Gelu => 2,
                     Mlp::Swiglu => 3,
                 };
-                self.layers * (m.experts - m.top_k) * mats * self.hidden * m.expert_ffn_hidden
+                self.moe_layers() * (m.experts - m.top_k) * mats * self.hidden * m.expert_ffn_hidden
             }
             None => 0,
         };
@@ -205,6 +235,9 @@ impl ModelSpec {
         } else {
             (0, self.seq * self.hidden)
         };
-        self.layers * self.block_params() + embed + head + positions
+        let dense = self.layers - self.moe_layers();
+        let blocks = dense * self.block_params_of(None)
+            + self.moe_layers() * self.block_params_of(self.moe.as_ref());
+        blocks + embed + head + positions
     }
 }

@@ -335,7 +335,9 @@ pub fn simulate_step(
 /// layers: every figure is `f(1) + (L - 1) (f(2) - f(1))` (layers run one
 /// after another, so each adds the same time, bytes and parameters; exact
 /// up to the overlap of a layer boundary's communication, which is the same
-/// in both).
+/// in both). A chunk whose first `k` layers are dense and the rest experts'
+/// is its dense part timed alone plus `L - k` times what an expert layer
+/// adds to a chunk of them.
 fn time_chunk_scaled(
     model: &ModelSpec,
     strategy: &Strategy,
@@ -343,37 +345,84 @@ fn time_chunk_scaled(
     topo: &Topology,
     opts: &TimedOptions,
 ) -> Result<ChunkTiming, ModelError> {
+    let dense = model.moe.as_ref().map_or(0, |m| {
+        m.dense_layers
+            .saturating_sub(kind.first_layer)
+            .min(kind.layers)
+    });
+    if dense > 0 && dense < kind.layers {
+        let base = time_chunk_scaled(
+            model,
+            strategy,
+            ChunkKind {
+                layers: dense,
+                ..kind
+            },
+            topo,
+            opts,
+        )?;
+        let experts = |layers| ChunkKind {
+            layers,
+            first_layer: kind.first_layer + dense,
+            embed: false,
+            head: false,
+        };
+        let one = time_chunk(model, strategy, experts(1), topo, opts)?;
+        let two = time_chunk(model, strategy, experts(2), topo, opts)?;
+        return Ok(extended(
+            &base,
+            &one,
+            &two,
+            kind.layers - dense,
+            kind.layers,
+        ));
+    }
     if kind.layers <= 2 {
         return time_chunk(model, strategy, kind, topo, opts);
     }
     let one = time_chunk(model, strategy, ChunkKind { layers: 1, ..kind }, topo, opts)?;
     let two = time_chunk(model, strategy, ChunkKind { layers: 2, ..kind }, topo, opts)?;
-    let n = kind.layers - 1;
-    let ext = |a: u64, b: u64| a + n * b.saturating_sub(a);
-    let prog = |a: &TimedProgram, b: &TimedProgram| TimedProgram {
-        time_ps: ext(a.time_ps, b.time_ps),
-        arg_bytes: ext(a.arg_bytes, b.arg_bytes),
-        result_bytes: ext(a.result_bytes, b.result_bytes),
-        peak_bytes: ext(a.peak_bytes, b.peak_bytes),
-        collective_bytes: ext(a.collective_bytes, b.collective_bytes),
-        compute_ps: ext(a.compute_ps, b.compute_ps),
-        exposed_comm_ps: ext(a.exposed_comm_ps, b.exposed_comm_ps),
+    Ok(extended(&one, &one, &two, kind.layers - 1, kind.layers))
+}
+
+/// `base` plus `n` times what a layer adds (`two - one`), as a chunk of
+/// `layers` layers.
+fn extended(
+    base: &ChunkTiming,
+    one: &ChunkTiming,
+    two: &ChunkTiming,
+    n: u64,
+    layers: u64,
+) -> ChunkTiming {
+    let ext = |a: u64, b: u64, c: u64| a + n * c.saturating_sub(b);
+    let prog = |a: &TimedProgram, b: &TimedProgram, c: &TimedProgram| TimedProgram {
+        time_ps: ext(a.time_ps, b.time_ps, c.time_ps),
+        arg_bytes: ext(a.arg_bytes, b.arg_bytes, c.arg_bytes),
+        result_bytes: ext(a.result_bytes, b.result_bytes, c.result_bytes),
+        peak_bytes: ext(a.peak_bytes, b.peak_bytes, c.peak_bytes),
+        collective_bytes: ext(a.collective_bytes, b.collective_bytes, c.collective_bytes),
+        compute_ps: ext(a.compute_ps, b.compute_ps, c.compute_ps),
+        exposed_comm_ps: ext(a.exposed_comm_ps, b.exposed_comm_ps, c.exposed_comm_ps),
     };
-    Ok(ChunkTiming {
-        layers: kind.layers,
-        embed: kind.embed,
-        head: kind.head,
-        forward: prog(&one.forward, &two.forward),
-        backward: prog(&one.backward, &two.backward),
-        reduce: prog(&one.reduce, &two.reduce),
-        optimizer: prog(&one.optimizer, &two.optimizer),
-        gather: prog(&one.gather, &two.gather),
-        kept_bytes: ext(one.kept_bytes, two.kept_bytes),
-        params: ext(one.params, two.params),
-        param_bytes: ext(one.param_bytes, two.param_bytes),
-        grad_bytes: ext(one.grad_bytes, two.grad_bytes),
-        whole_param_bytes: ext(one.whole_param_bytes, two.whole_param_bytes),
-    })
+    ChunkTiming {
+        layers,
+        embed: base.embed,
+        head: base.head,
+        forward: prog(&base.forward, &one.forward, &two.forward),
+        backward: prog(&base.backward, &one.backward, &two.backward),
+        reduce: prog(&base.reduce, &one.reduce, &two.reduce),
+        optimizer: prog(&base.optimizer, &one.optimizer, &two.optimizer),
+        gather: prog(&base.gather, &one.gather, &two.gather),
+        kept_bytes: ext(base.kept_bytes, one.kept_bytes, two.kept_bytes),
+        params: ext(base.params, one.params, two.params),
+        param_bytes: ext(base.param_bytes, one.param_bytes, two.param_bytes),
+        grad_bytes: ext(base.grad_bytes, one.grad_bytes, two.grad_bytes),
+        whole_param_bytes: ext(
+            base.whole_param_bytes,
+            one.whole_param_bytes,
+            two.whole_param_bytes,
+        ),
+    }
 }
 
 /// Bytes of the activations the forward of chunk `kind` keeps for its

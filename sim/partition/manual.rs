@@ -5,7 +5,9 @@
 //! * Fully manual: the body is per-device code. Its ops run as local steps on
 //!   the blocks, its device collectives (`stablehlo.all_reduce` & co.) become
 //!   collective steps over their replica groups; body values are per-device
-//!   buffers recorded with their local type and no sharding.
+//!   buffers recorded with their local type and no sharding, and so is an
+//!   argument a gather or scatter indexes (a relabel of its block), so it
+//!   indexes the device's own block with indices local to it.
 //! * Partially manual (some axes left automatic): a device's block of the
 //!   in-sharding is its block, on the free axes, of its manual group's
 //!   argument, so the body is partitioned like any code over the free axes
@@ -68,8 +70,19 @@ impl Builder {
                 self.relabel(block, slot, &a.name);
                 slot
             } else {
+                // Per-device code indexes its own block: an argument a gather
+                // or scatter indexes becomes a per-device buffer (a relabel of
+                // the block), so its indices are not moved by the block's
+                // start. Others stay the block (a relabel of a kept argument
+                // would hold a second copy in the timed run).
                 self.check_block(func, arg, block)?;
-                block
+                if indexed_in(func, &region.ops, arg) {
+                    let slot = self.per_device_value(func, arg)?;
+                    self.relabel(block, slot, &func.value(arg).name);
+                    slot
+                } else {
+                    block
+                }
             };
             self.slot_of[arg.0 as usize] = Some(slot);
         }
@@ -392,4 +405,13 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// `v` is the operand a gather or scatter among `ops` indexes.
+fn indexed_in(func: &Func, ops: &[OpId], v: ValueId) -> bool {
+    ops.iter().any(|&id| {
+        let op = func.op(id);
+        matches!(op.kind, OpKind::Gather { .. } | OpKind::Scatter { .. })
+            && op.operands.first() == Some(&v)
+    })
 }

@@ -188,6 +188,14 @@ fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
         ),
         (vec!["infer", "llama3-8b", "--batch", "-1"], "'-1'"),
         (
+            vec!["infer", "mixtral-8x7b", "--dp", "6", "--ep", "3"],
+            "8 experts do not split over ep = 3",
+        ),
+        (
+            vec!["infer", "llama3-8b", "--dp", "2", "--ep", "2"],
+            "ep = 2 needs a mixture-of-experts model",
+        ),
+        (
             vec![
                 "infer",
                 "llama3-8b",
@@ -272,4 +280,25 @@ fn train_names_the_flags_when_the_strategy_does_not_fill_whole_nodes() {
     let out = shardsim(&["train", "llama3-8b", "--tp", "4", "--dp", "3"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("uses 12 devices"));
+}
+
+/// `infer --ep`: Mixtral 8x7B serves with one expert per GPU on one DGX,
+/// the header names the expert parallelism.
+#[test]
+fn infer_splits_experts_with_ep() {
+    let out = shardsim(&[
+        "infer",
+        "mixtral-8x7b",
+        "--dp",
+        "8",
+        "--ep",
+        "8",
+        "--prompt",
+        "256",
+        "--generate",
+        "4",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("(tp 1, pp 1, dp 8, ep 8)"), "{text}");
 }

@@ -34,6 +34,7 @@ fn serving(tp: u64, batch: u64, prompt: u64) -> Serving {
         tp,
         pp: 1,
         dp: 1,
+        ep: 1,
         batch,
         prompt,
         generate: 2,

@@ -9,6 +9,7 @@ mod cli;
 mod conditionals;
 mod errors;
 mod fixtures;
+mod manual_bodies;
 mod means;
 mod models;
 mod named;
