@@ -349,3 +349,55 @@ fn run_set_takes_topology_overrides_as_exec_does() {
     assert!(short[0]["mesh"].as_str().unwrap().contains("\"data\"=2"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--strategy basic-conservative` reaches the conservative pass: a reshape that
+/// would need a sub-axis of `a` gets it from `basic` and nothing from the
+/// conservative strategy (Shardy's basic_propagation_conservative answer).
+#[test]
+fn propagate_strategy_basic_conservative_never_splits_an_axis() {
+    let dir = std::env::temp_dir().join(format!("shardsim-conservative-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("split.mlir");
+    std::fs::write(
+        &program,
+        r#"module @m {
+  sdy.mesh @m = <["a"=4, "b"=2]>
+  func.func @main(%p: tensor<16xf32> {sdy.sharding = #sdy.sharding<@m, [{"a"}]>}) -> tensor<2x8xf32> {
+    %r = stablehlo.reshape %p : (tensor<16xf32>) -> tensor<2x8xf32>
+    return %r : tensor<2x8xf32>
+  }
+}
+"#,
+    )
+    .unwrap();
+    let sharding_of_r = |strategy: &str| {
+        let path = program.to_str().unwrap();
+        let out = shardsim(&[
+            "propagate",
+            path,
+            "--strategy",
+            strategy,
+            "--format",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let values = v["values"].as_array().unwrap();
+        let r = values
+            .iter()
+            .find(|x| x["name"].as_str().unwrap().ends_with("%r"));
+        r.unwrap()["sharding"].as_str().unwrap_or("").to_string()
+    };
+    let basic = sharding_of_r("basic");
+    let conservative = sharding_of_r("basic-conservative");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(basic.contains("\"a\":(1)2"), "basic: {basic}");
+    assert!(
+        !conservative.contains("\"a\""),
+        "conservative: {conservative}"
+    );
+}

@@ -16,6 +16,8 @@ use super::output::{read_module, write_output};
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum StrategyArg {
     Basic,
+    /// Basic without sub-axis splits and through slice, pad and reduce_window's changed dims.
+    BasicConservative,
     Aggressive,
     OpPriority,
     UserPriority,
@@ -62,6 +64,7 @@ pub fn run(args: PropagateArgs) -> anyhow::Result<()> {
     let mut module = read_module(&args.input)?;
     let strategy = match args.strategy {
         StrategyArg::Basic => Strategy::Basic,
+        StrategyArg::BasicConservative => Strategy::BasicConservative,
         StrategyArg::Aggressive => Strategy::Aggressive,
         StrategyArg::OpPriority => Strategy::OpPriority,
         StrategyArg::UserPriority => Strategy::UserPriority,
