@@ -92,33 +92,7 @@ impl Serving {
             }
         }
         super::strategy::check_tensor_split(model, self.tp)?;
-        if let Some(moe) = &model.moe {
-            let shared = moe.shared_experts * moe.expert_ffn_hidden;
-            if moe.expert_ffn_hidden % self.tp != 0 || shared % self.tp != 0 {
-                return bad(format!(
-                    "expert_ffn_hidden {} (shared {shared}) does not split over tp = {}",
-                    moe.expert_ffn_hidden, self.tp
-                ));
-            }
-        }
-        match &model.moe {
-            Some(moe) if moe.experts % self.ep != 0 => {
-                return bad(format!(
-                    "{} experts do not split over ep = {}",
-                    moe.experts, self.ep
-                ))
-            }
-            None if self.ep > 1 => {
-                return bad(format!("ep = {} needs a mixture-of-experts model", self.ep))
-            }
-            _ => {}
-        }
-        if self.dp % self.ep != 0 {
-            return bad(format!(
-                "ep = {} must divide dp = {} (experts split over replicas)",
-                self.ep, self.dp
-            ));
-        }
+        super::strategy::check_expert_split(model, self.tp, self.ep, self.dp)?;
         if model.layers % self.pp != 0 {
             return bad(format!(
                 "{} layers do not split over pp = {}",

@@ -244,33 +244,7 @@ impl Strategy {
                 self.cp
             ));
         }
-        match &model.moe {
-            Some(moe) if moe.experts % self.ep != 0 => {
-                return bad(format!(
-                    "{} experts do not split over ep = {}",
-                    moe.experts, self.ep
-                ))
-            }
-            None if self.ep > 1 => {
-                return bad(format!("ep = {} needs a mixture-of-experts model", self.ep))
-            }
-            _ => {}
-        }
-        if let Some(moe) = &model.moe {
-            let shared = moe.shared_experts * moe.expert_ffn_hidden;
-            if moe.expert_ffn_hidden % self.tp != 0 || shared % self.tp != 0 {
-                return bad(format!(
-                    "expert_ffn_hidden {} (shared {shared}) does not split over tp = {}",
-                    moe.expert_ffn_hidden, self.tp
-                ));
-            }
-        }
-        if self.ep > 1 && self.dp % self.ep != 0 {
-            return bad(format!(
-                "ep = {} must divide dp = {} (experts split over data replicas)",
-                self.ep, self.dp
-            ));
-        }
+        check_expert_split(model, self.tp, self.ep, self.dp)?;
         if model.moe.is_some() && self.cp > 1 {
             return bad(format!(
                 "cp = {} with the mixture-of-experts model `{}`: context parallelism of expert layers is not built yet",
@@ -279,6 +253,37 @@ impl Strategy {
         }
         Ok(())
     }
+}
+
+/// A mixture-of-experts model's experts split over `ep` (which divides the
+/// `dp` data replicas) and its expert FFNs over `tp`; `ep > 1` needs experts.
+pub fn check_expert_split(model: &ModelSpec, tp: u64, ep: u64, dp: u64) -> Result<(), ModelError> {
+    let bad = |m: String| Err(ModelError::Strategy(m));
+    match &model.moe {
+        Some(moe) if moe.experts % ep != 0 => {
+            return bad(format!(
+                "{} experts do not split over ep = {ep}",
+                moe.experts
+            ))
+        }
+        Some(moe) => {
+            let shared = moe.shared_experts * moe.expert_ffn_hidden;
+            if moe.expert_ffn_hidden % tp != 0 || shared % tp != 0 {
+                return bad(format!(
+                    "expert_ffn_hidden {} (shared {shared}) does not split over tp = {tp}",
+                    moe.expert_ffn_hidden
+                ));
+            }
+        }
+        None if ep > 1 => return bad(format!("ep = {ep} needs a mixture-of-experts model")),
+        None => {}
+    }
+    if dp % ep != 0 {
+        return bad(format!(
+            "ep = {ep} must divide dp = {dp} (experts split over data replicas)"
+        ));
+    }
+    Ok(())
 }
 
 /// Heads, key/value heads, the MLP width and the vocabulary must split over
