@@ -1,14 +1,14 @@
 //! The flow-level model: active flows share link bandwidth max-min fairly
-//! (progressive filling), recomputed only over the connected component of flows
-//! and links that a change touches. A flow transmits from its start until its
+//! (progressive filling), recomputed only over the flows whose rates a change
+//! can move (see `flush`). A flow transmits from its start until its
 //! bytes are integrated away at its (piecewise constant) rate; it is delivered
 //! after that plus the sum of its route's latencies (and, with store-and-forward
 //! packets, the pipeline fill of one packet per extra hop).
 //!
 //! The model is passive: it never owns a clock. Every call takes `now`. Starts,
-//! finishes and link changes only mark links dirty; `flush(now)` recomputes the
-//! rates of the components they touch, once for all changes at the same instant
-//! (so k flows finishing together cost one recomputation, not k). The driver must
+//! finishes and link changes only mark links (or new flows) dirty; `flush(now)`
+//! recomputes rates once for all changes at the same instant (so k flows
+//! finishing together cost one recomputation, not k). The driver must
 //! call `flush` before its clock moves past `now`. Recomputation pushes the times
 //! at which re-rated flows finish into a timer list that the driver drains into
 //! its event queue; a timer made stale by a later rate change carries an old
@@ -64,6 +64,8 @@ struct Flow {
     in_use: bool,
     mark: u32,
     frozen: bool,
+    /// Rate found by the recomputation in progress (scratch).
+    new_rate: f64,
     /// Started (or re-routed) since the last flush: must be timed even if its
     /// computed rate equals the stale one.
     fresh: bool,
@@ -88,7 +90,13 @@ pub struct Network {
     epoch: u32,
     packet_bytes: Option<u64>,
     timers: Vec<(Time, NetTimer)>,
+    /// Links whose flows must be re-rated at the next flush (capacity changed,
+    /// or a flow left while the link was a bottleneck).
     dirty: Vec<LinkId>,
+    /// Flows started since the last flush.
+    fresh: Vec<FlowSlot>,
+    /// Epoch of the slack test (several per flush when the set widens).
+    pepoch: u32,
     stats: NetStats,
     // Scratch buffers reused across recomputations.
     comp_links: Vec<LinkId>,
@@ -97,11 +105,20 @@ pub struct Network {
     unfrozen: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     new_rates: Vec<(FlowSlot, f64)>,
+    passive: Vec<LinkId>,
 }
 
 /// Remaining bytes below this fraction of a flow's size count as sent (absorbs
 /// float error from piecewise integration).
 const DONE_FRACTION: f64 = 1e-9;
+
+/// A link outside the recomputed set whose load comes within this fraction of
+/// its capacity joins the set (float error of a max-min solution is ~1e-15).
+const SLACK: f64 = 1e-9;
+
+/// The running load sum is trusted below this fraction of capacity; above it
+/// the load is summed exactly before the slack test.
+const LOAD_ESTIMATE: f64 = 1e-6;
 
 impl Network {
     /// A network over `links`; errors on a non-positive or non-finite capacity.
@@ -123,6 +140,8 @@ impl Network {
             packet_bytes: None,
             timers: Vec::new(),
             dirty: Vec::new(),
+            fresh: Vec::new(),
+            pepoch: 0,
             stats: NetStats::default(),
             comp_links: Vec::new(),
             comp_flows: Vec::new(),
@@ -130,6 +149,7 @@ impl Network {
             unfrozen: Vec::new(),
             heap: BinaryHeap::new(),
             new_rates: Vec::new(),
+            passive: Vec::new(),
         })
     }
 
@@ -300,8 +320,7 @@ impl Network {
             let l = self.flows[slot as usize].route[i];
             self.links[l].flows.push(slot);
         }
-        let Self { dirty, flows, .. } = self;
-        dirty.extend_from_slice(&flows[slot as usize].route);
+        self.fresh.push(slot);
         Ok(slot)
     }
 
@@ -342,19 +361,96 @@ impl Network {
 
     /// Whether changes wait for `flush`.
     pub fn needs_flush(&self) -> bool {
-        !self.dirty.is_empty()
+        !self.dirty.is_empty() || !self.fresh.is_empty()
     }
 
-    /// Recompute rates for everything changed at `now` and time the re-rated flows.
+    /// Recompute rates for everything changed at `now` and time the re-rated
+    /// flows.
+    ///
+    /// Only flows whose rates can move are recomputed. A link is *tight* when
+    /// it froze a flow in the last water-filling that covered it (it is that
+    /// flow's bottleneck); other links have slack. The set starts at the dirty
+    /// links and one link of each new flow (a tight one, else the one with the
+    /// least headroom per flow) and grows through flows (all flows of a link
+    /// in the set) and tight links (every tight link of a flow in the set).
+    /// Links of these flows outside the set are left out of the water-filling;
+    /// afterwards each such link is checked for slack under the new rates, and
+    /// one without (within `SLACK`) joins the set and the filling is redone.
+    /// The result is the max-min allocation: every flow in the set has a
+    /// bottleneck inside it, every link is within capacity, and a flow outside
+    /// keeps its bottleneck (a tight link, so none of its flows is in the set).
+    /// Progressive filling never freezes a flow on a link that ends with slack,
+    /// so the rates are those a recomputation of the whole connected component
+    /// gives (ties between equal shares are broken by link id either way).
     pub fn flush(&mut self, now: Time) -> Result<(), NetError> {
-        if self.dirty.is_empty() {
+        if !self.needs_flush() {
             return Ok(());
         }
-        let seeds = std::mem::take(&mut self.dirty);
-        let r = self.recompute(now, &seeds);
-        self.dirty = seeds;
+        let epoch = self.next_epoch();
+        self.stats.recomputations += 1;
+        let mut comp_links = std::mem::take(&mut self.comp_links);
+        let mut comp_flows = std::mem::take(&mut self.comp_flows);
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        let mut passive = std::mem::take(&mut self.passive);
+        comp_links.clear();
+        comp_flows.clear();
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.join(epoch, l, &mut comp_links);
+        }
         self.dirty.clear();
+        for i in 0..self.fresh.len() {
+            let s = self.fresh[i];
+            let f = &self.flows[s as usize];
+            if f.active && f.fresh && !f.route.is_empty() {
+                let l = self.seed_link(s);
+                self.join(epoch, l, &mut comp_links);
+            }
+        }
+        self.fresh.clear();
+        let mut scanned = 0;
+        loop {
+            self.collect(epoch, &mut comp_links, &mut comp_flows, &mut scanned);
+            new_rates.clear();
+            self.water_fill(epoch, &comp_links, &mut new_rates);
+            if !self.widen(epoch, &new_rates, &mut comp_links, &mut passive) {
+                break;
+            }
+        }
+        let r = self.retime(now, &new_rates);
+        self.comp_links = comp_links;
+        self.comp_flows = comp_flows;
+        self.new_rates = new_rates;
+        self.passive = passive;
         r
+    }
+
+    fn join(&mut self, epoch: u32, l: LinkId, comp_links: &mut Vec<LinkId>) {
+        if self.links[l].mark != epoch {
+            self.links[l].mark = epoch;
+            comp_links.push(l);
+        }
+    }
+
+    /// The link a new flow enters the recomputed set by: a tight link of its
+    /// route, else the one with the least headroom per flow (its likely
+    /// bottleneck; the slack test adds any other it needs).
+    fn seed_link(&self, s: FlowSlot) -> LinkId {
+        let route = &self.flows[s as usize].route;
+        if let Some(&l) = route.iter().find(|&&l| self.links[l].tight) {
+            return l;
+        }
+        let mut best = route[0];
+        let mut best_room = f64::INFINITY;
+        for &l in route {
+            let ls = &self.links[l];
+            let room = (ls.capacity - ls.load) / ls.flows.len().max(1) as f64;
+            if room < best_room {
+                best = l;
+                best_room = room;
+            }
+        }
+        best
     }
 
     /// Fail a link at `now`: its flows stop and are returned (remaining bytes
@@ -416,17 +512,27 @@ impl Network {
         self.release(b.slot);
     }
 
-    /// Remove an active flow from its links and mark them dirty.
+    /// Remove an active flow from its links; the tight ones are marked dirty
+    /// (a link with slack keeps it: no rate depends on it).
     fn detach(&mut self, slot: FlowSlot) {
         let f = &mut self.flows[slot as usize];
         f.active = false;
         f.version = f.version.wrapping_add(1);
+        let rate = if f.rate.is_finite() { f.rate } else { 0.0 };
         for &l in &f.route {
-            let list = &mut self.links[l].flows;
-            if let Some(pos) = list.iter().position(|&s| s == slot) {
-                list.remove(pos); // keep insertion order: it fixes iteration order
+            let ls = &mut self.links[l];
+            if let Some(pos) = ls.flows.iter().position(|&s| s == slot) {
+                ls.flows.remove(pos); // keep insertion order: it fixes iteration order
             }
-            self.dirty.push(l);
+            // An empty link's load is exactly zero (no drift carried over).
+            ls.load = if ls.flows.is_empty() {
+                0.0
+            } else {
+                ls.load - rate
+            };
+            if ls.tight {
+                self.dirty.push(l);
+            }
         }
         self.active -= 1;
     }
@@ -468,50 +574,29 @@ impl Network {
         self.epoch
     }
 
-    /// Recompute max-min rates for the component reachable from `seeds`, and
-    /// re-time every flow whose rate changed or that is fresh.
-    fn recompute(&mut self, now: Time, seeds: &[LinkId]) -> Result<(), NetError> {
-        let epoch = self.next_epoch();
-        let mut comp_links = std::mem::take(&mut self.comp_links);
-        let mut comp_flows = std::mem::take(&mut self.comp_flows);
-        let mut new_rates = std::mem::take(&mut self.new_rates);
-        let mut result = Ok(());
-        // One connected component at a time: independent components touched at
-        // the same instant get small separate problems instead of one big heap.
-        for &seed in seeds {
-            if self.links[seed].mark == epoch {
-                continue;
+    fn next_pepoch(&mut self) -> u32 {
+        self.pepoch = self.pepoch.wrapping_add(1);
+        if self.pepoch == 0 {
+            for l in &mut self.links {
+                l.pmark = 0;
             }
-            self.stats.recomputations += 1;
-            comp_links.clear();
-            comp_flows.clear();
-            new_rates.clear();
-            self.links[seed].mark = epoch;
-            comp_links.push(seed);
-            self.collect_component(epoch, &mut comp_links, &mut comp_flows);
-            self.water_fill(&comp_links, &comp_flows, &mut new_rates);
-            result = self.retime(now, &new_rates);
-            if result.is_err() {
-                break;
-            }
+            self.pepoch = 1;
         }
-        self.comp_links = comp_links;
-        self.comp_flows = comp_flows;
-        self.new_rates = new_rates;
-        result
+        self.pepoch
     }
 
-    /// Breadth-first over link → flows → links from the links already in `links`.
-    fn collect_component(
+    /// Grow the set breadth-first from `links[*scanned..]`: every flow of a
+    /// link in the set, every tight link of such a flow.
+    fn collect(
         &mut self,
         epoch: u32,
         links: &mut Vec<LinkId>,
         flows: &mut Vec<FlowSlot>,
+        scanned: &mut usize,
     ) {
-        let mut i = 0;
-        while i < links.len() {
-            let l = links[i];
-            i += 1;
+        while *scanned < links.len() {
+            let l = links[*scanned];
+            *scanned += 1;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
                 if self.flows[s as usize].mark == epoch {
@@ -521,8 +606,9 @@ impl Network {
                 flows.push(s);
                 for j in 0..self.flows[s as usize].route.len() {
                     let m = self.flows[s as usize].route[j];
-                    if self.links[m].mark != epoch {
-                        self.links[m].mark = epoch;
+                    let lm = &mut self.links[m];
+                    if lm.mark != epoch && lm.tight {
+                        lm.mark = epoch;
                         links.push(m);
                     }
                 }
@@ -530,21 +616,22 @@ impl Network {
         }
     }
 
-    /// Progressive filling over one component: repeatedly saturate the link with
-    /// the smallest fair share among its unfrozen flows, freezing those flows at
-    /// that share. Shares only grow as flows freeze elsewhere, so a lazy min-heap
-    /// of (share, link) is exact. Appends (flow, rate) to `out`.
-    fn water_fill(
-        &mut self,
-        comp_links: &[LinkId],
-        comp_flows: &[FlowSlot],
-        out: &mut Vec<(FlowSlot, f64)>,
-    ) {
+    /// Progressive filling over the links in the set (`mark == epoch`; the
+    /// flows' other links are ignored): repeatedly saturate the link with the
+    /// smallest fair share among its unfrozen flows, freezing those flows at
+    /// that share. Shares only grow as flows freeze elsewhere, so a lazy
+    /// min-heap of (share, link id) is exact. Appends (flow, rate) to `out` in
+    /// freezing order and marks the links that froze a flow tight.
+    fn water_fill(&mut self, epoch: u32, comp_links: &[LinkId], out: &mut Vec<(FlowSlot, f64)>) {
         if let [l] = comp_links {
             // A single link: every flow on it gets an equal share.
-            let ls = &self.links[*l];
+            let ls = &mut self.links[*l];
+            ls.tight = !ls.flows.is_empty();
             let share = ls.capacity / ls.flows.len().max(1) as f64;
-            out.extend(ls.flows.iter().map(|&s| (s, share)));
+            for &s in &ls.flows {
+                self.flows[s as usize].new_rate = share;
+                out.push((s, share));
+            }
             return;
         }
         self.residual.clear();
@@ -553,18 +640,20 @@ impl Network {
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
+            ls.tight = false;
             self.residual.push(ls.capacity);
             self.unfrozen.push(ls.flows.len() as u32);
+            for &s in &ls.flows {
+                self.flows[s as usize].frozen = false;
+            }
             if !ls.flows.is_empty() {
                 let share = ls.capacity / ls.flows.len() as f64;
-                self.heap.push(Reverse((share.to_bits(), li as u32)));
+                self.heap.push(Reverse((share.to_bits(), l as u32)));
             }
         }
-        for &s in comp_flows {
-            self.flows[s as usize].frozen = false;
-        }
-        while let Some(Reverse((bits, li))) = self.heap.pop() {
-            let li = li as usize;
+        while let Some(Reverse((bits, l))) = self.heap.pop() {
+            let l = l as usize;
+            let li = self.links[l].local as usize;
             let n = self.unfrozen[li];
             if n == 0 {
                 continue;
@@ -573,34 +662,97 @@ impl Network {
             if share.to_bits() != bits {
                 continue; // stale entry; a current one is in the heap
             }
-            let l = comp_links[li];
+            self.links[l].tight = true;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
                 if self.flows[s as usize].frozen {
                     continue;
                 }
                 self.flows[s as usize].frozen = true;
+                self.flows[s as usize].new_rate = share;
                 out.push((s, share));
                 for j in 0..self.flows[s as usize].route.len() {
                     let m = self.flows[s as usize].route[j];
+                    if self.links[m].mark != epoch {
+                        continue; // outside the set: checked for slack after
+                    }
                     let mi = self.links[m].local as usize;
                     self.residual[mi] -= share;
                     self.unfrozen[mi] -= 1;
-                    if mi != li && self.unfrozen[mi] > 0 {
+                    if m != l && self.unfrozen[mi] > 0 {
                         let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
-                        self.heap.push(Reverse((sh.to_bits(), mi as u32)));
+                        self.heap.push(Reverse((sh.to_bits(), m as u32)));
                     }
                 }
             }
         }
     }
 
+    /// The slack test: each link outside the set that the new `rates` load to
+    /// within `SLACK` of its capacity joins the set. True when any joined.
+    fn widen(
+        &mut self,
+        epoch: u32,
+        rates: &[(FlowSlot, f64)],
+        comp_links: &mut Vec<LinkId>,
+        passive: &mut Vec<LinkId>,
+    ) -> bool {
+        let pepoch = self.next_pepoch();
+        passive.clear();
+        for &(s, rate) in rates {
+            let f = &self.flows[s as usize];
+            let change = rate - f.rate;
+            for &m in &f.route {
+                let lm = &mut self.links[m];
+                if lm.mark == epoch {
+                    continue;
+                }
+                if lm.pmark != pepoch {
+                    lm.pmark = pepoch;
+                    lm.delta = 0.0;
+                    passive.push(m);
+                }
+                lm.delta += change;
+            }
+        }
+        let mut widened = false;
+        for &m in passive.iter() {
+            let lm = &self.links[m];
+            if lm.load + lm.delta <= lm.capacity * (1.0 - LOAD_ESTIMATE) {
+                continue;
+            }
+            let exact: f64 = lm
+                .flows
+                .iter()
+                .map(|&o| {
+                    let f = &self.flows[o as usize];
+                    if f.mark == epoch {
+                        f.new_rate
+                    } else {
+                        f.rate
+                    }
+                })
+                .sum();
+            if exact > lm.capacity * (1.0 - SLACK) {
+                self.links[m].mark = epoch;
+                comp_links.push(m);
+                widened = true;
+            }
+        }
+        widened
+    }
+
     /// Give flows their new rates; re-time those whose rate changed or that are fresh.
     fn retime(&mut self, now: Time, rates: &[(FlowSlot, f64)]) -> Result<(), NetError> {
         for &(s, rate) in rates {
-            let changed = self.flows[s as usize].rate.to_bits() != rate.to_bits();
+            let old = self.flows[s as usize].rate;
+            let changed = old.to_bits() != rate.to_bits();
             if changed || self.flows[s as usize].fresh {
                 self.settle(now, s);
+                for j in 0..self.flows[s as usize].route.len() {
+                    let m = self.flows[s as usize].route[j];
+                    self.links[m].load += rate - old;
+                }
                 let f = &mut self.flows[s as usize];
                 f.fresh = false;
                 f.rate = rate;
