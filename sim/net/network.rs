@@ -66,6 +66,11 @@ struct Flow {
     frozen: bool,
     /// Rate found by the recomputation in progress (scratch).
     new_rate: f64,
+    /// Held at its rate in the recomputation in progress (scratch).
+    fixed: bool,
+    /// The link that froze it in the last filling that covered it (`NONE`
+    /// until the first).
+    bottleneck: u32,
     /// Started (or re-routed) since the last flush: must be timed even if its
     /// computed rate equals the stale one.
     fresh: bool,
@@ -97,16 +102,28 @@ pub struct Network {
     fresh: Vec<FlowSlot>,
     /// Epoch of the slack test (several per flush when the set widens).
     pepoch: u32,
+    /// Recompute every flow at every flush (the reference for tests).
+    exhaustive: bool,
     stats: NetStats,
     // Scratch buffers reused across recomputations.
     comp_links: Vec<LinkId>,
-    comp_flows: Vec<FlowSlot>,
     residual: Vec<f64>,
     unfrozen: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    heap: BinaryHeap<Reverse<Entry>>,
     new_rates: Vec<(FlowSlot, f64)>,
     passive: Vec<LinkId>,
+    seen: Vec<FlowSlot>,
+    froze: Vec<(FlowSlot, u32)>,
+    violators: Vec<FlowSlot>,
 }
+
+/// A water-filling event, in the order progressive filling over the whole
+/// component would meet it: (share bits, link id, kind, flow). Kind 0: the
+/// link's fair share; kind 1: a held flow frozen by its bottleneck `link`
+/// (outside the set) at its unchanged rate.
+type Entry = (u64, u32, u8, u32);
+
+const NONE: u32 = u32::MAX;
 
 /// Remaining bytes below this fraction of a flow's size count as sent (absorbs
 /// float error from piecewise integration).
@@ -142,14 +159,17 @@ impl Network {
             dirty: Vec::new(),
             fresh: Vec::new(),
             pepoch: 0,
+            exhaustive: false,
             stats: NetStats::default(),
             comp_links: Vec::new(),
-            comp_flows: Vec::new(),
             residual: Vec::new(),
             unfrozen: Vec::new(),
             heap: BinaryHeap::new(),
             new_rates: Vec::new(),
             passive: Vec::new(),
+            seen: Vec::new(),
+            froze: Vec::new(),
+            violators: Vec::new(),
         })
     }
 
@@ -158,6 +178,13 @@ impl Network {
     /// nominal capacity of the slowest link on its route.
     pub fn set_packet_bytes(&mut self, packet: Option<u64>) {
         self.packet_bytes = packet.filter(|&p| p > 0);
+    }
+
+    /// Recompute every active flow over every loaded link at each flush,
+    /// instead of only what the changes can move: the whole-network progressive
+    /// filling that the incremental one must equal, to the bit (for tests).
+    pub fn set_exhaustive(&mut self, on: bool) {
+        self.exhaustive = on;
     }
 
     /// The store-and-forward packet size, if packets are on.
@@ -298,6 +325,8 @@ impl Network {
         f.active = true;
         f.in_use = true;
         f.fresh = true;
+        f.fixed = false;
+        f.bottleneck = NONE;
         f.route.clear();
         f.route.extend_from_slice(route);
         self.active += 1;
@@ -369,19 +398,22 @@ impl Network {
     ///
     /// Only flows whose rates can move are recomputed. A link is *tight* when
     /// it froze a flow in the last water-filling that covered it (it is that
-    /// flow's bottleneck); other links have slack. The set starts at the dirty
-    /// links and one link of each new flow (a tight one, else the one with the
-    /// least headroom per flow) and grows through flows (all flows of a link
-    /// in the set) and tight links (every tight link of a flow in the set).
-    /// Links of these flows outside the set are left out of the water-filling;
-    /// afterwards each such link is checked for slack under the new rates, and
-    /// one without (within `SLACK`) joins the set and the filling is redone.
-    /// The result is the max-min allocation: every flow in the set has a
-    /// bottleneck inside it, every link is within capacity, and a flow outside
-    /// keeps its bottleneck (a tight link, so none of its flows is in the set).
-    /// Progressive filling never freezes a flow on a link that ends with slack,
-    /// so the rates are those a recomputation of the whole connected component
-    /// gives (ties between equal shares are broken by link id either way).
+    /// flow's bottleneck); other links have slack. The recomputed flows start
+    /// as the new ones; the set of links as the dirty ones (capacity changed,
+    /// or a flow left a tight link) and every tight link of a recomputed flow
+    /// (a new flow without one enters by the link with the least headroom per
+    /// flow). Other flows on these links are *held* at their rates: filling
+    /// meets them in the order a filling of the whole component would, and
+    /// checks that it would freeze them at the same rate; a held flow that
+    /// would move (a link in the set reaches a smaller share while it is
+    /// unfrozen, or its bottleneck is in the set and no longer freezes it)
+    /// joins the recomputed flows and the filling is redone. Links of
+    /// recomputed flows outside the set must keep slack under the new rates
+    /// (within `SLACK`), or join the set. What remains is exactly the
+    /// computation over the whole connected component restricted to what it
+    /// changes: a link that ends with slack never freezes a flow, and every
+    /// other link sees the same shares subtracted in the same order (ties
+    /// between equal shares broken by link id).
     pub fn flush(&mut self, now: Time) -> Result<(), NetError> {
         if !self.needs_flush() {
             return Ok(());
@@ -389,11 +421,11 @@ impl Network {
         let epoch = self.next_epoch();
         self.stats.recomputations += 1;
         let mut comp_links = std::mem::take(&mut self.comp_links);
-        let mut comp_flows = std::mem::take(&mut self.comp_flows);
         let mut new_rates = std::mem::take(&mut self.new_rates);
         let mut passive = std::mem::take(&mut self.passive);
+        let mut violators = std::mem::take(&mut self.violators);
         comp_links.clear();
-        comp_flows.clear();
+        self.seen.clear();
         for i in 0..self.dirty.len() {
             let l = self.dirty[i];
             self.join(epoch, l, &mut comp_links);
@@ -402,27 +434,68 @@ impl Network {
         for i in 0..self.fresh.len() {
             let s = self.fresh[i];
             let f = &self.flows[s as usize];
-            if f.active && f.fresh && !f.route.is_empty() {
+            if f.active && f.fresh && !f.route.is_empty() && f.mark != epoch {
                 let l = self.seed_link(s);
                 self.join(epoch, l, &mut comp_links);
+                self.recompute_flow(epoch, s, &mut comp_links);
             }
         }
         self.fresh.clear();
+        if self.exhaustive {
+            for l in 0..self.links.len() {
+                if !self.links[l].flows.is_empty() {
+                    self.join(epoch, l, &mut comp_links);
+                }
+            }
+            for s in 0..self.flows.len() as FlowSlot {
+                let f = &self.flows[s as usize];
+                if f.active && !f.route.is_empty() {
+                    self.recompute_flow(epoch, s, &mut comp_links);
+                }
+            }
+        }
         let mut scanned = 0;
         loop {
-            self.collect(epoch, &mut comp_links, &mut comp_flows, &mut scanned);
+            self.collect(epoch, &comp_links, &mut scanned);
             new_rates.clear();
-            self.water_fill(epoch, &comp_links, &mut new_rates);
+            violators.clear();
+            self.water_fill(epoch, &comp_links, &mut new_rates, &mut violators);
+            if !violators.is_empty() {
+                for &g in &violators {
+                    self.recompute_flow(epoch, g, &mut comp_links);
+                }
+                continue;
+            }
             if !self.widen(epoch, &new_rates, &mut comp_links, &mut passive) {
                 break;
             }
         }
+        for i in 0..self.froze.len() {
+            let (s, by) = self.froze[i];
+            self.flows[s as usize].bottleneck = by;
+        }
         let r = self.retime(now, &new_rates);
         self.comp_links = comp_links;
-        self.comp_flows = comp_flows;
         self.new_rates = new_rates;
         self.passive = passive;
+        self.violators = violators;
         r
+    }
+
+    /// Make `s` a recomputed flow (not held) and add its tight links.
+    fn recompute_flow(&mut self, epoch: u32, s: FlowSlot, comp_links: &mut Vec<LinkId>) {
+        let f = &mut self.flows[s as usize];
+        if f.mark != epoch {
+            f.mark = epoch;
+            self.seen.push(s);
+        }
+        f.fixed = false;
+        for j in 0..self.flows[s as usize].route.len() {
+            let m = self.flows[s as usize].route[j];
+            if self.links[m].tight {
+                self.join(epoch, m, comp_links);
+            }
+        }
     }
 
     fn join(&mut self, epoch: u32, l: LinkId, comp_links: &mut Vec<LinkId>) {
@@ -585,32 +658,18 @@ impl Network {
         self.pepoch
     }
 
-    /// Grow the set breadth-first from `links[*scanned..]`: every flow of a
-    /// link in the set, every tight link of such a flow.
-    fn collect(
-        &mut self,
-        epoch: u32,
-        links: &mut Vec<LinkId>,
-        flows: &mut Vec<FlowSlot>,
-        scanned: &mut usize,
-    ) {
+    /// Hold every flow first met on a link of the set from `links[*scanned..]`.
+    fn collect(&mut self, epoch: u32, links: &[LinkId], scanned: &mut usize) {
         while *scanned < links.len() {
             let l = links[*scanned];
             *scanned += 1;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
-                if self.flows[s as usize].mark == epoch {
-                    continue;
-                }
-                self.flows[s as usize].mark = epoch;
-                flows.push(s);
-                for j in 0..self.flows[s as usize].route.len() {
-                    let m = self.flows[s as usize].route[j];
-                    let lm = &mut self.links[m];
-                    if lm.mark != epoch && lm.tight {
-                        lm.mark = epoch;
-                        links.push(m);
-                    }
+                let f = &mut self.flows[s as usize];
+                if f.mark != epoch {
+                    f.mark = epoch;
+                    f.fixed = true;
+                    self.seen.push(s);
                 }
             }
         }
@@ -620,39 +679,69 @@ impl Network {
     /// flows' other links are ignored): repeatedly saturate the link with the
     /// smallest fair share among its unfrozen flows, freezing those flows at
     /// that share. Shares only grow as flows freeze elsewhere, so a lazy
-    /// min-heap of (share, link id) is exact. Appends (flow, rate) to `out` in
-    /// freezing order and marks the links that froze a flow tight.
-    fn water_fill(&mut self, epoch: u32, comp_links: &[LinkId], out: &mut Vec<(FlowSlot, f64)>) {
-        if let [l] = comp_links {
-            // A single link: every flow on it gets an equal share.
-            let ls = &mut self.links[*l];
-            ls.tight = !ls.flows.is_empty();
-            let share = ls.capacity / ls.flows.len().max(1) as f64;
-            for &s in &ls.flows {
-                self.flows[s as usize].new_rate = share;
-                out.push((s, share));
-            }
-            return;
-        }
+    /// min-heap is exact. Held flows freeze at their rates when the heap
+    /// reaches them; one that would freeze otherwise goes to `violators`.
+    /// Appends (flow, rate) of the recomputed flows to `out` in freezing order
+    /// and marks the links that froze a flow tight.
+    fn water_fill(
+        &mut self,
+        epoch: u32,
+        comp_links: &[LinkId],
+        out: &mut Vec<(FlowSlot, f64)>,
+        violators: &mut Vec<FlowSlot>,
+    ) {
         self.residual.clear();
         self.unfrozen.clear();
         self.heap.clear();
+        self.froze.clear();
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
             ls.tight = false;
             self.residual.push(ls.capacity);
             self.unfrozen.push(ls.flows.len() as u32);
-            for &s in &ls.flows {
-                self.flows[s as usize].frozen = false;
-            }
             if !ls.flows.is_empty() {
                 let share = ls.capacity / ls.flows.len() as f64;
-                self.heap.push(Reverse((share.to_bits(), l as u32)));
+                self.heap.push(Reverse((share.to_bits(), l as u32, 0, 0)));
             }
         }
-        while let Some(Reverse((bits, l))) = self.heap.pop() {
-            let l = l as usize;
+        for i in 0..self.seen.len() {
+            let s = self.seen[i];
+            let f = &mut self.flows[s as usize];
+            f.frozen = false;
+            if f.fixed {
+                let e = (f.rate.to_bits(), f.bottleneck, 1, s);
+                self.heap.push(Reverse(e));
+            }
+        }
+        let mut group = Vec::new();
+        while let Some(Reverse((bits, key, kind, slot))) = self.heap.pop() {
+            if kind == 1 {
+                // A held flow's bottleneck outside the set freezes it, with
+                // every other held flow it froze at the same share.
+                group.clear();
+                group.push(slot);
+                while let Some(&Reverse((b2, k2, 1, s2))) = self.heap.peek() {
+                    if b2 != bits || k2 != key {
+                        break;
+                    }
+                    self.heap.pop();
+                    group.push(s2);
+                }
+                let inside = key == NONE || self.links[key as usize].mark == epoch;
+                for &g in &group {
+                    if self.flows[g as usize].frozen {
+                        continue;
+                    }
+                    if inside {
+                        // Its bottleneck is in the set and no longer freezes it here.
+                        violators.push(g);
+                    }
+                    self.freeze(epoch, g, f64::from_bits(bits), key, NONE, out);
+                }
+                continue;
+            }
+            let l = key as usize;
             let li = self.links[l].local as usize;
             let n = self.unfrozen[li];
             if n == 0 {
@@ -665,25 +754,47 @@ impl Network {
             self.links[l].tight = true;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
-                if self.flows[s as usize].frozen {
+                let f = &self.flows[s as usize];
+                if f.frozen {
                     continue;
                 }
-                self.flows[s as usize].frozen = true;
-                self.flows[s as usize].new_rate = share;
-                out.push((s, share));
-                for j in 0..self.flows[s as usize].route.len() {
-                    let m = self.flows[s as usize].route[j];
-                    if self.links[m].mark != epoch {
-                        continue; // outside the set: checked for slack after
-                    }
-                    let mi = self.links[m].local as usize;
-                    self.residual[mi] -= share;
-                    self.unfrozen[mi] -= 1;
-                    if m != l && self.unfrozen[mi] > 0 {
-                        let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
-                        self.heap.push(Reverse((sh.to_bits(), m as u32)));
-                    }
+                if f.fixed && f.rate.to_bits() != bits {
+                    violators.push(s);
                 }
+                self.freeze(epoch, s, share, l as u32, l as u32, out);
+            }
+        }
+    }
+
+    /// Freeze flow `s` at `share` (by link `by`), subtracting it from its links
+    /// in the set other than `skip` (the link freezing it: done with it).
+    fn freeze(
+        &mut self,
+        epoch: u32,
+        s: FlowSlot,
+        share: f64,
+        by: u32,
+        skip: u32,
+        out: &mut Vec<(FlowSlot, f64)>,
+    ) {
+        let f = &mut self.flows[s as usize];
+        f.frozen = true;
+        if !f.fixed {
+            f.new_rate = share;
+            out.push((s, share));
+        }
+        self.froze.push((s, by));
+        for j in 0..self.flows[s as usize].route.len() {
+            let m = self.flows[s as usize].route[j];
+            if self.links[m].mark != epoch {
+                continue; // outside the set: checked for slack after
+            }
+            let mi = self.links[m].local as usize;
+            self.residual[mi] -= share;
+            self.unfrozen[mi] -= 1;
+            if m as u32 != skip && self.unfrozen[mi] > 0 {
+                let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
+                self.heap.push(Reverse((sh.to_bits(), m as u32, 0, 0)));
             }
         }
     }
@@ -726,7 +837,7 @@ impl Network {
                 .iter()
                 .map(|&o| {
                     let f = &self.flows[o as usize];
-                    if f.mark == epoch {
+                    if f.mark == epoch && !f.fixed {
                         f.new_rate
                     } else {
                         f.rate
