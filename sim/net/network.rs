@@ -690,10 +690,26 @@ impl Network {
         out: &mut Vec<(FlowSlot, f64)>,
         violators: &mut Vec<FlowSlot>,
     ) {
+        self.froze.clear();
+        if let [l] = comp_links {
+            if self.seen.iter().all(|&s| !self.flows[s as usize].fixed) {
+                // One link, nothing held: every flow on it gets an equal share
+                // (what the filling below gives, without the heap).
+                let ls = &mut self.links[*l];
+                ls.tight = !ls.flows.is_empty();
+                let share = ls.capacity / ls.flows.len().max(1) as f64;
+                for &s in &ls.flows {
+                    self.flows[s as usize].frozen = true;
+                    self.flows[s as usize].new_rate = share;
+                    out.push((s, share));
+                    self.froze.push((s, *l as u32));
+                }
+                return;
+            }
+        }
         self.residual.clear();
         self.unfrozen.clear();
         self.heap.clear();
-        self.froze.clear();
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
