@@ -115,6 +115,7 @@ pub struct Network {
     seen: Vec<FlowSlot>,
     froze: Vec<(FlowSlot, u32)>,
     violators: Vec<FlowSlot>,
+    isolated: Vec<(u64, u32)>,
 }
 
 /// A water-filling event, in the order progressive filling over the whole
@@ -170,6 +171,7 @@ impl Network {
             seen: Vec::new(),
             froze: Vec::new(),
             violators: Vec::new(),
+            isolated: Vec::new(),
         })
     }
 
@@ -710,17 +712,41 @@ impl Network {
         self.residual.clear();
         self.unfrozen.clear();
         self.heap.clear();
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
             ls.tight = false;
             self.residual.push(ls.capacity);
             self.unfrozen.push(ls.flows.len() as u32);
-            if !ls.flows.is_empty() {
-                let share = ls.capacity / ls.flows.len() as f64;
+        }
+        for &l in comp_links {
+            let ls = &self.links[l];
+            if ls.flows.is_empty() {
+                continue;
+            }
+            let share = ls.capacity / ls.flows.len() as f64;
+            // A link whose flows are all recomputed and cross no other link of
+            // the set keeps this share to the end: it needs no heap entry, only
+            // its place in the heap's order (merged below).
+            let alone = ls.flows.iter().all(|&s| {
+                let f = &self.flows[s as usize];
+                !f.fixed
+                    && f.route
+                        .iter()
+                        .all(|&m| m == l || self.links[m].mark != epoch)
+            });
+            if alone {
+                isolated.push((share.to_bits(), l as u32));
+            } else {
                 self.heap.push(Reverse((share.to_bits(), l as u32, 0, 0)));
             }
         }
+        if !isolated.is_sorted() {
+            isolated.sort_unstable();
+        }
+        let mut next_alone = 0;
         for i in 0..self.seen.len() {
             let s = self.seen[i];
             let f = &mut self.flows[s as usize];
@@ -731,7 +757,24 @@ impl Network {
             }
         }
         let mut group = Vec::new();
-        while let Some(Reverse((bits, key, kind, slot))) = self.heap.pop() {
+        loop {
+            let top = self.heap.peek().map(|r| r.0);
+            if let Some(&(bits, l)) = isolated.get(next_alone) {
+                if top.is_none_or(|t| (bits, l, 0, 0) < t) {
+                    next_alone += 1;
+                    let l = l as usize;
+                    let share = f64::from_bits(bits);
+                    self.links[l].tight = true;
+                    for k in 0..self.links[l].flows.len() {
+                        let s = self.links[l].flows[k];
+                        self.freeze(epoch, s, share, l as u32, l as u32, out);
+                    }
+                    continue;
+                }
+            }
+            let Some(Reverse((bits, key, kind, slot))) = self.heap.pop() else {
+                break;
+            };
             if kind == 1 {
                 // A held flow's bottleneck outside the set freezes it, with
                 // every other held flow it froze at the same share.
@@ -780,6 +823,7 @@ impl Network {
                 self.freeze(epoch, s, share, l as u32, l as u32, out);
             }
         }
+        self.isolated = isolated;
     }
 
     /// Freeze flow `s` at `share` (by link `by`), subtracting it from its links
