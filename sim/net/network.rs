@@ -743,7 +743,7 @@ impl Network {
                 self.heap.push(Reverse((share.to_bits(), l as u32, 0, 0)));
             }
         }
-        if !isolated.is_sorted() {
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
             isolated.sort_unstable();
         }
         let mut next_alone = 0;
@@ -760,7 +760,7 @@ impl Network {
         loop {
             let top = self.heap.peek().map(|r| r.0);
             if let Some(&(bits, l)) = isolated.get(next_alone) {
-                if top.is_none_or(|t| (bits, l, 0, 0) < t) {
+                if top.map_or(true, |t| (bits, l, 0, 0) < t) {
                     next_alone += 1;
                     let l = l as usize;
                     let share = f64::from_bits(bits);
