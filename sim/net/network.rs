@@ -420,8 +420,11 @@ impl Network {
         if !self.needs_flush() {
             return Ok(());
         }
-        let epoch = self.next_epoch();
         self.stats.recomputations += 1;
+        if !self.exhaustive && self.flush_single_links(now)? {
+            return Ok(());
+        }
+        let epoch = self.next_epoch();
         let mut comp_links = std::mem::take(&mut self.comp_links);
         let mut new_rates = std::mem::take(&mut self.new_rates);
         let mut passive = std::mem::take(&mut self.passive);
@@ -482,6 +485,79 @@ impl Network {
         self.passive = passive;
         self.violators = violators;
         r
+    }
+
+    /// The common case of rings and point-to-point steps, without the general
+    /// machinery: every link changed since the last flush is empty or carries
+    /// only new flows that cross no other link. Each such link then shares its
+    /// capacity equally, in the order the general filling meets them (share,
+    /// then link id; links alone in the set need no heap) and with no slack
+    /// test (no route leaves the set). False, with nothing changed but scratch
+    /// marks, when the case does not apply.
+    fn flush_single_links(&mut self, now: Time) -> Result<bool, NetError> {
+        if self.dirty.iter().any(|&l| !self.links[l].flows.is_empty()) {
+            return Ok(false);
+        }
+        let epoch = self.next_epoch();
+        for &s in &self.fresh {
+            let f = &mut self.flows[s as usize];
+            if !(f.active && f.fresh) {
+                continue; // ended or re-used before the flush (as `flush` skips it)
+            }
+            if f.route.len() != 1 {
+                return Ok(false);
+            }
+            f.mark = epoch;
+        }
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
+        for &s in &self.fresh {
+            let f = &self.flows[s as usize];
+            if f.mark != epoch || !(f.active && f.fresh) {
+                continue;
+            }
+            let l = f.route[0];
+            let ls = &mut self.links[l];
+            if ls.mark == epoch {
+                continue;
+            }
+            ls.mark = epoch;
+            // Every flow on the link is one of the new single-link flows.
+            if !ls
+                .flows
+                .iter()
+                .all(|&o| self.flows[o as usize].mark == epoch)
+            {
+                self.isolated = isolated;
+                return Ok(false);
+            }
+            let share = ls.capacity / ls.flows.len() as f64;
+            isolated.push((share.to_bits(), l as u32));
+        }
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.links[l].tight = false; // empty: it freezes nothing
+        }
+        self.dirty.clear();
+        self.fresh.clear();
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
+            isolated.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
+        }
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
+        for &(bits, l) in &isolated {
+            let share = f64::from_bits(bits);
+            let ls = &mut self.links[l as usize];
+            ls.tight = true;
+            for &s in &ls.flows {
+                self.flows[s as usize].bottleneck = l;
+                new_rates.push((s, share));
+            }
+        }
+        let r = self.retime(now, &new_rates);
+        self.isolated = isolated;
+        self.new_rates = new_rates;
+        r.map(|()| true)
     }
 
     /// Make `s` a recomputed flow (not held) and add its tight links.
@@ -744,7 +820,7 @@ impl Network {
             }
         }
         if isolated.windows(2).any(|w| w[0] > w[1]) {
-            isolated.sort_unstable();
+            isolated.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
         }
         let mut next_alone = 0;
         for i in 0..self.seen.len() {
