@@ -173,8 +173,10 @@ fn time_independent(
     choice: &super::tuner::Choice,
     cal: &Calibration,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
-    let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut all_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    // Per link: (the group whose moves use it, their bytes on it); `used`
+    // lists the links set.
+    let mut owned = vec![(usize::MAX, 0u64); topo.links().len()];
+    let mut used: Vec<usize> = Vec::new();
     let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
     let mut class_of = Vec::with_capacity(groups.len());
     // Per link: (group that last named it, its name there); one table for all
@@ -183,11 +185,18 @@ fn time_independent(
     for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
         // One route cache for both passes over the plan.
         let mut routes = Routes::new(topo, group);
-        for (l, b) in route_bytes(&mut routes, plan, elem_bytes)? {
-            if owner.insert(l, g).is_some_and(|o| o != g) {
-                return Ok(None);
+        let mut shared = false;
+        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
+            let o = &mut owned[l];
+            if o.0 == usize::MAX {
+                o.0 = g;
+                used.push(l);
             }
-            *all_bytes.entry(l).or_default() += b;
+            shared |= o.0 != g;
+            o.1 += b;
+        })?;
+        if shared {
+            return Ok(None);
         }
         let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
         class_of.push(*classes.entry(shape).or_insert(g));
@@ -215,7 +224,10 @@ fn time_independent(
         algo: choice.algo,
         proto: choice.proto,
         flows,
-        link_bytes: all_bytes.into_iter().collect(),
+        link_bytes: {
+            used.sort_unstable();
+            used.iter().map(|&l| (l, owned[l].1)).collect()
+        },
     }))
 }
 
@@ -369,18 +381,34 @@ fn link_bytes(
     plan: &Plan,
     elem_bytes: u64,
 ) -> Result<Vec<(usize, u64)>, CollectiveError> {
-    route_bytes(&mut Routes::new(topo, group), plan, elem_bytes)
+    // (link, bytes) per use, summed per link after one sort (cheaper than a
+    // map updated per link of every move).
+    let mut bytes: Vec<(usize, u64)> = Vec::new();
+    route_bytes(
+        &mut Routes::new(topo, group),
+        plan,
+        elem_bytes,
+        &mut |l, b| bytes.push((l, b)),
+    )?;
+    bytes.sort_unstable_by_key(|&(l, _)| l);
+    let mut out: Vec<(usize, u64)> = Vec::new();
+    for (l, b) in bytes {
+        match out.last_mut() {
+            Some(last) if last.0 == l => last.1 += b,
+            _ => out.push((l, b)),
+        }
+    }
+    Ok(out)
 }
 
-/// `link_bytes` over a group's route cache.
+/// Each use of a link by the plan's moves as `add(link, bytes)` (bytes > 0),
+/// over a group's route cache.
 fn route_bytes(
     routes: &mut Routes,
     plan: &Plan,
     elem_bytes: u64,
-) -> Result<Vec<(usize, u64)>, CollectiveError> {
-    // (link, bytes) per use, summed per link after one sort (cheaper than a
-    // map updated per link of every move).
-    let mut bytes: Vec<(usize, u64)> = Vec::new();
+    add: &mut impl FnMut(usize, u64),
+) -> Result<(), CollectiveError> {
     for step in &plan.steps {
         let mut once: BTreeMap<(usize, u64, u64, bool), ()> = BTreeMap::new();
         for m in step {
@@ -392,36 +420,28 @@ fn route_bytes(
                 Via::P2p => {
                     if m.from != m.to {
                         for &l in routes.get(m.from, m.to)? {
-                            bytes.push((l, b));
+                            add(l, b);
                         }
                     }
                 }
                 Via::SwitchReduce => {
                     let (up, _) = routes.switch_links(m.from)?;
-                    bytes.push((up, b));
+                    add(up, b);
                     if once.insert((m.to, m.dst, m.len, true), ()).is_none() {
                         let (_, down) = routes.switch_links(m.to)?;
-                        bytes.push((down, b));
+                        add(down, b);
                     }
                 }
                 Via::SwitchMulticast => {
                     if once.insert((m.from, m.src, m.len, false), ()).is_none() {
                         let (up, _) = routes.switch_links(m.from)?;
-                        bytes.push((up, b));
+                        add(up, b);
                     }
                     let (_, down) = routes.switch_links(m.to)?;
-                    bytes.push((down, b));
+                    add(down, b);
                 }
             }
         }
     }
-    bytes.sort_unstable_by_key(|&(l, _)| l);
-    let mut out: Vec<(usize, u64)> = Vec::new();
-    for (l, b) in bytes {
-        match out.last_mut() {
-            Some(last) if last.0 == l => last.1 += b,
-            _ => out.push((l, b)),
-        }
-    }
-    Ok(out)
+    Ok(())
 }
