@@ -400,15 +400,15 @@ fn allreduce(
                 let mirror: Vec<usize> = chain.iter().rev().copied().collect();
                 let parents: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
                 parallel(vec![
-                    tree_allreduce(&chain, &parents, &split_range(0, half, chunks), true),
-                    tree_allreduce(&mirror, &parents, &split_range(half, total, chunks), true),
+                    tree_allreduce(&chain, &parents, &split_range(0, half, chunks)),
+                    tree_allreduce(&mirror, &parents, &split_range(half, total, chunks)),
                 ])
             } else {
                 let mirror: Vec<usize> = all.iter().rev().copied().collect();
                 let heap = heap_parents(n);
                 parallel(vec![
-                    tree_allreduce(all, &heap, &split_range(0, half, chunks), true),
-                    tree_allreduce(&mirror, &heap, &split_range(half, total, chunks), true),
+                    tree_allreduce(all, &heap, &split_range(0, half, chunks)),
+                    tree_allreduce(&mirror, &heap, &split_range(half, total, chunks)),
                 ])
             }
         }
@@ -560,10 +560,9 @@ impl TreeChannels {
             .collect();
         let (ra, pa) = node_tree_parents(&fwd);
         let (rb, pb) = node_tree_parents(&back);
-        let split = nodes.len() <= super::blocks::SPLIT_TREE_MAX_NODES;
         parallel(vec![
-            tree_allreduce(&ra, &pa, &split_range(a.0, a.1, self.per), split),
-            tree_allreduce(&rb, &pb, &split_range(b.0, b.1, self.per), split),
+            tree_allreduce(&ra, &pa, &split_range(a.0, a.1, self.per)),
+            tree_allreduce(&rb, &pb, &split_range(b.0, b.1, self.per)),
         ])
     }
 

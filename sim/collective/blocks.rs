@@ -300,29 +300,12 @@ pub fn node_tree_parents(nodes: &[Vec<usize>]) -> (Vec<usize>, Vec<Option<usize>
     (ranks, parents)
 }
 
-/// The most nodes a multi-node tree is simulated split (reduce and
-/// broadcast overlapping) over. Beyond, its flows cross the spine in one
-/// component whose max-min rates the network recomputes on every event, and
-/// the overlap roughly doubles the flows in flight: the 64-node tree of a
-/// 4,096-GPU step cost 20x more to simulate (`bench scale` 0.16 -> 1.7 s), so
-/// larger trees keep the sequential schedule (a known fidelity limit: they
-/// come out slower than NCCL's split tree).
-pub const SPLIT_TREE_MAX_NODES: usize = 16;
-
 /// A pipelined tree allreduce over `ranks` with `parents` (positions; the
 /// root has none, parents come before children): chunk `c` climbs one level
 /// per step and comes back down as soon as the root has it, while later
 /// chunks still climb (NCCL's split tree: reduce and broadcast run at once
-/// on separate warps, so a link's two directions both stay busy). With
-/// `split` false the broadcast of the first chunk waits for the last chunk's
-/// reduction (the older, cheaper-to-simulate schedule, see
-/// [`SPLIT_TREE_MAX_NODES`]).
-pub fn tree_allreduce(
-    ranks: &[usize],
-    parents: &[Option<usize>],
-    chunks: &[(u64, u64)],
-    split: bool,
-) -> Steps {
+/// on separate warps, so a link's two directions both stay busy).
+pub fn tree_allreduce(ranks: &[usize], parents: &[Option<usize>], chunks: &[(u64, u64)]) -> Steps {
     let n = ranks.len();
     let mut depth = vec![0usize; n];
     for i in 0..n {
@@ -331,9 +314,8 @@ pub fn tree_allreduce(
         }
     }
     let height = depth.iter().copied().max().unwrap_or(0);
-    // Steps the broadcast starts after: the root's reduction of chunk 0
-    // (split), or of every chunk.
-    let down = if split { height } else { height + chunks.len() };
+    // The broadcast of chunk 0 starts once the root has reduced it.
+    let down = height;
     let mut steps = Vec::new();
     for (c, &(lo, hi)) in chunks.iter().enumerate() {
         if hi <= lo {

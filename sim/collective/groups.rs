@@ -173,18 +173,33 @@ fn time_independent(
     choice: &super::tuner::Choice,
     cal: &Calibration,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
-    let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut all_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    // Per link: (the group whose moves use it, their bytes on it); `used`
+    // lists the links set.
+    let mut owned = vec![(usize::MAX, 0u64); topo.links().len()];
+    let mut used: Vec<usize> = Vec::new();
     let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
     let mut class_of = Vec::with_capacity(groups.len());
+    // Per link: (group that last named it, its name there); one table for all
+    // groups instead of a map per group.
+    let mut names = vec![(usize::MAX, 0u64); topo.links().len()];
     for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
-        for (l, b) in link_bytes(topo, group, plan, elem_bytes)? {
-            if owner.insert(l, g).is_some_and(|o| o != g) {
-                return Ok(None);
+        // One route cache for both passes over the plan.
+        let mut routes = Routes::new(topo, group);
+        let mut shared = false;
+        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
+            let o = &mut owned[l];
+            if o.0 == usize::MAX {
+                o.0 = g;
+                used.push(l);
             }
-            *all_bytes.entry(l).or_default() += b;
+            shared |= o.0 != g;
+            o.1 += b;
+        })?;
+        if shared {
+            return Ok(None);
         }
-        class_of.push(*classes.entry(shape_of(topo, group, plan)?).or_insert(g));
+        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
+        class_of.push(*classes.entry(shape).or_insert(g));
     }
     let mut time = Time::ZERO;
     let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
@@ -209,20 +224,32 @@ fn time_independent(
         algo: choice.algo,
         proto: choice.proto,
         flows,
-        link_bytes: all_bytes.into_iter().collect(),
+        link_bytes: {
+            used.sort_unstable();
+            used.iter().map(|&l| (l, owned[l].1)).collect()
+        },
     }))
 }
 
 /// A group's run up to renaming links: per step and move, the move and its
 /// route's links as (first-use index, bandwidth, latency, class), so equal
-/// shapes give isomorphic flow-level runs.
-fn shape_of(topo: &Topology, group: &Group, plan: &Plan) -> Result<Vec<u64>, CollectiveError> {
-    let mut routes = Routes::new(topo, group);
-    let mut names: BTreeMap<usize, u64> = BTreeMap::new();
+/// shapes give isomorphic flow-level runs. `names` is (this group's index,
+/// a per-link table of (group, first-use index) shared by the groups).
+fn shape_of(
+    topo: &Topology,
+    routes: &mut Routes,
+    plan: &Plan,
+    (g, names): (usize, &mut [(usize, u64)]),
+) -> Result<Vec<u64>, CollectiveError> {
+    let mut next = 0u64;
     let mut out = vec![plan.ranks as u64, plan.buffer_len, plan.steps.len() as u64];
     let mut link = |l: usize, out: &mut Vec<u64>| {
-        let next = names.len() as u64;
-        let id = *names.entry(l).or_insert(next);
+        let e = &mut names[l];
+        if e.0 != g {
+            *e = (g, next);
+            next += 1;
+        }
+        let id = e.1;
         let k = &topo.links()[l];
         out.extend([
             id,
@@ -245,9 +272,9 @@ fn shape_of(topo: &Topology, group: &Group, plan: &Plan) -> Result<Vec<u64>, Col
             match m.via {
                 Via::P2p => {
                     if m.from != m.to {
-                        let r = routes.get(m.from, m.to)?.to_vec();
+                        let r = routes.get(m.from, m.to)?;
                         out.push(r.len() as u64);
-                        for l in r {
+                        for &l in r {
                             link(l, &mut out);
                         }
                     }
@@ -354,8 +381,34 @@ fn link_bytes(
     plan: &Plan,
     elem_bytes: u64,
 ) -> Result<Vec<(usize, u64)>, CollectiveError> {
-    let mut routes = Routes::new(topo, group);
-    let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    // (link, bytes) per use, summed per link after one sort (cheaper than a
+    // map updated per link of every move).
+    let mut bytes: Vec<(usize, u64)> = Vec::new();
+    route_bytes(
+        &mut Routes::new(topo, group),
+        plan,
+        elem_bytes,
+        &mut |l, b| bytes.push((l, b)),
+    )?;
+    bytes.sort_unstable_by_key(|&(l, _)| l);
+    let mut out: Vec<(usize, u64)> = Vec::new();
+    for (l, b) in bytes {
+        match out.last_mut() {
+            Some(last) if last.0 == l => last.1 += b,
+            _ => out.push((l, b)),
+        }
+    }
+    Ok(out)
+}
+
+/// Each use of a link by the plan's moves as `add(link, bytes)` (bytes > 0),
+/// over a group's route cache.
+fn route_bytes(
+    routes: &mut Routes,
+    plan: &Plan,
+    elem_bytes: u64,
+    add: &mut impl FnMut(usize, u64),
+) -> Result<(), CollectiveError> {
     for step in &plan.steps {
         let mut once: BTreeMap<(usize, u64, u64, bool), ()> = BTreeMap::new();
         for m in step {
@@ -367,28 +420,28 @@ fn link_bytes(
                 Via::P2p => {
                     if m.from != m.to {
                         for &l in routes.get(m.from, m.to)? {
-                            *bytes.entry(l).or_default() += b;
+                            add(l, b);
                         }
                     }
                 }
                 Via::SwitchReduce => {
                     let (up, _) = routes.switch_links(m.from)?;
-                    *bytes.entry(up).or_default() += b;
+                    add(up, b);
                     if once.insert((m.to, m.dst, m.len, true), ()).is_none() {
                         let (_, down) = routes.switch_links(m.to)?;
-                        *bytes.entry(down).or_default() += b;
+                        add(down, b);
                     }
                 }
                 Via::SwitchMulticast => {
                     if once.insert((m.from, m.src, m.len, false), ()).is_none() {
                         let (up, _) = routes.switch_links(m.from)?;
-                        *bytes.entry(up).or_default() += b;
+                        add(up, b);
                     }
                     let (_, down) = routes.switch_links(m.to)?;
-                    *bytes.entry(down).or_default() += b;
+                    add(down, b);
                 }
             }
         }
     }
-    Ok(bytes.into_iter().collect())
+    Ok(())
 }

@@ -33,9 +33,19 @@ pub(crate) struct LinkState {
     pub failed: bool,
     /// Active flows (slots) crossing this link, in insertion order.
     pub flows: Vec<u32>,
+    /// Sum of the current rates of `flows`, kept up to date as rates change
+    /// (an estimate for the slack test; near capacity it is summed exactly).
+    pub load: f64,
+    /// A bottleneck in the last recomputation that covered it: it froze at
+    /// least one flow. A link that is not tight has slack, so no flow's rate
+    /// depends on it, and recomputation does not spread through it.
+    pub tight: bool,
     /// Scratch for component search and water-filling (epoch marks, local index).
     pub mark: u32,
     pub local: u32,
+    /// Scratch for the slack test of links outside the recomputed set.
+    pub pmark: u32,
+    pub delta: f64,
 }
 
 impl LinkState {
@@ -46,8 +56,12 @@ impl LinkState {
             latency: l.latency,
             failed: false,
             flows: Vec::new(),
+            load: 0.0,
+            tight: false,
             mark: 0,
             local: 0,
+            pmark: 0,
+            delta: 0.0,
         }
     }
 }

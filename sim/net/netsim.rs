@@ -107,6 +107,11 @@ impl<U> NetSim<U> {
         self.stragglers = s;
     }
 
+    /// Recompute every flow's rate at every change (see `Network::set_exhaustive`).
+    pub fn set_exhaustive(&mut self, on: bool) {
+        self.net.set_exhaustive(on);
+    }
+
     pub fn set_packet_bytes(&mut self, packet: Option<u64>) {
         self.net.set_packet_bytes(packet);
     }

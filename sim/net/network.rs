@@ -1,14 +1,14 @@
 //! The flow-level model: active flows share link bandwidth max-min fairly
-//! (progressive filling), recomputed only over the connected component of flows
-//! and links that a change touches. A flow transmits from its start until its
+//! (progressive filling), recomputed only over the flows whose rates a change
+//! can move (see `flush`). A flow transmits from its start until its
 //! bytes are integrated away at its (piecewise constant) rate; it is delivered
 //! after that plus the sum of its route's latencies (and, with store-and-forward
 //! packets, the pipeline fill of one packet per extra hop).
 //!
 //! The model is passive: it never owns a clock. Every call takes `now`. Starts,
-//! finishes and link changes only mark links dirty; `flush(now)` recomputes the
-//! rates of the components they touch, once for all changes at the same instant
-//! (so k flows finishing together cost one recomputation, not k). The driver must
+//! finishes and link changes only mark links (or new flows) dirty; `flush(now)`
+//! recomputes rates once for all changes at the same instant (so k flows
+//! finishing together cost one recomputation, not k). The driver must
 //! call `flush` before its clock moves past `now`. Recomputation pushes the times
 //! at which re-rated flows finish into a timer list that the driver drains into
 //! its event queue; a timer made stale by a later rate change carries an old
@@ -64,6 +64,13 @@ struct Flow {
     in_use: bool,
     mark: u32,
     frozen: bool,
+    /// Rate found by the recomputation in progress (scratch).
+    new_rate: f64,
+    /// Held at its rate in the recomputation in progress (scratch).
+    fixed: bool,
+    /// The link that froze it in the last filling that covered it (`NONE`
+    /// until the first).
+    bottleneck: u32,
     /// Started (or re-routed) since the last flush: must be timed even if its
     /// computed rate equals the stale one.
     fresh: bool,
@@ -88,20 +95,48 @@ pub struct Network {
     epoch: u32,
     packet_bytes: Option<u64>,
     timers: Vec<(Time, NetTimer)>,
+    /// Links whose flows must be re-rated at the next flush (capacity changed,
+    /// or a flow left while the link was a bottleneck).
     dirty: Vec<LinkId>,
+    /// Flows started since the last flush.
+    fresh: Vec<FlowSlot>,
+    /// Epoch of the slack test (several per flush when the set widens).
+    pepoch: u32,
+    /// Recompute every flow at every flush (the reference for tests).
+    exhaustive: bool,
     stats: NetStats,
     // Scratch buffers reused across recomputations.
     comp_links: Vec<LinkId>,
-    comp_flows: Vec<FlowSlot>,
     residual: Vec<f64>,
     unfrozen: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    heap: BinaryHeap<Reverse<Entry>>,
     new_rates: Vec<(FlowSlot, f64)>,
+    passive: Vec<LinkId>,
+    seen: Vec<FlowSlot>,
+    froze: Vec<(FlowSlot, u32)>,
+    violators: Vec<FlowSlot>,
+    isolated: Vec<(u64, u32)>,
 }
+
+/// A water-filling event, in the order progressive filling over the whole
+/// component would meet it: (share bits, link id, kind, flow). Kind 0: the
+/// link's fair share; kind 1: a held flow frozen by its bottleneck `link`
+/// (outside the set) at its unchanged rate.
+type Entry = (u64, u32, u8, u32);
+
+const NONE: u32 = u32::MAX;
 
 /// Remaining bytes below this fraction of a flow's size count as sent (absorbs
 /// float error from piecewise integration).
 const DONE_FRACTION: f64 = 1e-9;
+
+/// A link outside the recomputed set whose load comes within this fraction of
+/// its capacity joins the set (float error of a max-min solution is ~1e-15).
+const SLACK: f64 = 1e-9;
+
+/// The running load sum is trusted below this fraction of capacity; above it
+/// the load is summed exactly before the slack test.
+const LOAD_ESTIMATE: f64 = 1e-6;
 
 impl Network {
     /// A network over `links`; errors on a non-positive or non-finite capacity.
@@ -123,13 +158,20 @@ impl Network {
             packet_bytes: None,
             timers: Vec::new(),
             dirty: Vec::new(),
+            fresh: Vec::new(),
+            pepoch: 0,
+            exhaustive: false,
             stats: NetStats::default(),
             comp_links: Vec::new(),
-            comp_flows: Vec::new(),
             residual: Vec::new(),
             unfrozen: Vec::new(),
             heap: BinaryHeap::new(),
             new_rates: Vec::new(),
+            passive: Vec::new(),
+            seen: Vec::new(),
+            froze: Vec::new(),
+            violators: Vec::new(),
+            isolated: Vec::new(),
         })
     }
 
@@ -138,6 +180,13 @@ impl Network {
     /// nominal capacity of the slowest link on its route.
     pub fn set_packet_bytes(&mut self, packet: Option<u64>) {
         self.packet_bytes = packet.filter(|&p| p > 0);
+    }
+
+    /// Recompute every active flow over every loaded link at each flush,
+    /// instead of only what the changes can move: the whole-network progressive
+    /// filling that the incremental one must equal, to the bit (for tests).
+    pub fn set_exhaustive(&mut self, on: bool) {
+        self.exhaustive = on;
     }
 
     /// The store-and-forward packet size, if packets are on.
@@ -278,6 +327,8 @@ impl Network {
         f.active = true;
         f.in_use = true;
         f.fresh = true;
+        f.fixed = false;
+        f.bottleneck = NONE;
         f.route.clear();
         f.route.extend_from_slice(route);
         self.active += 1;
@@ -300,8 +351,7 @@ impl Network {
             let l = self.flows[slot as usize].route[i];
             self.links[l].flows.push(slot);
         }
-        let Self { dirty, flows, .. } = self;
-        dirty.extend_from_slice(&flows[slot as usize].route);
+        self.fresh.push(slot);
         Ok(slot)
     }
 
@@ -342,19 +392,216 @@ impl Network {
 
     /// Whether changes wait for `flush`.
     pub fn needs_flush(&self) -> bool {
-        !self.dirty.is_empty()
+        !self.dirty.is_empty() || !self.fresh.is_empty()
     }
 
-    /// Recompute rates for everything changed at `now` and time the re-rated flows.
+    /// Recompute rates for everything changed at `now` and time the re-rated
+    /// flows.
+    ///
+    /// Only flows whose rates can move are recomputed. A link is *tight* when
+    /// it froze a flow in the last water-filling that covered it (it is that
+    /// flow's bottleneck); other links have slack. The recomputed flows start
+    /// as the new ones; the set of links as the dirty ones (capacity changed,
+    /// or a flow left a tight link) and every tight link of a recomputed flow
+    /// (a new flow without one enters by the link with the least headroom per
+    /// flow). Other flows on these links are *held* at their rates: filling
+    /// meets them in the order a filling of the whole component would, and
+    /// checks that it would freeze them at the same rate; a held flow that
+    /// would move (a link in the set reaches a smaller share while it is
+    /// unfrozen, or its bottleneck is in the set and no longer freezes it)
+    /// joins the recomputed flows and the filling is redone. Links of
+    /// recomputed flows outside the set must keep slack under the new rates
+    /// (within `SLACK`), or join the set. What remains is exactly the
+    /// computation over the whole connected component restricted to what it
+    /// changes: a link that ends with slack never freezes a flow, and every
+    /// other link sees the same shares subtracted in the same order (ties
+    /// between equal shares broken by link id).
     pub fn flush(&mut self, now: Time) -> Result<(), NetError> {
-        if self.dirty.is_empty() {
+        if !self.needs_flush() {
             return Ok(());
         }
-        let seeds = std::mem::take(&mut self.dirty);
-        let r = self.recompute(now, &seeds);
-        self.dirty = seeds;
+        self.stats.recomputations += 1;
+        if !self.exhaustive && self.flush_single_links(now)? {
+            return Ok(());
+        }
+        let epoch = self.next_epoch();
+        let mut comp_links = std::mem::take(&mut self.comp_links);
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        let mut passive = std::mem::take(&mut self.passive);
+        let mut violators = std::mem::take(&mut self.violators);
+        comp_links.clear();
+        self.seen.clear();
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.join(epoch, l, &mut comp_links);
+        }
         self.dirty.clear();
+        for i in 0..self.fresh.len() {
+            let s = self.fresh[i];
+            let f = &self.flows[s as usize];
+            if f.active && f.fresh && !f.route.is_empty() && f.mark != epoch {
+                let l = self.seed_link(s);
+                self.join(epoch, l, &mut comp_links);
+                self.recompute_flow(epoch, s, &mut comp_links);
+            }
+        }
+        self.fresh.clear();
+        if self.exhaustive {
+            for l in 0..self.links.len() {
+                if !self.links[l].flows.is_empty() {
+                    self.join(epoch, l, &mut comp_links);
+                }
+            }
+            for s in 0..self.flows.len() as FlowSlot {
+                let f = &self.flows[s as usize];
+                if f.active && !f.route.is_empty() {
+                    self.recompute_flow(epoch, s, &mut comp_links);
+                }
+            }
+        }
+        let mut scanned = 0;
+        loop {
+            self.collect(epoch, &comp_links, &mut scanned);
+            new_rates.clear();
+            violators.clear();
+            self.water_fill(epoch, &comp_links, &mut new_rates, &mut violators);
+            if !violators.is_empty() {
+                for &g in &violators {
+                    self.recompute_flow(epoch, g, &mut comp_links);
+                }
+                continue;
+            }
+            if !self.widen(epoch, &new_rates, &mut comp_links, &mut passive) {
+                break;
+            }
+        }
+        for i in 0..self.froze.len() {
+            let (s, by) = self.froze[i];
+            self.flows[s as usize].bottleneck = by;
+        }
+        let r = self.retime(now, &new_rates);
+        self.comp_links = comp_links;
+        self.new_rates = new_rates;
+        self.passive = passive;
+        self.violators = violators;
         r
+    }
+
+    /// The common case of rings and point-to-point steps, without the general
+    /// machinery: every link changed since the last flush is empty or carries
+    /// only new flows that cross no other link. Each such link then shares its
+    /// capacity equally, in the order the general filling meets them (share,
+    /// then link id; links alone in the set need no heap) and with no slack
+    /// test (no route leaves the set). False, with nothing changed but scratch
+    /// marks, when the case does not apply.
+    fn flush_single_links(&mut self, now: Time) -> Result<bool, NetError> {
+        if self.dirty.iter().any(|&l| !self.links[l].flows.is_empty()) {
+            return Ok(false);
+        }
+        let epoch = self.next_epoch();
+        for &s in &self.fresh {
+            let f = &mut self.flows[s as usize];
+            if !(f.active && f.fresh) {
+                continue; // ended or re-used before the flush (as `flush` skips it)
+            }
+            if f.route.len() != 1 {
+                return Ok(false);
+            }
+            f.mark = epoch;
+        }
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
+        for &s in &self.fresh {
+            let f = &self.flows[s as usize];
+            if f.mark != epoch || !(f.active && f.fresh) {
+                continue;
+            }
+            let l = f.route[0];
+            let ls = &mut self.links[l];
+            if ls.mark == epoch {
+                continue;
+            }
+            ls.mark = epoch;
+            // Every flow on the link is one of the new single-link flows.
+            if !ls
+                .flows
+                .iter()
+                .all(|&o| self.flows[o as usize].mark == epoch)
+            {
+                self.isolated = isolated;
+                return Ok(false);
+            }
+            let share = ls.capacity / ls.flows.len() as f64;
+            isolated.push((share.to_bits(), l as u32));
+        }
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.links[l].tight = false; // empty: it freezes nothing
+        }
+        self.dirty.clear();
+        self.fresh.clear();
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
+            isolated.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
+        }
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
+        for &(bits, l) in &isolated {
+            let share = f64::from_bits(bits);
+            let ls = &mut self.links[l as usize];
+            ls.tight = true;
+            for &s in &ls.flows {
+                self.flows[s as usize].bottleneck = l;
+                new_rates.push((s, share));
+            }
+        }
+        let r = self.retime(now, &new_rates);
+        self.isolated = isolated;
+        self.new_rates = new_rates;
+        r.map(|()| true)
+    }
+
+    /// Make `s` a recomputed flow (not held) and add its tight links.
+    fn recompute_flow(&mut self, epoch: u32, s: FlowSlot, comp_links: &mut Vec<LinkId>) {
+        let f = &mut self.flows[s as usize];
+        if f.mark != epoch {
+            f.mark = epoch;
+            self.seen.push(s);
+        }
+        f.fixed = false;
+        for j in 0..self.flows[s as usize].route.len() {
+            let m = self.flows[s as usize].route[j];
+            if self.links[m].tight {
+                self.join(epoch, m, comp_links);
+            }
+        }
+    }
+
+    fn join(&mut self, epoch: u32, l: LinkId, comp_links: &mut Vec<LinkId>) {
+        if self.links[l].mark != epoch {
+            self.links[l].mark = epoch;
+            comp_links.push(l);
+        }
+    }
+
+    /// The link a new flow enters the recomputed set by: a tight link of its
+    /// route, else the one with the least headroom per flow (its likely
+    /// bottleneck; the slack test adds any other it needs).
+    fn seed_link(&self, s: FlowSlot) -> LinkId {
+        let route = &self.flows[s as usize].route;
+        if let Some(&l) = route.iter().find(|&&l| self.links[l].tight) {
+            return l;
+        }
+        let mut best = route[0];
+        let mut best_room = f64::INFINITY;
+        for &l in route {
+            let ls = &self.links[l];
+            let room = (ls.capacity - ls.load) / ls.flows.len().max(1) as f64;
+            if room < best_room {
+                best = l;
+                best_room = room;
+            }
+        }
+        best
     }
 
     /// Fail a link at `now`: its flows stop and are returned (remaining bytes
@@ -416,17 +663,27 @@ impl Network {
         self.release(b.slot);
     }
 
-    /// Remove an active flow from its links and mark them dirty.
+    /// Remove an active flow from its links; the tight ones are marked dirty
+    /// (a link with slack keeps it: no rate depends on it).
     fn detach(&mut self, slot: FlowSlot) {
         let f = &mut self.flows[slot as usize];
         f.active = false;
         f.version = f.version.wrapping_add(1);
+        let rate = if f.rate.is_finite() { f.rate } else { 0.0 };
         for &l in &f.route {
-            let list = &mut self.links[l].flows;
-            if let Some(pos) = list.iter().position(|&s| s == slot) {
-                list.remove(pos); // keep insertion order: it fixes iteration order
+            let ls = &mut self.links[l];
+            if let Some(pos) = ls.flows.iter().position(|&s| s == slot) {
+                ls.flows.remove(pos); // keep insertion order: it fixes iteration order
             }
-            self.dirty.push(l);
+            // An empty link's load is exactly zero (no drift carried over).
+            ls.load = if ls.flows.is_empty() {
+                0.0
+            } else {
+                ls.load - rate
+            };
+            if ls.tight {
+                self.dirty.push(l);
+            }
         }
         self.active -= 1;
     }
@@ -468,103 +725,159 @@ impl Network {
         self.epoch
     }
 
-    /// Recompute max-min rates for the component reachable from `seeds`, and
-    /// re-time every flow whose rate changed or that is fresh.
-    fn recompute(&mut self, now: Time, seeds: &[LinkId]) -> Result<(), NetError> {
-        let epoch = self.next_epoch();
-        let mut comp_links = std::mem::take(&mut self.comp_links);
-        let mut comp_flows = std::mem::take(&mut self.comp_flows);
-        let mut new_rates = std::mem::take(&mut self.new_rates);
-        let mut result = Ok(());
-        // One connected component at a time: independent components touched at
-        // the same instant get small separate problems instead of one big heap.
-        for &seed in seeds {
-            if self.links[seed].mark == epoch {
-                continue;
+    fn next_pepoch(&mut self) -> u32 {
+        self.pepoch = self.pepoch.wrapping_add(1);
+        if self.pepoch == 0 {
+            for l in &mut self.links {
+                l.pmark = 0;
             }
-            self.stats.recomputations += 1;
-            comp_links.clear();
-            comp_flows.clear();
-            new_rates.clear();
-            self.links[seed].mark = epoch;
-            comp_links.push(seed);
-            self.collect_component(epoch, &mut comp_links, &mut comp_flows);
-            self.water_fill(&comp_links, &comp_flows, &mut new_rates);
-            result = self.retime(now, &new_rates);
-            if result.is_err() {
-                break;
-            }
+            self.pepoch = 1;
         }
-        self.comp_links = comp_links;
-        self.comp_flows = comp_flows;
-        self.new_rates = new_rates;
-        result
+        self.pepoch
     }
 
-    /// Breadth-first over link → flows → links from the links already in `links`.
-    fn collect_component(
-        &mut self,
-        epoch: u32,
-        links: &mut Vec<LinkId>,
-        flows: &mut Vec<FlowSlot>,
-    ) {
-        let mut i = 0;
-        while i < links.len() {
-            let l = links[i];
-            i += 1;
+    /// Hold every flow first met on a link of the set from `links[*scanned..]`.
+    fn collect(&mut self, epoch: u32, links: &[LinkId], scanned: &mut usize) {
+        while *scanned < links.len() {
+            let l = links[*scanned];
+            *scanned += 1;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
-                if self.flows[s as usize].mark == epoch {
-                    continue;
-                }
-                self.flows[s as usize].mark = epoch;
-                flows.push(s);
-                for j in 0..self.flows[s as usize].route.len() {
-                    let m = self.flows[s as usize].route[j];
-                    if self.links[m].mark != epoch {
-                        self.links[m].mark = epoch;
-                        links.push(m);
-                    }
+                let f = &mut self.flows[s as usize];
+                if f.mark != epoch {
+                    f.mark = epoch;
+                    f.fixed = true;
+                    self.seen.push(s);
                 }
             }
         }
     }
 
-    /// Progressive filling over one component: repeatedly saturate the link with
-    /// the smallest fair share among its unfrozen flows, freezing those flows at
-    /// that share. Shares only grow as flows freeze elsewhere, so a lazy min-heap
-    /// of (share, link) is exact. Appends (flow, rate) to `out`.
+    /// Progressive filling over the links in the set (`mark == epoch`; the
+    /// flows' other links are ignored): repeatedly saturate the link with the
+    /// smallest fair share among its unfrozen flows, freezing those flows at
+    /// that share. Shares only grow as flows freeze elsewhere, so a lazy
+    /// min-heap is exact. Held flows freeze at their rates when the heap
+    /// reaches them; one that would freeze otherwise goes to `violators`.
+    /// Appends (flow, rate) of the recomputed flows to `out` in freezing order
+    /// and marks the links that froze a flow tight.
     fn water_fill(
         &mut self,
+        epoch: u32,
         comp_links: &[LinkId],
-        comp_flows: &[FlowSlot],
         out: &mut Vec<(FlowSlot, f64)>,
+        violators: &mut Vec<FlowSlot>,
     ) {
+        self.froze.clear();
         if let [l] = comp_links {
-            // A single link: every flow on it gets an equal share.
-            let ls = &self.links[*l];
-            let share = ls.capacity / ls.flows.len().max(1) as f64;
-            out.extend(ls.flows.iter().map(|&s| (s, share)));
-            return;
+            if self.seen.iter().all(|&s| !self.flows[s as usize].fixed) {
+                // One link, nothing held: every flow on it gets an equal share
+                // (what the filling below gives, without the heap).
+                let ls = &mut self.links[*l];
+                ls.tight = !ls.flows.is_empty();
+                let share = ls.capacity / ls.flows.len().max(1) as f64;
+                for &s in &ls.flows {
+                    self.flows[s as usize].frozen = true;
+                    self.flows[s as usize].new_rate = share;
+                    out.push((s, share));
+                    self.froze.push((s, *l as u32));
+                }
+                return;
+            }
         }
         self.residual.clear();
         self.unfrozen.clear();
         self.heap.clear();
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
+            ls.tight = false;
             self.residual.push(ls.capacity);
             self.unfrozen.push(ls.flows.len() as u32);
-            if !ls.flows.is_empty() {
-                let share = ls.capacity / ls.flows.len() as f64;
-                self.heap.push(Reverse((share.to_bits(), li as u32)));
+        }
+        for &l in comp_links {
+            let ls = &self.links[l];
+            if ls.flows.is_empty() {
+                continue;
+            }
+            let share = ls.capacity / ls.flows.len() as f64;
+            // A link whose flows are all recomputed and cross no other link of
+            // the set keeps this share to the end: it needs no heap entry, only
+            // its place in the heap's order (merged below).
+            let alone = ls.flows.iter().all(|&s| {
+                let f = &self.flows[s as usize];
+                !f.fixed
+                    && f.route
+                        .iter()
+                        .all(|&m| m == l || self.links[m].mark != epoch)
+            });
+            if alone {
+                isolated.push((share.to_bits(), l as u32));
+            } else {
+                self.heap.push(Reverse((share.to_bits(), l as u32, 0, 0)));
             }
         }
-        for &s in comp_flows {
-            self.flows[s as usize].frozen = false;
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
+            isolated.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
         }
-        while let Some(Reverse((bits, li))) = self.heap.pop() {
-            let li = li as usize;
+        let mut next_alone = 0;
+        for i in 0..self.seen.len() {
+            let s = self.seen[i];
+            let f = &mut self.flows[s as usize];
+            f.frozen = false;
+            if f.fixed {
+                let e = (f.rate.to_bits(), f.bottleneck, 1, s);
+                self.heap.push(Reverse(e));
+            }
+        }
+        let mut group = Vec::new();
+        loop {
+            let top = self.heap.peek().map(|r| r.0);
+            if let Some(&(bits, l)) = isolated.get(next_alone) {
+                if top.map_or(true, |t| (bits, l, 0, 0) < t) {
+                    next_alone += 1;
+                    let l = l as usize;
+                    let share = f64::from_bits(bits);
+                    self.links[l].tight = true;
+                    for k in 0..self.links[l].flows.len() {
+                        let s = self.links[l].flows[k];
+                        self.freeze(epoch, s, share, l as u32, l as u32, out);
+                    }
+                    continue;
+                }
+            }
+            let Some(Reverse((bits, key, kind, slot))) = self.heap.pop() else {
+                break;
+            };
+            if kind == 1 {
+                // A held flow's bottleneck outside the set freezes it, with
+                // every other held flow it froze at the same share.
+                group.clear();
+                group.push(slot);
+                while let Some(&Reverse((b2, k2, 1, s2))) = self.heap.peek() {
+                    if b2 != bits || k2 != key {
+                        break;
+                    }
+                    self.heap.pop();
+                    group.push(s2);
+                }
+                let inside = key == NONE || self.links[key as usize].mark == epoch;
+                for &g in &group {
+                    if self.flows[g as usize].frozen {
+                        continue;
+                    }
+                    if inside {
+                        // Its bottleneck is in the set and no longer freezes it here.
+                        violators.push(g);
+                    }
+                    self.freeze(epoch, g, f64::from_bits(bits), key, NONE, out);
+                }
+                continue;
+            }
+            let l = key as usize;
+            let li = self.links[l].local as usize;
             let n = self.unfrozen[li];
             if n == 0 {
                 continue;
@@ -573,34 +886,120 @@ impl Network {
             if share.to_bits() != bits {
                 continue; // stale entry; a current one is in the heap
             }
-            let l = comp_links[li];
+            self.links[l].tight = true;
             for k in 0..self.links[l].flows.len() {
                 let s = self.links[l].flows[k];
-                if self.flows[s as usize].frozen {
+                let f = &self.flows[s as usize];
+                if f.frozen {
                     continue;
                 }
-                self.flows[s as usize].frozen = true;
-                out.push((s, share));
-                for j in 0..self.flows[s as usize].route.len() {
-                    let m = self.flows[s as usize].route[j];
-                    let mi = self.links[m].local as usize;
-                    self.residual[mi] -= share;
-                    self.unfrozen[mi] -= 1;
-                    if mi != li && self.unfrozen[mi] > 0 {
-                        let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
-                        self.heap.push(Reverse((sh.to_bits(), mi as u32)));
-                    }
+                if f.fixed && f.rate.to_bits() != bits {
+                    violators.push(s);
                 }
+                self.freeze(epoch, s, share, l as u32, l as u32, out);
             }
         }
+        self.isolated = isolated;
+    }
+
+    /// Freeze flow `s` at `share` (by link `by`), subtracting it from its links
+    /// in the set other than `skip` (the link freezing it: done with it).
+    fn freeze(
+        &mut self,
+        epoch: u32,
+        s: FlowSlot,
+        share: f64,
+        by: u32,
+        skip: u32,
+        out: &mut Vec<(FlowSlot, f64)>,
+    ) {
+        let f = &mut self.flows[s as usize];
+        f.frozen = true;
+        if !f.fixed {
+            f.new_rate = share;
+            out.push((s, share));
+        }
+        self.froze.push((s, by));
+        for j in 0..self.flows[s as usize].route.len() {
+            let m = self.flows[s as usize].route[j];
+            if self.links[m].mark != epoch {
+                continue; // outside the set: checked for slack after
+            }
+            let mi = self.links[m].local as usize;
+            self.residual[mi] -= share;
+            self.unfrozen[mi] -= 1;
+            if m as u32 != skip && self.unfrozen[mi] > 0 {
+                let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
+                self.heap.push(Reverse((sh.to_bits(), m as u32, 0, 0)));
+            }
+        }
+    }
+
+    /// The slack test: each link outside the set that the new `rates` load to
+    /// within `SLACK` of its capacity joins the set. True when any joined.
+    fn widen(
+        &mut self,
+        epoch: u32,
+        rates: &[(FlowSlot, f64)],
+        comp_links: &mut Vec<LinkId>,
+        passive: &mut Vec<LinkId>,
+    ) -> bool {
+        let pepoch = self.next_pepoch();
+        passive.clear();
+        for &(s, rate) in rates {
+            let f = &self.flows[s as usize];
+            let change = rate - f.rate;
+            for &m in &f.route {
+                let lm = &mut self.links[m];
+                if lm.mark == epoch {
+                    continue;
+                }
+                if lm.pmark != pepoch {
+                    lm.pmark = pepoch;
+                    lm.delta = 0.0;
+                    passive.push(m);
+                }
+                lm.delta += change;
+            }
+        }
+        let mut widened = false;
+        for &m in passive.iter() {
+            let lm = &self.links[m];
+            if lm.load + lm.delta <= lm.capacity * (1.0 - LOAD_ESTIMATE) {
+                continue;
+            }
+            let exact: f64 = lm
+                .flows
+                .iter()
+                .map(|&o| {
+                    let f = &self.flows[o as usize];
+                    if f.mark == epoch && !f.fixed {
+                        f.new_rate
+                    } else {
+                        f.rate
+                    }
+                })
+                .sum();
+            if exact > lm.capacity * (1.0 - SLACK) {
+                self.links[m].mark = epoch;
+                comp_links.push(m);
+                widened = true;
+            }
+        }
+        widened
     }
 
     /// Give flows their new rates; re-time those whose rate changed or that are fresh.
     fn retime(&mut self, now: Time, rates: &[(FlowSlot, f64)]) -> Result<(), NetError> {
         for &(s, rate) in rates {
-            let changed = self.flows[s as usize].rate.to_bits() != rate.to_bits();
+            let old = self.flows[s as usize].rate;
+            let changed = old.to_bits() != rate.to_bits();
             if changed || self.flows[s as usize].fresh {
                 self.settle(now, s);
+                for j in 0..self.flows[s as usize].route.len() {
+                    let m = self.flows[s as usize].route[j];
+                    self.links[m].load += rate - old;
+                }
                 let f = &mut self.flows[s as usize];
                 f.fresh = false;
                 f.rate = rate;

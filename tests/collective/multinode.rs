@@ -137,24 +137,25 @@ fn two_node_tree_approaches_the_network_bound() {
     );
 }
 
-/// The split tree (broadcast of a chunk as soon as the root has reduced it)
-/// against the sequential schedule larger trees keep: on a chain of three
-/// ranks with four chunks the first copy down leaves at step `height` split
-/// and at `height + chunks` sequential, and both move the same bytes.
+/// The split tree (broadcast of a chunk as soon as the root has reduced it,
+/// on trees of any size): on a chain of three ranks with four chunks the
+/// first copy down leaves at step `height` = 2, not after the last chunk's
+/// reduction (step 2 + 4), chunk `c` comes down `c` steps later, and every
+/// chunk crosses each of the two edges twice.
 #[test]
 fn split_trees_start_the_broadcast_once_the_root_has_a_chunk() {
     use shardsim::collective::blocks::tree_allreduce;
     let parents = [None, Some(0), Some(1)];
     let chunks = [(0, 4), (4, 8), (8, 12), (12, 16)];
-    let first_copy = |split: bool| {
-        let steps = tree_allreduce(&[0, 1, 2], &parents, &chunks, split);
-        let at = steps
+    let steps = tree_allreduce(&[0, 1, 2], &parents, &chunks);
+    let first_copy = |lo: u64| {
+        steps
             .iter()
-            .position(|s| s.iter().any(|m| !m.reduce))
-            .expect("a copy down");
-        let moved: u64 = steps.iter().flatten().map(|m| m.len).sum();
-        (at, moved)
+            .position(|s| s.iter().any(|m| !m.reduce && m.src == lo))
+            .expect("a copy down")
     };
-    assert_eq!(first_copy(true), (2, 2 * 2 * 16));
-    assert_eq!(first_copy(false), (2 + 4, 2 * 2 * 16));
+    let at: Vec<usize> = chunks.iter().map(|&(lo, _)| first_copy(lo)).collect();
+    assert_eq!(at, [2, 3, 4, 5]);
+    let moved: u64 = steps.iter().flatten().map(|m| m.len).sum();
+    assert_eq!(moved, 2 * 2 * 16);
 }
