@@ -10,7 +10,7 @@
 //! rank's down link once). So per rank NVLink carries S + S/m up and
 //! S/m + S down, and each NIC S/m per tree edge and direction.
 
-use super::blocks::{heap_parents, tree_allreduce, SPLIT_TREE_MAX_NODES};
+use super::blocks::{heap_parents, tree_allreduce};
 use super::plan::{push_at, split_range, Move, Via};
 
 /// Steps between a chunk's arrival at a rank and the rank's next move of
@@ -28,7 +28,6 @@ pub fn nvls_tree_allreduce(nodes: &[Vec<usize>], total: u64, chunks: usize) -> V
     let m = nodes.first().map_or(0, Vec::len);
     let n_nodes = nodes.len();
     let parents = heap_parents(n_nodes);
-    let split = n_nodes <= SPLIT_TREE_MAX_NODES;
     let mut steps: Vec<Vec<Move>> = Vec::new();
     for (a, &(plo, phi)) in split_range(0, total, m).iter().enumerate() {
         let parts: Vec<(u64, u64)> = split_range(plo, phi, chunks.max(1))
@@ -62,7 +61,7 @@ pub fn nvls_tree_allreduce(nodes: &[Vec<usize>], total: u64, chunks: usize) -> V
                 }
             }
         }
-        let tree = tree_allreduce(&owners, &parents, &parts, split);
+        let tree = tree_allreduce(&owners, &parents, &parts);
         // The step after which each owner holds the final value of each
         // chunk: its last receive of the chunk in the tree.
         let mut done: Vec<Vec<usize>> = vec![vec![0; parts.len()]; n_nodes];
