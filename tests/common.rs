@@ -41,3 +41,15 @@ pub fn shardsim(args: &[&str]) -> std::process::Output {
         .output()
         .expect("binary runs")
 }
+
+/// Run the `shardsim` binary with `args`, require success (showing stderr
+/// otherwise) and read its stdout as JSON.
+pub fn shardsim_json(args: &[&str]) -> serde_json::Value {
+    let out = shardsim(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}

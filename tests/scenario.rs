@@ -4,7 +4,7 @@
 //! not depend on the job count or sharding; the HTML report renders in a
 //! headless Chromium.
 
-use crate::common::shardsim;
+use crate::common::{shardsim, shardsim_json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -499,7 +499,7 @@ fn the_sweep_report_renders_in_chromium_with_every_plot() {
 fn the_collective_report_overlays_the_measured_curve_and_renders() {
     let dir = temp("collective-report");
     let measured = root().join("tests/fixtures/report/a100_1node_allreduce.csv");
-    let out = shardsim(&[
+    let v = shardsim_json(&[
         "collective",
         "--topology",
         "dgx-a100",
@@ -516,12 +516,6 @@ fn the_collective_report_overlays_the_measured_curve_and_renders() {
         "--measured",
         measured.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["op"], "all_reduce");
     assert_eq!(
         v["overrides"],

@@ -1,6 +1,6 @@
 //! `shardsim partition` and `shardsim exec` on a JAX fixture.
 
-use crate::common::shardsim;
+use crate::common::{shardsim, shardsim_json};
 
 fn case(name: &str, file: &str) -> String {
     crate::common::fixture(&format!("jax/{name}/{file}"))
@@ -10,18 +10,12 @@ fn case(name: &str, file: &str) -> String {
 
 #[test]
 fn partition_json_lists_the_all_reduce_of_a_contracting_sharded_matmul() {
-    let out = shardsim(&[
+    let v = shardsim_json(&[
         "partition",
         &case("matmul_contracting_sharded", "before.mlir"),
         "--format",
         "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["collectives"][0];
     assert_eq!(c["op"], "all_reduce");
     assert_eq!(c["axes"], serde_json::json!(["y"]));
