@@ -11,7 +11,7 @@ use shardsim::models::{ModelSpec, Strategy};
 use shardsim::partition::program::CollectiveKind;
 use shardsim::topology::load_nodes;
 
-use crate::common::{shardsim, shardsim_json};
+use crate::common::shardsim_json;
 
 fn llama(layers: u64) -> ModelSpec {
     ModelSpec::from_toml(&format!(
