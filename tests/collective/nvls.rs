@@ -159,59 +159,35 @@ fn nvls_tree_approaches_the_nvlink_and_nic_bounds() {
 #[test]
 fn nvls_tree_needs_reducing_switches_and_several_nodes() {
     let op = CollectiveOp::AllReduce;
-    // A100's NVSwitch does not reduce: asked for, a clear error; auto never picks it.
     let a100 = load("dgx-a100", &[("nodes", "2")]);
     let g = Group::first(&a100, 16).unwrap();
     let cal = Calibration::for_model(&g.device_model(&a100)).unwrap();
-    let e = time_collective(
-        &a100,
-        &g,
-        &op,
-        1 << 28,
-        4,
-        &cal,
-        Some(Algorithm::NvlsTree),
-        None,
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("in-switch reduction"), "{e}");
+    // NVLS-tree forced on the first `ranks` of `t`: the error it gives.
+    let forced_error = |t: &Topology, ranks: u32| {
+        let g = Group::first(t, ranks).unwrap();
+        let forced = Some(Algorithm::NvlsTree);
+        time_collective(t, &g, &op, 1 << 28, 4, &cal, forced, None)
+            .unwrap_err()
+            .to_string()
+    };
+    // A100's NVSwitch does not reduce: asked for, a clear error; auto never picks it.
+    let e = forced_error(&a100, 16);
+    assert!(e.contains("in-switch reduction"), "{e}");
     for s in [1u64 << 20, 1 << 30] {
         let r = time_collective(&a100, &g, &op, s / 4, 4, &cal, None, None).unwrap();
         assert_ne!(r.algo, Algorithm::NvlsTree);
     }
     // One node: NVLS itself, NVLS-tree does not apply.
-    let h1 = load("dgx-h100", &[]);
-    let g1 = Group::first(&h1, 8).unwrap();
-    let e = time_collective(
-        &h1,
-        &g1,
-        &op,
-        1 << 28,
-        4,
-        &cal,
-        Some(Algorithm::NvlsTree),
-        None,
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("at least 2 nodes"), "{e}");
+    let e = forced_error(&load("dgx-h100", &[]), 8);
+    assert!(e.contains("at least 2 nodes"), "{e}");
     // The switch attribute decides: the same two H100 nodes without in-switch
     // reduction never run it.
     let off = load(
         "dgx-h100",
         &[("nodes", "2"), ("nvlink.in_switch_reduction", "false")],
     );
-    let g2 = Group::first(&off, 16).unwrap();
-    assert!(time_collective(
-        &off,
-        &g2,
-        &op,
-        1 << 28,
-        4,
-        &cal,
-        Some(Algorithm::NvlsTree),
-        None
-    )
-    .is_err());
+    let e = forced_error(&off, 16);
+    assert!(e.contains("in-switch reduction"), "{e}");
 }
 
 #[test]
