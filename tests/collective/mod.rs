@@ -11,3 +11,15 @@ mod numerics;
 mod nvls;
 mod rings;
 mod session;
+
+/// A topology preset with `key=value` overrides (as `--set` gives them).
+pub fn load(preset: &str, set: &[(&str, &str)]) -> shardsim::topology::Topology {
+    let over: Vec<shardsim::topology::Override> = set
+        .iter()
+        .map(|&(k, v)| shardsim::topology::Override {
+            key: k.into(),
+            value: v.into(),
+        })
+        .collect();
+    shardsim::topology::load(preset, &over).unwrap()
+}

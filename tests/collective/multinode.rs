@@ -11,7 +11,6 @@
 //! and the two-node tree against its network bound (closed form).
 
 use shardsim::collective::{time_collective, Calibration, CollectiveOp, Group};
-use shardsim::topology;
 
 use crate::common::fixture;
 
@@ -33,14 +32,7 @@ fn rows(rel: &str) -> Vec<(u64, f64)> {
 /// Check `fixture` on `preset` with `set` overrides; returns the sizes from
 /// [`FROM`] on whose error is 15% or more, with a line per size.
 fn misses(preset: &str, set: &[(&str, &str)], rel: &str) -> (Vec<u64>, String) {
-    let over: Vec<topology::Override> = set
-        .iter()
-        .map(|&(k, v)| topology::Override {
-            key: k.into(),
-            value: v.into(),
-        })
-        .collect();
-    let t = topology::load(preset, &over).unwrap();
+    let t = super::load(preset, set);
     let g = Group::first(&t, t.num_devices()).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
     let op = CollectiveOp::AllReduce;
@@ -107,11 +99,7 @@ fn two_node_tree_approaches_the_network_bound() {
     // most m x NIC x network fraction, busbw that x 2(n-1)/n (352.5 GB/s for
     // 8 x 200 Gb/s at 0.94). Up and down overlap (split tree) and each
     // channel pipelines its own chunks, so 8 GiB gets within 10% of it.
-    let over = [("nodes", "2"), ("nic.bandwidth", "200Gb/s")].map(|(k, v)| topology::Override {
-        key: k.into(),
-        value: v.into(),
-    });
-    let t = topology::load("dgx-h100", &over).unwrap();
+    let t = super::load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", "200Gb/s")]);
     let g = Group::first(&t, 16).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
     let op = CollectiveOp::AllReduce;

@@ -7,18 +7,9 @@ use std::collections::BTreeSet;
 use shardsim::collective::{
     build, time_collective, Algorithm, Calibration, CollectiveOp, Group, PlanOptions, Protocol, Via,
 };
-use shardsim::topology::{self, Topology};
+use shardsim::topology::Topology;
 
-fn load(preset: &str, set: &[(&str, &str)]) -> Topology {
-    let over: Vec<topology::Override> = set
-        .iter()
-        .map(|&(k, v)| topology::Override {
-            key: k.into(),
-            value: v.into(),
-        })
-        .collect();
-    topology::load(preset, &over).unwrap()
-}
+use super::load;
 
 /// Per rank: bytes up to its switch, down from it, and sent over P2p
 /// between nodes; with the number of P2p moves inside a node.
