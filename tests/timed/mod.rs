@@ -6,6 +6,7 @@ mod cli;
 mod closed_forms;
 mod faults;
 mod fixtures;
+mod kernels;
 pub mod memory;
 mod models;
 mod symmetry;

@@ -53,6 +53,11 @@ pub struct RooflineParams {
     /// engines run decode steps); `launch_us` when absent.
     #[serde(default)]
     pub graph_launch_us: Option<f64>,
+    /// Matmuls may also run as a persistent stream-K kernel (CUTLASS 3's
+    /// tile scheduler, which cuBLAS 12 ships for Hopper): see
+    /// [`RooflineParams::stream_k_factor`].
+    #[serde(default)]
+    pub stream_k: bool,
 }
 
 fn default_tile() -> u64 {
@@ -96,9 +101,54 @@ impl RooflineParams {
         if self.k_half > 0.0 {
             f *= g.k as f64 / (g.k as f64 + self.k_half);
         }
+        if self.stream_k && self.sms > 0 && self.tile_m > 0 && self.tile_n > 0 {
+            let (a, b) = (self.tile_m, self.tile_n);
+            f = [(a, b), (b, a)]
+                .iter()
+                .map(|&(tm, tn)| self.stream_k_factor(g, tm, tn))
+                .fold(f, f64::max);
+        }
         f
     }
+
+    /// The fraction of `compute_efficiency` a persistent stream-K kernel
+    /// with `tm x tn` tiles reaches (Osama et al. 2023, CUTLASS 3's
+    /// data-parallel + stream-K hybrid): all but the last full wave of
+    /// output tiles run whole; the remaining tiles' `k / TILE_K` iterations
+    /// are dealt out evenly over the multiprocessors, so no wave runs part
+    /// empty. A multiprocessor pays the tile pipeline's fill (`k_half`)
+    /// once per tile it starts in the data-parallel waves and once in the
+    /// stream-K phase (its producer warps fetch the next piece's operands
+    /// while the current one computes), and a tile split between
+    /// multiprocessors costs its fp32 partial sums written and read back
+    /// (the fixup), counted in iterations: `2 x 4 tm tn` bytes against a
+    /// k-iteration's `2 (tm + tn) TILE_K` bytes of operands.
+    pub fn stream_k_factor(&self, g: &Gemm, tm: u64, tn: u64) -> f64 {
+        let tiles = g.batch * g.m.div_ceil(tm) * g.n.div_ceil(tn);
+        let sms = self.sms;
+        if sms == 0 || tm == 0 || tn == 0 || g.k == 0 || tiles % sms == 0 {
+            // Whole waves: the data-parallel kernel already wastes nothing.
+            return 0.0;
+        }
+        let iters = g.k as f64 / STREAM_K_TILE_K as f64;
+        let fill = self.k_half / STREAM_K_TILE_K as f64;
+        let dp_waves = (tiles / sms).saturating_sub(1);
+        let sk_iters = (tiles - dp_waves * sms) as f64 * iters;
+        let per_sm = (sk_iters / sms as f64).ceil();
+        let fixup = if per_sm < iters || per_sm % iters.max(1.0) != 0.0 {
+            (2 * 4 * tm * tn) as f64 / (2 * (tm + tn) * STREAM_K_TILE_K) as f64
+        } else {
+            0.0
+        };
+        let time = dp_waves as f64 * (iters + fill) + fill + per_sm + fixup;
+        let useful = (g.batch * g.m * g.n) as f64 * iters / (tm * tn) as f64;
+        (useful / (sms as f64 * time)).clamp(0.0, 1.0)
+    }
 }
+
+/// The contraction depth of one stream-K iteration (a bf16 tensor-core
+/// mainloop step).
+const STREAM_K_TILE_K: u64 = 64;
 
 /// The short side of the narrow output tiles of skinny products.
 const SKINNY_TILE: u64 = 16;
