@@ -646,7 +646,7 @@ fn embedding_sync_time(
     if strategy.pp == 1 || model.rope {
         return Ok(0);
     }
-    let shard = model.vocab / strategy.tp * model.hidden * strategy.dtype().size_bytes();
+    let shard = model.vocab / strategy.tp * model.hidden * strategy.grad_dtype().size_bytes();
     let last = (strategy.pp - 1) * strategy.tp * strategy.cp * strategy.dp;
     Ok(2 * route_time(topo, 0, last, shard / 2, "embedding gradient all-reduce")?)
 }
