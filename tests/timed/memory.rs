@@ -114,3 +114,26 @@ fn relabels_share_their_buffer_with_kept_and_still_read_values() {
         }
     }
 }
+
+/// A donated accumulator takes the update in place: per device the two
+/// arguments and the new gradient (3 x 64 bytes) instead of also the sum
+/// (4 x 64); donating the other argument (read by the tanh, whose result
+/// is the same size) saves its buffer the same way.
+#[test]
+fn a_donated_argument_is_updated_in_place() {
+    let p = program("timed/accumulate.mlir");
+    for (donated, blocks) in [(vec![], 4), (vec![0], 3), (vec![0, 1], 2)] {
+        let opts = TimedOptions {
+            donated_args: donated.clone(),
+            ..TimedOptions::default()
+        };
+        let t = run_timed(&p, &dgx_h100(), &opts).unwrap();
+        for d in 0..8 {
+            assert_eq!(
+                global_peak(&t, d).peak,
+                blocks * 64,
+                "{donated:?}: device {d}"
+            );
+        }
+    }
+}

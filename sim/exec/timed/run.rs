@@ -117,6 +117,8 @@ struct Run<'a> {
     scopes: Vec<String>,
     /// Function arguments (owned by the caller) and results: never freed.
     kept: Vec<bool>,
+    /// Per slot: a donated argument (see `TimedOptions::donated_args`).
+    donated: Vec<bool>,
     /// Per slot: the slot whose buffer it holds (itself, or for a relabel's
     /// output the root of its input's relabels).
     buffer_of: Vec<Slot>,
@@ -390,6 +392,15 @@ impl<'a> Run<'a> {
         for &r in program.results.iter().chain(&program.args) {
             kept[r] = true;
         }
+        let mut donated = vec![false; slots];
+        for &i in &opts.donated_args {
+            if let Some(&a) = program.args.get(i) {
+                if !program.results.contains(&a) {
+                    kept[a] = false;
+                    donated[a] = true;
+                }
+            }
+        }
         // A relabel's output is its input's buffer under another value.
         let mut buffer_of: Vec<Slot> = (0..slots).collect();
         for step in &program.steps {
@@ -423,6 +434,7 @@ impl<'a> Run<'a> {
             internal,
             scopes: value_scopes(program),
             kept,
+            donated,
             buffer_of,
             aliases_live: vec![0; k * slots],
             ready: vec![false; k * slots],
@@ -579,6 +591,31 @@ impl<'a> Run<'a> {
                 self.engine
                     .schedule_at(end, Event::ComputeDone { d, step: i })?;
                 return Ok(());
+            }
+        }
+        if let Step::Local {
+            op,
+            operands,
+            results,
+            ..
+        } = step
+        {
+            // A donated buffer at its last read takes the result in place.
+            let elementwise = self.program.local_func.op(*op).kind.is_elementwise();
+            let size = |s: Slot| self.program.values[s].local_bytes();
+            if let (true, [r]) = (elementwise, results.as_slice()) {
+                let slots = self.slots();
+                let taken = operands.iter().copied().find(|&o| {
+                    self.donated[o]
+                        && self.uses_left[d * slots + o] == 1
+                        && self.buffer_of[o] == o
+                        && self.aliases_live[d * slots + o] == 0
+                        && size(o) == size(*r)
+                        && !self.internal[*r]
+                });
+                if let Some(o) = taken {
+                    self.memory.free(d, &self.scopes[o], o, now);
+                }
             }
         }
         for &s in step_outputs(step) {
