@@ -537,7 +537,7 @@ fn batch_one_decode_reads_only_the_routed_experts() {
         shardsim::exec::timed::parse_roofline(shardsim::models::step::KERNELS_TOML).unwrap();
     let bw = 3.35e12 * table["H100 SXM5 80GB"].memory_efficiency;
     let model = ModelSpec::preset("mixtral-8x7b").unwrap();
-    let m = model.moe.clone().unwrap();
+    let m = model.moe.unwrap();
     let sv = Serving {
         tp: 2,
         pp: 1,
