@@ -8,7 +8,9 @@
 use anyhow::Context;
 use clap::Args;
 
-use shardsim::models::inference::{simulate_inference, InferenceReport, PassTiming, Serving};
+use shardsim::models::inference::{
+    simulate_inference, InferenceReport, PassTiming, RoutedExperts, Serving,
+};
 
 use super::output::Format;
 use super::train_cmd::{gib, model_of, MachineArgs};
@@ -39,6 +41,12 @@ pub struct InferArgs {
     generate: u64,
     #[arg(long, value_parser = ["bf16", "f32"], default_value = "bf16")]
     precision: String,
+    /// How decode steps run an MoE model's routed experts: gather each
+    /// token's experts by index (only their weights are read), dispatch
+    /// through every local expert, or auto (gather when fewer token slots
+    /// than experts and ep = 1).
+    #[arg(long, value_parser = ["auto", "gather", "dispatch"], default_value = "auto")]
+    routed: String,
     /// (one node when fewer devices than a node has: the others stay idle)
     #[command(flatten)]
     machine: MachineArgs,
@@ -64,6 +72,11 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
             shardsim::models::strategy::Precision::F32
         } else {
             shardsim::models::strategy::Precision::Bf16
+        },
+        routed: match args.routed.as_str() {
+            "gather" => RoutedExperts::Gather,
+            "dispatch" => RoutedExperts::Dispatch,
+            _ => RoutedExperts::Auto,
         },
     };
     serving.check(&model)?;

@@ -64,6 +64,10 @@ pub struct TrainArgs {
     /// step's forward passes (needs --zero 1 or 2)
     #[arg(long)]
     overlap_param_gather: bool,
+    /// Accumulate gradients and reduce them over the data replicas in fp32
+    /// (Megatron-LM's default for bf16): 4 bytes per parameter
+    #[arg(long)]
+    accumulate_allreduce_grads_in_fp32: bool,
     /// Training sequence length (the model's by default).
     #[arg(long)]
     seq: Option<u64>,
@@ -188,6 +192,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     s.overlap_grad_reduce |= args.overlap_grad_reduce;
     s.tp_comm_overlap |= args.tp_comm_overlap;
     s.overlap_param_gather |= args.overlap_param_gather;
+    s.accumulate_allreduce_grads_in_fp32 |= args.accumulate_allreduce_grads_in_fp32;
     Ok(s)
 }
 

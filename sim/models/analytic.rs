@@ -40,12 +40,20 @@ pub fn step_flops(model: &ModelSpec, global_batch: u64, count_recompute: bool) -
 /// replicas: bf16 parameters and gradients and 12 bytes of fp32 master
 /// weights and Adam moments (Rajbhandari et al. 2020, K = 12).
 pub fn zero_bytes_per_param(zero: u8, dp: u64) -> f64 {
+    zero_bytes_per_param_with_grads(zero, dp, 2.0)
+}
+
+/// [`zero_bytes_per_param`] with gradients of `grad` bytes (4 when they
+/// are accumulated and reduced in fp32: ZeRO-1 `6 + 12/dp`, the
+/// distributed optimizer's count for bf16 parameters with fp32 gradients
+/// in Megatron-LM's documentation).
+pub fn zero_bytes_per_param_with_grads(zero: u8, dp: u64, grad: f64) -> f64 {
     let n = dp as f64;
     match zero {
-        0 => 16.0,
-        1 => 4.0 + 12.0 / n,
-        2 => 2.0 + 14.0 / n,
-        _ => 16.0 / n,
+        0 => 2.0 + grad + 12.0,
+        1 => 2.0 + grad + 12.0 / n,
+        2 => 2.0 + (grad + 12.0) / n,
+        _ => (2.0 + grad + 12.0) / n,
     }
 }
 
@@ -122,6 +130,7 @@ pub fn params_per_device(model: &ModelSpec, strategy: &Strategy) -> (f64, f64) {
 /// gradients are reduced, and their optimizer states sharded, only there).
 pub fn model_state_bytes(model: &ModelSpec, strategy: &Strategy) -> f64 {
     let (dense, experts) = params_per_device(model, strategy);
-    dense * zero_bytes_per_param(strategy.zero, strategy.dp)
-        + experts * zero_bytes_per_param(strategy.zero, strategy.dp / strategy.ep.max(1))
+    let grad = strategy.grad_dtype().size_bytes() as f64;
+    let per = |dp: u64| zero_bytes_per_param_with_grads(strategy.zero, dp, grad);
+    dense * per(strategy.dp) + experts * per(strategy.dp / strategy.ep.max(1))
 }

@@ -339,7 +339,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         .iter()
         .map(|(w, d)| {
             let (shape, dims) = grad_accumulator(strategy, &w.shape, d);
-            (e.arg(&shape, w.dtype, &dims), dims)
+            (e.arg(&shape, strategy.grad_dtype(), &dims), dims)
         })
         .collect();
     let mut grads: Vec<Option<Val>> = vec![None; weights.len()];
@@ -415,6 +415,13 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     }
     for (g, (acc, dims)) in grads.into_iter().zip(&accum) {
         let g = g.expect("every weight has a gradient");
+        // Accumulated in the accumulator's type (fp32 with
+        // `accumulate_allreduce_grads_in_fp32`, fused into the matmul's output).
+        let g = if g.dtype == acc.dtype {
+            g
+        } else {
+            e.convert(&g, acc.dtype)
+        };
         let sum = e.binary("add", acc, &g);
         results.push((sum, dims.clone()));
     }

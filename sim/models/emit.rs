@@ -479,6 +479,33 @@ impl Emitter {
         v
     }
 
+    /// The slices `table[i]` (`table`: `[n, rest...]`) picked by `ids`
+    /// (`[m, 1]` of integers): `[m, rest...]`, as a grouped matmul reads
+    /// the weights of the experts its rows are routed to.
+    pub fn take_slices(&mut self, table: &Val, ids: &Val) -> Val {
+        let rest = &table.shape[1..];
+        let mut to = vec![ids.shape[0]];
+        to.extend_from_slice(rest);
+        let offset: Vec<usize> = (1..=rest.len()).collect();
+        let mut sizes = vec![1];
+        sizes.extend_from_slice(rest);
+        let v = self.fresh(to, table.dtype);
+        self.line(
+            &v,
+            &format!(
+                "\"stablehlo.gather\"({}, {}) <{{dimension_numbers = #stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: {}>}}> : ({}, {}) -> {}",
+                table.name,
+                ids.name,
+                list(&offset),
+                list(&sizes),
+                table.ty(),
+                ids.ty(),
+                v.ty()
+            ),
+        );
+        v
+    }
+
     /// `base` with `rows` (`[..., width]`) added at row `ids` (`[..., 1]`):
     /// the gradient of [`Emitter::take_rows`].
     pub fn add_rows(&mut self, base: &Val, ids: &Val, rows: &Val) -> Val {

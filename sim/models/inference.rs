@@ -53,6 +53,25 @@ pub struct Serving {
     /// Element type of weights, activations and the cache.
     #[serde(default)]
     pub precision: super::strategy::Precision,
+    /// How decode steps run the routed experts of an MoE model.
+    #[serde(default)]
+    pub routed: RoutedExperts,
+}
+
+/// How a decode step runs an MoE layer's routed experts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoutedExperts {
+    /// Gather when it reads fewer weights ([`super::moe::MoeCtx::routed_gather`]:
+    /// fewer token slots than experts, no expert parallelism), else dispatch.
+    #[default]
+    Auto,
+    /// GShard's capacity dispatch through every local expert (a grouped
+    /// matmul over all of them), as in training.
+    Dispatch,
+    /// Each token slot's expert matrices gathered by index: only the routed
+    /// experts' weights are read (vLLM's and SGLang's fused MoE kernels).
+    Gather,
 }
 
 fn one() -> u64 {
@@ -93,6 +112,12 @@ impl Serving {
         }
         super::strategy::check_tensor_split(model, self.tp)?;
         super::strategy::check_expert_split(model, self.tp, self.ep, self.dp)?;
+        if self.routed == RoutedExperts::Gather && self.ep > 1 {
+            return bad(format!(
+                "routed = \"gather\" reads local experts by index: it needs ep = 1, not ep = {}",
+                self.ep
+            ));
+        }
         if model.layers % self.pp != 0 {
             return bad(format!(
                 "{} layers do not split over pp = {}",
@@ -131,10 +156,21 @@ pub struct Part {
     pub head: bool,
 }
 
-fn ctx(model: &ModelSpec, serving: &Serving, tokens: u64) -> Ctx {
+fn ctx(model: &ModelSpec, serving: &Serving, phase: Phase) -> Ctx {
+    let tokens = phase.tokens(serving);
+    let decode = matches!(phase, Phase::Decode { .. });
+    let moe = super::moe::MoeCtx::new(model, serving.batch, tokens, serving.ep).map(|m| {
+        let gather = decode
+            && match serving.routed {
+                RoutedExperts::Auto => m.routed_gather(),
+                RoutedExperts::Dispatch => false,
+                RoutedExperts::Gather => true,
+            };
+        super::moe::MoeCtx { gather, ..m }
+    });
     Ctx {
         dropout: false,
-        moe: super::moe::MoeCtx::new(model, serving.batch, tokens, serving.ep),
+        moe,
         ..Ctx::of(model, serving.batch, tokens, serving.dtype())
     }
 }
@@ -162,8 +198,7 @@ pub fn serving_program_from(
     part: Part,
     first_layer: u64,
 ) -> String {
-    let tokens = phase.tokens(serving);
-    let c = ctx(model, serving, tokens);
+    let c = ctx(model, serving, phase);
     // With expert parallelism, one replica's program manual over `expert`
     // (its arguments and results the replica's block), as in training.
     let mut e = if serving.ep > 1 {
@@ -518,7 +553,7 @@ fn serving_memory(
     decode: &PassTiming,
     topo: &Topology,
 ) -> Result<ServingMemory, ModelError> {
-    let c = ctx(model, serving, 1);
+    let c = ctx(model, serving, Phase::Decode { context: 0 });
     let bytes = serving.dtype().size_bytes();
     let weights_of = |c: &Ctx| -> u64 {
         block_weight_shapes(c)

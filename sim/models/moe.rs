@@ -82,6 +82,11 @@ pub struct MoeCtx {
     pub groups: u64,
     /// Tokens an expert takes from one group.
     pub capacity: u64,
+    /// Each token slot reads only its routed expert's weights (gathered by
+    /// index, no capacity, nothing dropped) instead of the capacity
+    /// dispatch through every expert: decoding a small batch, as serving
+    /// engines' fused MoE kernels do (see [`MoeCtx::routed_gather`]).
+    pub gather: bool,
 }
 
 impl MoeCtx {
@@ -101,7 +106,15 @@ impl MoeCtx {
             group,
             groups: tokens / group,
             capacity: (capacity as u64).max(1),
+            gather: false,
         })
+    }
+
+    /// Whether gathering each token slot's expert reads fewer weights than
+    /// running every local expert: fewer slots (`tokens x top_k`) than
+    /// experts, and all experts local (no expert parallelism).
+    pub fn routed_gather(&self) -> bool {
+        self.ep == 1 && self.groups * self.group * self.top_k < self.experts
     }
 
     /// Experts on one replica.
@@ -217,6 +230,9 @@ impl MoeCtx {
         ws: &[Sharded],
         acts: &mut Acts,
     ) -> Val {
+        if self.gather {
+            return self.forward_gathered(e, c, ln2, ws);
+        }
         let (g, s, x) = (self.groups, self.group, self.experts);
         let rep3 = vec!["", "", ""];
         let xg = gathered(e, c, ln2);
@@ -269,6 +285,73 @@ impl MoeCtx {
             acts.insert("sh1", (sh1, tp_last.clone()));
             acts.insert("shu", (shu, tp_last.clone()));
             acts.insert("sgact", (sg.clone(), tp_last));
+            let ys = mm(e, &sg, &ws[4].0);
+            let ys = e.constrain(&ys, &hd[1..]);
+            out = e.constrain(&out, &hd[1..]);
+            out = e.binary("add", &out, &ys);
+        }
+        e.constrain(&out, &c.act_dims())
+    }
+
+    /// Forward with each token slot's expert gathered (inference only, no
+    /// activations kept): the router's top-k as expert indices, the chosen
+    /// experts' matrices picked by index (`[tokens x top_k, ...]`: only the
+    /// routed experts' weights are read, the gather runs inside the matmul
+    /// that consumes it, see `exec::timed::fusion`), one SwiGLU per slot,
+    /// the outputs weighted by the gates and summed per token. Same values
+    /// as the capacity dispatch when nothing is dropped.
+    fn forward_gathered(&self, e: &mut Emitter, c: &Ctx, ln2: &Val, ws: &[Sharded]) -> Val {
+        let (t, x, k) = (self.groups * self.group, self.experts, self.top_k);
+        let xg = gathered(e, c, ln2);
+        let logits = mm(e, &xg, &ws[0].0);
+        let logits = e.constrain(&logits, &["", "", ""]);
+        let probs = softmax(e, &logits);
+        let mut rest = e.reshape(&probs, &[t, x]);
+        // Top-k: the largest remaining probability (the gate) and the
+        // lowest expert index holding it, k times.
+        let iota = e.iota(1, &[t, x], DType::F32);
+        let none = e.splat(x as f64, &[t, x], DType::F32);
+        let gone = e.splat(-1.0, &[t, x], c.dtype);
+        let (mut ids, mut gates) = (Vec::new(), Vec::new());
+        for _ in 0..k {
+            let mx = e.reduce("maximum", &rest, f64::NEG_INFINITY, &[1]);
+            let mxb = e.broadcast(&mx, &[0], &[t, x]);
+            let pick = e.compare("EQ", &rest, &mxb);
+            let at = e.select(&pick, &iota, &none);
+            let id = e.reduce("minimum", &at, x as f64, &[1]);
+            ids.push(e.reshape(&id, &[t, 1]));
+            gates.push(e.reshape(&mx, &[t, 1]));
+            rest = e.select(&pick, &gone, &rest);
+        }
+        let ids = e.concatenate(&ids.iter().collect::<Vec<_>>(), 1);
+        let ids = e.convert(&ids, DType::I32);
+        let ids = e.reshape(&ids, &[t * k, 1]);
+        let gates = e.concatenate(&gates.iter().collect::<Vec<_>>(), 1);
+        // Each slot's token and its expert's matrices.
+        let xt = e.reshape(&xg, &[t, c.h]);
+        let xs = e.broadcast(&xt, &[0, 2], &[t, k, c.h]);
+        let xs = e.reshape(&xs, &[t * k, c.h]);
+        let w1 = e.take_slices(&ws[1].0, &ids);
+        let w1 = e.constrain(&w1, &["", "", "", "tensor"]);
+        let h = e.dot(&xs, &w1, (&[0], &[0]), (&[1], &[1]));
+        let h = e.constrain(&h, &["", "", "tensor"]);
+        let (_, _, gact) = swiglu_parts(e, &h, 1);
+        let w2 = e.take_slices(&ws[2].0, &ids);
+        let w2 = e.constrain(&w2, &["", "tensor", ""]);
+        let ye = e.dot(&gact, &w2, (&[0], &[0]), (&[1], &[1]));
+        let hd = self.hidden_dims(c);
+        let ye = e.constrain(&ye, &hd[2..]);
+        let ye = e.reshape(&ye, &[t, k, c.h]);
+        let ye = e.constrain(&ye, &hd[1..]);
+        let gb = e.broadcast(&gates, &[0, 1], &[t, k, c.h]);
+        let yg = e.binary("multiply", &ye, &gb);
+        let out = e.reduce("add", &yg, 0.0, &[1]);
+        let out = e.constrain(&out, &hd[2..]);
+        let mut out = e.reshape(&out, &c.act());
+        if self.shared_ffn > 0 {
+            let hs = mm(e, &xg, &ws[3].0);
+            let hs = e.constrain(&hs, &["", "", "", "tensor"]);
+            let (_, _, sg) = swiglu_parts(e, &hs, 2);
             let ys = mm(e, &sg, &ws[4].0);
             let ys = e.constrain(&ys, &hd[1..]);
             out = e.constrain(&out, &hd[1..]);

@@ -125,7 +125,7 @@ pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Stra
         stacked.extend(shape);
         let mut sdims = vec![axes];
         sdims.extend(dims.iter().copied());
-        let g = e.arg(&stacked, strategy.dtype(), &sdims);
+        let g = e.arg(&stacked, strategy.grad_dtype(), &sdims);
         let sum = if distributed {
             let odims = optimizer_dims(shape, dims, strategy);
             if odims.last() == Some(&axes) && dims.last() == Some(&"") {
@@ -150,7 +150,7 @@ pub fn reduce_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &Stra
                 // reduced into the optimizer's sharding, written as a
                 // contraction with ones so the partitioner leaves a partial
                 // sum, as it does for a row-parallel matmul.
-                let ones = e.splat(1.0, &[n], strategy.dtype());
+                let ones = e.splat(1.0, &[n], strategy.grad_dtype());
                 let ones = e.constrain(&ones, &[axes]);
                 e.dot(&ones, &g, (&[], &[]), (&[0], &[0]))
             }
@@ -170,7 +170,7 @@ pub fn optimizer_program(weights: &[(Vec<u64>, Vec<&'static str>)], strategy: &S
     let mut results: Vec<Sharded> = Vec::new();
     for (shape, dims) in weights {
         let odims = optimizer_dims(shape, dims, strategy);
-        let g = e.arg(shape, strategy.dtype(), &odims);
+        let g = e.arg(shape, strategy.grad_dtype(), &odims);
         let w = e.arg(shape, DType::F32, &odims);
         let m = e.arg(shape, DType::F32, &odims);
         let v = e.arg(shape, DType::F32, &odims);

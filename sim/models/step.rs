@@ -492,7 +492,17 @@ fn time_chunk(
         embed: kind.embed,
         head: kind.head,
         forward: timed(&f, topo, opts, "chunk forward")?,
-        backward: timed(&b, topo, opts, "chunk backward")?,
+        // The backward updates its gradient accumulators (its last
+        // arguments) in place, as Megatron-LM's fused accumulation does.
+        backward: timed(
+            &b,
+            topo,
+            &TimedOptions {
+                donated_args: (b.args.len().saturating_sub(weights.len())..b.args.len()).collect(),
+                ..opts.clone()
+            },
+            "chunk backward",
+        )?,
         reduce: timed(&r, topo, opts, "gradient reduction")?,
         optimizer: timed(&o, topo, opts, "optimizer")?,
         gather,
@@ -646,7 +656,7 @@ fn embedding_sync_time(
     if strategy.pp == 1 || model.rope {
         return Ok(0);
     }
-    let shard = model.vocab / strategy.tp * model.hidden * strategy.dtype().size_bytes();
+    let shard = model.vocab / strategy.tp * model.hidden * strategy.grad_dtype().size_bytes();
     let last = (strategy.pp - 1) * strategy.tp * strategy.cp * strategy.dp;
     Ok(2 * route_time(topo, 0, last, shard / 2, "embedding gradient all-reduce")?)
 }

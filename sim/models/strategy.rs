@@ -96,6 +96,12 @@ pub struct Strategy {
     /// the default) or `f32`.
     #[serde(default)]
     pub precision: Precision,
+    /// Gradients accumulated over microbatches and reduced over the data
+    /// replicas in fp32 (Megatron-LM's `--accumulate-allreduce-grads-in-fp32`,
+    /// which it turns on for bf16 unless `--grad-reduce-in-bf16`): 4 bytes
+    /// per parameter in the accumulators and on the wire.
+    #[serde(default)]
+    pub accumulate_allreduce_grads_in_fp32: bool,
 }
 
 /// Element type of parameters and activations.
@@ -130,6 +136,15 @@ impl Strategy {
     /// The element type of parameters and activations.
     pub fn dtype(&self) -> crate::base::DType {
         self.precision.dtype()
+    }
+
+    /// The element type of the gradient accumulators and their reduction.
+    pub fn grad_dtype(&self) -> crate::base::DType {
+        if self.accumulate_allreduce_grads_in_fp32 {
+            crate::base::DType::F32
+        } else {
+            self.dtype()
+        }
     }
 
     /// Devices the strategy uses.

@@ -9,7 +9,8 @@ use shardsim::exec::execute;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::models::inference::{
-    kv_cache_bytes_per_layer, serving_program, simulate_inference, Part, Phase, Serving,
+    kv_cache_bytes_per_layer, serving_program, simulate_inference, Part, Phase, RoutedExperts,
+    Serving,
 };
 use shardsim::models::step::{model_timed_options, KERNELS_TOML};
 use shardsim::models::strategy::Precision;
@@ -39,6 +40,7 @@ fn serving(tp: u64, batch: u64, prompt: u64) -> Serving {
         prompt,
         generate: 2,
         precision: Precision::F32,
+        routed: RoutedExperts::Auto,
     }
 }
 

@@ -7,7 +7,9 @@
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::models::analytic::model_state_bytes;
 use shardsim::models::chunk::{backward_program, forward_program, ChunkKind};
-use shardsim::models::inference::{serving_program, simulate_inference, Part, Phase, Serving};
+use shardsim::models::inference::{
+    serving_program, simulate_inference, Part, Phase, RoutedExperts, Serving,
+};
 use shardsim::models::step::{model_timed_options, simulate_step};
 use shardsim::models::strategy::Precision;
 use shardsim::models::{ModelSpec, Recompute, Strategy};
@@ -286,6 +288,7 @@ fn serve_tiny(dense: u64) {
         prompt: 8,
         generate: 4,
         precision: Precision::Bf16,
+        routed: RoutedExperts::Auto,
     };
     let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
     let r = simulate_inference(&model, &serving, &topo, &model_timed_options()).unwrap();
@@ -320,6 +323,7 @@ fn expert_parallel_serving_matches_the_interpreter_and_the_weight_count() {
             prompt: 4,
             generate: 3,
             precision: Precision::F32,
+            routed: RoutedExperts::Auto,
         };
         sv.check(&model).unwrap();
         for phase in [Phase::Prefill, Phase::Decode { context: 5 }] {
@@ -372,6 +376,7 @@ fn expert_parallel_serving_matches_the_interpreter_and_the_weight_count() {
         prompt: 4,
         generate: 2,
         precision: Precision::Bf16,
+        routed: RoutedExperts::Auto,
     };
     let err = sv(3, 3).check(&model).unwrap_err().to_string();
     assert!(err.contains("4 experts do not split over ep = 3"), "{err}");
@@ -400,6 +405,7 @@ fn expert_parallel_decode_follows_the_roofline_at_a_large_batch() {
         prompt: 512,
         generate: 2,
         precision: Precision::Bf16,
+        routed: RoutedExperts::Auto,
     };
     let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
     let r = simulate_inference(&model, &sv, &topo, &model_timed_options()).unwrap();
@@ -428,5 +434,151 @@ fn expert_parallel_decode_follows_the_roofline_at_a_large_batch() {
     assert!(
         got - exposed <= 1.25 * roof,
         "{got:.6} s less {exposed:.6} s of all-to-all vs roofline {roof:.6} s"
+    );
+}
+
+/// Decoding one sequence (2 token slots, 4 experts), each slot's expert is
+/// gathered by index: the program reads the routed experts' weights only,
+/// partitions and equals the interpreter (tp 1 and 2, shared experts, a
+/// dense first layer), and gives the capacity dispatch's logits and keys
+/// (nothing is dropped at batch 1). From 2 sequences on (4 slots) `auto`
+/// dispatches.
+#[test]
+fn decode_gathers_the_routed_experts_and_equals_the_dispatch() {
+    for (tp, shared, dense) in [(1, 0, 0), (2, 1, 1)] {
+        let model = tiny_moe_dense(shared, dense);
+        let sv = Serving {
+            tp,
+            pp: 1,
+            dp: 1,
+            ep: 1,
+            batch: 1,
+            prompt: 4,
+            generate: 2,
+            precision: Precision::F32,
+            routed: RoutedExperts::Auto,
+        };
+        let phase = Phase::Decode { context: 5 };
+        let part = Part {
+            layers: 2,
+            embed: true,
+            head: true,
+        };
+        let what = format!("tp={tp} shared={shared} dense={dense}");
+        let gathered = serving_program(&model, &sv, phase, part);
+        // The embedding's lookup and one per expert matrix of each layer
+        // (`serving_program`'s layers follow the dense ones).
+        let gathers = gathered.matches("\"stablehlo.gather\"(").count();
+        assert_eq!(gathers, 1 + 2 * 2, "{what}");
+        check(&gathered, &what);
+        let dispatch = Serving {
+            routed: RoutedExperts::Dispatch,
+            ..sv.clone()
+        };
+        let dispatched = serving_program(&model, &dispatch, phase, part);
+        assert_eq!(
+            dispatched.matches("\"stablehlo.gather\"(").count(),
+            1,
+            "{what}"
+        );
+        let module = parse_and_verify(&gathered).unwrap();
+        let inputs = shardsim::scenario::runner::random_inputs(&module, 5).unwrap();
+        let a = shardsim::ir::interp::interpret(&module, &inputs).unwrap();
+        let b = shardsim::ir::interp::interpret(&parse_and_verify(&dispatched).unwrap(), &inputs)
+            .unwrap();
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let (x, y) = (x.to_f64_vec(), y.to_f64_vec());
+            let big = y.iter().map(|v| v.abs()).fold(1.0, f64::max);
+            for (p, q) in x.iter().zip(&y) {
+                assert!(
+                    (p - q).abs() <= 1e-5 * big,
+                    "{what}: result {i}: {p} vs {q}"
+                );
+            }
+        }
+        let two = Serving { batch: 2, ..sv };
+        let layer = Part {
+            layers: 1,
+            embed: false,
+            head: false,
+        };
+        let text = serving_program(&model, &two, phase, layer);
+        assert!(
+            !text.contains("stablehlo.gather"),
+            "{what}: batch 2 dispatches"
+        );
+    }
+    // Gathering needs every expert local.
+    let model = tiny_moe(0);
+    let sv = Serving {
+        tp: 1,
+        pp: 1,
+        dp: 2,
+        ep: 2,
+        batch: 1,
+        prompt: 4,
+        generate: 2,
+        precision: Precision::F32,
+        routed: RoutedExperts::Gather,
+    };
+    let err = sv.check(&model).unwrap_err().to_string();
+    assert!(err.contains("it needs ep = 1, not ep = 2"), "{err}");
+}
+
+/// Mixtral 8x7B decoding one sequence at tp 2: a step reads the attention,
+/// router and head weights and only the 2 routed experts of each layer (of
+/// 8), and the cache, so it follows the active-weights roofline: at least
+/// `(active weights + cache) / HBM` and, less its exposed tensor-parallel
+/// all-reduces, within 5% of it. Dispatching reads all 8 experts: at least
+/// the all-weights roofline.
+#[test]
+fn batch_one_decode_reads_only_the_routed_experts() {
+    let table =
+        shardsim::exec::timed::parse_roofline(shardsim::models::step::KERNELS_TOML).unwrap();
+    let bw = 3.35e12 * table["H100 SXM5 80GB"].memory_efficiency;
+    let model = ModelSpec::preset("mixtral-8x7b").unwrap();
+    let m = model.moe.unwrap();
+    let sv = Serving {
+        tp: 2,
+        pp: 1,
+        dp: 1,
+        ep: 1,
+        batch: 1,
+        prompt: 4096,
+        generate: 2,
+        precision: Precision::Bf16,
+        routed: RoutedExperts::Auto,
+    };
+    let topo = load_nodes("dgx-h100", 1, &[]).unwrap();
+    let (h, tp) = (model.hidden, sv.tp);
+    let d = model.head_dim();
+    let attention = h * (model.heads + 2 * model.kv_heads()) * d + model.heads * d * h;
+    let expert = 3 * h * m.expert_ffn_hidden;
+    // Per GPU: its share of attention and experts, the replicated router
+    // and norms, its share of the head (the embedding reads one row).
+    let layer = |experts: u64| (attention + experts * expert) / tp + h * m.experts + 2 * h;
+    let weights = |experts: u64| 2 * (model.layers * layer(experts) + model.vocab * h / tp + h);
+    let kv =
+        model.layers * shardsim::models::inference::kv_cache_bytes_per_layer(&model, &sv, 4096);
+    let roof = |experts: u64| (weights(experts) + kv) as f64 / bw;
+    let r = simulate_inference(&model, &sv, &topo, &model_timed_options()).unwrap();
+    let got = r.decode_first.time_ps as f64 * 1e-12;
+    let exposed = (model.layers * r.decode_first.layer.exposed_comm_ps) as f64 * 1e-12;
+    let active = roof(m.top_k);
+    assert!(got >= active, "{got:.6} s vs roofline {active:.6} s");
+    assert!(
+        got - exposed <= 1.05 * active,
+        "{got:.6} s less {exposed:.6} s of all-reduces vs roofline {active:.6} s"
+    );
+    let all = Serving {
+        routed: RoutedExperts::Dispatch,
+        ..sv
+    };
+    let r = simulate_inference(&model, &all, &topo, &model_timed_options()).unwrap();
+    let got = r.decode_first.time_ps as f64 * 1e-12;
+    assert!(
+        got >= roof(m.experts),
+        "{got:.6} s vs {:.6} s",
+        roof(m.experts)
     );
 }

@@ -5,7 +5,9 @@
 //! (data-driven from tests/fixtures/megatron/), and strategies that do not
 //! divide the model are refused naming the numbers.
 
-use shardsim::models::analytic::{layer_activation_bytes, zero_bytes_per_param};
+use shardsim::models::analytic::{
+    layer_activation_bytes, zero_bytes_per_param, zero_bytes_per_param_with_grads,
+};
 use shardsim::models::chunk::ChunkKind;
 use shardsim::models::step::{kept_activation_bytes, model_timed_options, simulate_step};
 use shardsim::models::{ModelSpec, Strategy};
@@ -63,6 +65,45 @@ fn model_states_follow_zero_bytes_per_parameter() {
             within(got, want, 0.05),
             "tp={tp} dp={dp} zero={zero}: {got} vs {want}"
         );
+    }
+}
+
+/// Gradients accumulated and reduced in fp32 (Megatron-LM's default for
+/// bf16): each device's reduction (the distributed optimizer's
+/// reduce-scatter, or a plain all-reduce) takes `4 x params` bytes into its
+/// collectives, twice the bf16 reduction's, and model states follow ZeRO's
+/// count with 4-byte gradients (ZeRO-1: `6 + 12 / dp` bytes per parameter).
+#[test]
+fn fp32_gradient_reduction_moves_and_keeps_four_bytes_per_parameter() {
+    let model = gpt(4, 2048, 16, 1024);
+    for (tp, dp, zero) in [(1, 8, 0), (1, 8, 1), (2, 4, 1), (1, 8, 2), (2, 4, 3)] {
+        let text = format!("tp = {tp}\ndp = {dp}\nzero = {zero}\nglobal_batch = {dp}");
+        let topo = topology("dgx-h100", (tp * dp / 8) as u32);
+        let run = |fp32: bool| {
+            let s = strategy(&format!(
+                "{text}\naccumulate_allreduce_grads_in_fp32 = {fp32}"
+            ));
+            simulate_step(&model, &s, &topo, &model_timed_options()).unwrap()
+        };
+        let (bf16, fp32) = (run(false), run(true));
+        let what = format!("tp={tp} dp={dp} zero={zero}");
+        let params = fp32.memory.params as f64;
+        let sent: u64 = fp32.chunks.iter().map(|c| c.reduce.collective_bytes).sum();
+        let sent_bf16: u64 = bf16.chunks.iter().map(|c| c.reduce.collective_bytes).sum();
+        assert_eq!(sent, 2 * sent_bf16, "{what}");
+        // Buckets are padded to a multiple of dp.
+        let want = 4.0 * params;
+        assert!(
+            within(sent as f64, want, 0.001),
+            "{what}: {sent} bytes reduced vs {want}"
+        );
+        let want = params * zero_bytes_per_param_with_grads(zero, dp, 4.0);
+        let got = fp32.memory.model_state_bytes as f64;
+        assert!(within(got, want, 0.05), "{what}: {got} vs {want}");
+        // bf16 gradients: the plain count.
+        let want = params * zero_bytes_per_param(zero, dp);
+        let got = bf16.memory.model_state_bytes as f64;
+        assert!(within(got, want, 0.05), "{what}: bf16 {got} vs {want}");
     }
 }
 

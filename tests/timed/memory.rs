@@ -93,3 +93,47 @@ fn a_manual_result_renames_the_body_buffer() {
         assert_eq!(g.peak, 2 * 64, "device {d}");
     }
 }
+
+/// Relabels of a kept argument, and of a value read again later, hold no
+/// second buffer: per device the argument block plus each computed block
+/// (2 x 8 f32, 64 bytes), however many values name them.
+#[test]
+fn relabels_share_their_buffer_with_kept_and_still_read_values() {
+    for (fixture, blocks) in [
+        // The argument (also the body's argument and the first result) and the tanh.
+        ("timed/manual_relabel_kept.mlir", 2),
+        // The argument, the tanh (also the body's argument and the first
+        // result) and the negate.
+        ("timed/manual_relabel_read_after.mlir", 3),
+    ] {
+        let p = program(fixture);
+        let t = run_timed(&p, &dgx_h100(), &TimedOptions::default()).unwrap();
+        for d in 0..8 {
+            let g = global_peak(&t, d);
+            assert_eq!(g.peak, blocks * 64, "{fixture}: device {d}");
+        }
+    }
+}
+
+/// A donated accumulator takes the update in place: per device the two
+/// arguments and the new gradient (3 x 64 bytes) instead of also the sum
+/// (4 x 64); donating the other argument (read by the tanh, whose result
+/// is the same size) saves its buffer the same way.
+#[test]
+fn a_donated_argument_is_updated_in_place() {
+    let p = program("timed/accumulate.mlir");
+    for (donated, blocks) in [(vec![], 4), (vec![0], 3), (vec![0, 1], 2)] {
+        let opts = TimedOptions {
+            donated_args: donated.clone(),
+            ..TimedOptions::default()
+        };
+        let t = run_timed(&p, &dgx_h100(), &opts).unwrap();
+        for d in 0..8 {
+            assert_eq!(
+                global_peak(&t, d).peak,
+                blocks * 64,
+                "{donated:?}: device {d}"
+            );
+        }
+    }
+}

@@ -5,6 +5,11 @@
 //! kernel launches once, reads each value from outside the fusion once and
 //! writes only the values used outside it; values inside never reach
 //! device memory (no allocation, no traffic).
+//!
+//! A gather read only by one matmul runs inside it, as a grouped matmul
+//! reads the weights of the experts its rows are routed to: the matmul
+//! reads the picked slices from the table (its operand's bytes), the
+//! gathered copy is never written.
 
 use std::collections::BTreeSet;
 
@@ -18,8 +23,13 @@ use super::cost::{step_cost, OpCost};
 pub struct FusionPlan {
     /// Per step: its fusion (the lowest step index of the fusion), if fused.
     pub group: Vec<Option<usize>>,
-    /// Per slot: produced and consumed only inside one fusion.
+    /// Per slot: produced and consumed only inside one fusion, or picked by
+    /// a gather that runs inside its matmul.
     pub internal: Vec<bool>,
+    /// Per step: a gather that runs inside the one matmul reading it.
+    pub in_matmul: Vec<bool>,
+    /// Per slot: a gather's result its matmul reads from the table.
+    pub picked: Vec<bool>,
 }
 
 /// Ops a fusion may hold (with `attention`, batched matmuls too).
@@ -116,11 +126,76 @@ pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
             }
         }
     }
-    let internal = (0..slots)
+    let mut internal: Vec<bool> = (0..slots)
         .map(|s| producer[s].is_some_and(|j| is_fusible[j]) && !escapes[s])
         .collect();
     let group = (0..n).map(|i| is_fusible[i].then_some(roots[i])).collect();
-    FusionPlan { group, internal }
+    let (in_matmul, picked) = gathers_in_matmuls(program);
+    for (s, &p) in picked.iter().enumerate() {
+        internal[s] |= p;
+    }
+    FusionPlan {
+        group,
+        internal,
+        in_matmul,
+        picked,
+    }
+}
+
+/// The gathers whose one result is read once, by a matmul, and is not a
+/// program result; and those results.
+fn gathers_in_matmuls(program: &SpmdProgram) -> (Vec<bool>, Vec<bool>) {
+    let slots = program.values.len();
+    let mut reads = vec![0u32; slots];
+    let mut by_matmul = vec![false; slots];
+    for s in &program.steps {
+        let inputs: Vec<usize> = match s {
+            Step::Local { operands, .. } => operands.clone(),
+            Step::Collective(c) => std::iter::once(c.input)
+                .chain(c.extra_inputs.iter().copied())
+                .collect(),
+            Step::Loop(l) => l
+                .inits
+                .iter()
+                .chain(&l.yields)
+                .copied()
+                .chain([l.pred])
+                .collect(),
+            Step::Case(c) => std::iter::once(c.selector)
+                .chain(c.yields.iter().flatten().copied())
+                .collect(),
+        };
+        let matmul = matches!(s, Step::Local { op, .. } if matches!(
+            program.local_func.op(*op).kind,
+            OpKind::DotGeneral { .. } | OpKind::Dot { .. }
+        ));
+        for o in inputs {
+            reads[o] += 1;
+            by_matmul[o] = matmul;
+        }
+    }
+    for &r in &program.results {
+        reads[r] += 1;
+    }
+    let mut picked = vec![false; slots];
+    let in_matmul = program
+        .steps
+        .iter()
+        .map(|s| {
+            let Step::Local { op, results, .. } = s else {
+                return false;
+            };
+            let fold = matches!(program.local_func.op(*op).kind, OpKind::Gather { .. })
+                && results.len() == 1
+                && reads[results[0]] == 1
+                && by_matmul[results[0]];
+            if fold {
+                picked[results[0]] = true;
+            }
+            fold
+        })
+        .collect();
+    (in_matmul, picked)
 }
 
 /// Costs of every step under `plan`: a fusion's first kernel step launches the
@@ -135,6 +210,16 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
         .enumerate()
         .map(|(i, s)| {
             let mut cost = step_cost(program, s);
+            if plan.in_matmul[i] {
+                // Its matmul reads the picked slices; nothing runs here.
+                return OpCost {
+                    flops: 0,
+                    bytes: 0,
+                    kernel: false,
+                    launch: false,
+                    ..cost
+                };
+            }
             let (
                 Some(g),
                 Step::Local {
@@ -147,7 +232,7 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
             let bytes = |slot: usize| program.values[slot].local_bytes();
             let mut moved = 0;
             for &o in operands {
-                if !plan.internal[o] && read.insert((g, o)) {
+                if (!plan.internal[o] || plan.picked[o]) && read.insert((g, o)) {
                     moved += bytes(o);
                 }
             }

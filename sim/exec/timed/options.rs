@@ -84,6 +84,13 @@ pub struct TimedOptions {
     pub comm_memo: Option<std::sync::Arc<super::comm::CommMemo>>,
     /// Told how far each run has got (progress bars).
     pub progress: Option<ProgressHook>,
+    /// Positions (in the program's arguments) of donated arguments: their
+    /// buffers belong to the program, which updates them in place (XLA's
+    /// donated buffers; a training step's gradient accumulators): an
+    /// elementwise step reading one for the last time writes its result of
+    /// the same size into that buffer; otherwise it is freed after its last
+    /// read.
+    pub donated_args: Vec<usize>,
 }
 
 impl Default for TimedOptions {
@@ -104,6 +111,7 @@ impl Default for TimedOptions {
             per_device: false,
             comm_memo: None,
             progress: None,
+            donated_args: Vec::new(),
         }
     }
 }

@@ -117,6 +117,15 @@ struct Run<'a> {
     scopes: Vec<String>,
     /// Function arguments (owned by the caller) and results: never freed.
     kept: Vec<bool>,
+    /// Per slot: a donated argument (see `TimedOptions::donated_args`).
+    donated: Vec<bool>,
+    /// Per slot: the slot whose buffer it holds (itself, or for a relabel's
+    /// output the root of its input's relabels).
+    buffer_of: Vec<Slot>,
+    /// `aliases_live[d * slots + root]`: relabels of `root`'s buffer still
+    /// live on device index `d` (the buffer is freed when none is and the
+    /// root is dead too).
+    aliases_live: Vec<u32>,
     /// `ready[d * slots + s]`.
     ready: Vec<bool>,
     /// Reads left per (device, slot) before the buffer is freed.
@@ -383,6 +392,24 @@ impl<'a> Run<'a> {
         for &r in program.results.iter().chain(&program.args) {
             kept[r] = true;
         }
+        let mut donated = vec![false; slots];
+        for &i in &opts.donated_args {
+            if let Some(&a) = program.args.get(i) {
+                if !program.results.contains(&a) {
+                    kept[a] = false;
+                    donated[a] = true;
+                }
+            }
+        }
+        // A relabel's output is its input's buffer under another value.
+        let mut buffer_of: Vec<Slot> = (0..slots).collect();
+        for step in &program.steps {
+            if let Step::Collective(c) = step {
+                if matches!(c.kind, CollectiveKind::Relabel) {
+                    buffer_of[c.output] = buffer_of[c.input];
+                }
+            }
+        }
         let state = devices
             .iter()
             .map(|dev| DeviceRun {
@@ -407,6 +434,9 @@ impl<'a> Run<'a> {
             internal,
             scopes: value_scopes(program),
             kept,
+            donated,
+            buffer_of,
+            aliases_live: vec![0; k * slots],
             ready: vec![false; k * slots],
             uses_left: uses.iter().cycle().take(k * slots).copied().collect(),
             state,
@@ -491,13 +521,23 @@ impl<'a> Run<'a> {
         Ok(true)
     }
 
-    /// A read of `slot` on `d` finished; free it after its last read.
+    /// A read of `slot` on `d` finished; free it after its last read (a
+    /// buffer several values hold, after the last read of them all).
     fn release(&mut self, d: usize, slot: Slot) {
-        let i = d * self.slots() + slot;
+        let slots = self.slots();
+        let i = d * slots + slot;
         self.uses_left[i] = self.uses_left[i].saturating_sub(1);
-        if self.uses_left[i] == 0 && !self.kept[slot] {
+        if self.uses_left[i] != 0 || self.kept[slot] {
+            return;
+        }
+        let root = self.buffer_of[slot];
+        if root != slot {
+            self.aliases_live[d * slots + root] -= 1;
+        }
+        let root_dead = !self.kept[root] && self.uses_left[d * slots + root] == 0;
+        if root_dead && self.aliases_live[d * slots + root] == 0 {
             let now = self.engine.now();
-            self.memory.free(d, &self.scopes[slot], slot, now);
+            self.memory.free(d, &self.scopes[root], root, now);
         }
     }
 
@@ -541,12 +581,41 @@ impl<'a> Run<'a> {
             }
         }
         if let Step::Collective(c) = step {
-            let last_read = self.uses_left[d * self.slots() + c.input] == 1;
-            if matches!(c.kind, CollectiveKind::Relabel) && last_read && !self.kept[c.input] {
-                // A relabel renames the buffer: at the input's last read it
-                // hands its memory over instead of holding a second copy (the
-                // release when the step ends then finds it already freed).
-                self.memory.free(d, &self.scopes[c.input], c.input, now);
+            if matches!(c.kind, CollectiveKind::Relabel) {
+                // A relabel renames the buffer: no second copy; the buffer
+                // lives while the input or any of its relabels does.
+                let at = d * self.slots() + self.buffer_of[c.output];
+                self.aliases_live[at] += 1;
+                self.state[d].compute_busy = true;
+                let end = now.checked_add(dur)?;
+                self.engine
+                    .schedule_at(end, Event::ComputeDone { d, step: i })?;
+                return Ok(());
+            }
+        }
+        if let Step::Local {
+            op,
+            operands,
+            results,
+            ..
+        } = step
+        {
+            // A donated buffer at its last read takes the result in place.
+            let elementwise = self.program.local_func.op(*op).kind.is_elementwise();
+            let size = |s: Slot| self.program.values[s].local_bytes();
+            if let (true, [r]) = (elementwise, results.as_slice()) {
+                let slots = self.slots();
+                let taken = operands.iter().copied().find(|&o| {
+                    self.donated[o]
+                        && self.uses_left[d * slots + o] == 1
+                        && self.buffer_of[o] == o
+                        && self.aliases_live[d * slots + o] == 0
+                        && size(o) == size(*r)
+                        && !self.internal[*r]
+                });
+                if let Some(o) = taken {
+                    self.memory.free(d, &self.scopes[o], o, now);
+                }
             }
         }
         for &s in step_outputs(step) {
