@@ -11,6 +11,7 @@ pub mod model;
 pub mod ops;
 pub mod rule;
 pub mod verify;
+mod verify_custom;
 mod verify_sdy;
 pub mod verify_structured;
 

@@ -517,6 +517,9 @@ pub fn infer_structured(
             )
             .map(|x| Some(vec![x]))
         })(),
+        OpKind::CustomCall { target } if super::verify_custom::is_registry_custom_call(target) => {
+            super::verify_custom::check(target, t, result_types).map(|()| None)
+        }
         OpKind::CustomCall { target } => (|| {
             if !KNOWN_CUSTOM_CALLS.contains(&target.as_str()) {
                 return Err(format!(

@@ -19,6 +19,16 @@ use super::structured;
 pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
     let operands: Vec<&TensorType> = op.operands.iter().map(|&v| &func.value(v).ty).collect();
     let results: Vec<&TensorType> = op.results.iter().map(|&v| &func.value(v).ty).collect();
+    if let OpKind::CustomCall { target } = &op.kind {
+        // X64Combine's rule depends on its users: the state of an
+        // rng_bit_generator stays replicated.
+        let feeds_rng_state = op.results.first().is_some_and(|&r| {
+            func.ops.iter().any(|o| {
+                matches!(o.kind, OpKind::RngBitGenerator { .. }) && o.operands.first() == Some(&r)
+            })
+        });
+        return super::custom_call::custom_call_rule(target, &operands, &results, feeds_rng_state);
+    }
     let mut rule = rule_for_types(&op.kind, &operands, &results)?;
     match &op.kind {
         // concat(slice(x), ..., slice(y)) and concat(slice(x), x, ...) only
@@ -439,11 +449,8 @@ pub fn rule_for_types(
                 b.factor(&[None], &[None, Some(d)], size, FactorKind::Default);
             }
         }
-        OpKind::CustomCall { target }
-            if target == "Sharding"
-                || crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&target.as_str()) =>
-        {
-            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        OpKind::CustomCall { target } => {
+            return super::custom_call::custom_call_rule(target, operands, results, false)
         }
         _ => return None,
     }

@@ -2,6 +2,7 @@
 
 mod cases;
 mod core;
+mod custom_calls;
 mod fixtures;
 mod lit;
 mod props;

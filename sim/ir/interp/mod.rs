@@ -9,6 +9,7 @@
 //! per-device code, run for every device of the mesh in lockstep with its
 //! device collectives (see [`manual`]).
 
+mod custom;
 mod eval;
 pub mod manual;
 mod structured;
