@@ -807,6 +807,11 @@ pub fn infer_result_types(
             super::verify_structured::infer_structured(&op.kind, t, result_types)
                 .unwrap_or(Ok(None))
         }
+        OpKind::Cholesky { .. }
+        | OpKind::TriangularSolve { .. }
+        | OpKind::BatchNormInference { .. } => super::verify_linalg::infer_linalg(&op.kind, t)
+            .unwrap_or(Ok(Vec::new()))
+            .map(Some),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
 }

@@ -452,6 +452,62 @@ pub fn rule_for_types(
         OpKind::CustomCall { target } => {
             return super::custom_call::custom_call_rule(target, operands, results, false)
         }
+        OpKind::Cholesky { .. } => {
+            // Batch dims pass through; the decomposed matrix dims need
+            // replication.
+            let shape = &operands.first()?.shape;
+            let batch = shape.len().checked_sub(2)?;
+            b.pointwise(shape, &op_ranks, &res_ranks, &|d| {
+                if d < batch {
+                    FactorKind::Default
+                } else {
+                    FactorKind::NeedReplication
+                }
+            });
+        }
+        OpKind::TriangularSolve {
+            left_side,
+            transpose_a,
+            ..
+        } => {
+            let (a, bs) = (&operands.first()?.shape, &operands.get(1)?.shape);
+            let (d1, d2) = (a.len().checked_sub(2)?, a.len() - 1);
+            if bs.len() != a.len() {
+                return None;
+            }
+            for (d, &size) in a.iter().enumerate().take(d1) {
+                b.factor(&[Some(d), Some(d)], &[Some(d)], size, FactorKind::Default);
+            }
+            let t = transpose_a.transposed();
+            let nr = FactorKind::NeedReplication;
+            if *left_side {
+                // op(a) x = b: a's free dim meets b's rows, b's columns are
+                // the result's, a's contracted dim gives the result's rows.
+                let (free, contracted) = if t { (d2, d1) } else { (d1, d2) };
+                b.factor(&[Some(free), Some(d1)], &[None], a[free], nr);
+                b.factor(&[None, Some(d2)], &[Some(d2)], bs[d2], nr);
+                b.factor(&[Some(contracted), None], &[Some(d1)], a[contracted], nr);
+            } else {
+                // x op(a) = b.
+                let (free, contracted) = if t { (d1, d2) } else { (d2, d1) };
+                b.factor(&[None, Some(d1)], &[Some(d1)], bs[d1], nr);
+                b.factor(&[Some(free), Some(d2)], &[None], a[free], nr);
+                b.factor(&[Some(contracted), None], &[Some(d2)], a[contracted], nr);
+            }
+        }
+        OpKind::BatchNormInference { feature_index, .. } => {
+            // The statistics (operands 1-4) follow the feature dim.
+            let shape = &operands.first()?.shape;
+            for (d, &size) in shape.iter().enumerate() {
+                let stat = (d as u64 == *feature_index).then_some(0);
+                b.factor(
+                    &[Some(d), stat, stat, stat, stat],
+                    &[Some(d)],
+                    size,
+                    FactorKind::Default,
+                );
+            }
+        }
         _ => return None,
     }
     Some(b.build())

@@ -1,7 +1,8 @@
 //! The custom-call targets whose sharding rules come from Shardy's registry
-//! (`ir::attrs::POINTWISE_CUSTOM_CALLS`, `RULED_CUSTOM_CALLS`): types a rule
-//! cannot describe are located verifier errors
-//! (`tests/fixtures/shardy_lit/custom_calls_bad.mlir`), the x64 emulation
+//! (`ir::attrs::POINTWISE_CUSTOM_CALLS`, `RULED_CUSTOM_CALLS`) and the
+//! linear-algebra ops: types a rule or StableHLO cannot take are located
+//! verifier errors (`tests/fixtures/shardy_lit/custom_calls_bad.mlir`,
+//! `linalg_bad.mlir`), the x64 emulation
 //! ops and `mhlo.erf` compute their closed forms in the interpreter, and the
 //! targets shardsim has no kernel for are refused there with their name.
 
@@ -12,10 +13,20 @@ use shardsim::tensor::{Data, Tensor};
 
 #[test]
 fn registry_custom_calls_refuse_types_their_rule_cannot_describe() {
-    let path = crate::common::fixture("shardy_lit").join("custom_calls_bad.mlir");
+    check_bad_programs("custom_calls_bad.mlir", 10);
+}
+
+#[test]
+fn linalg_ops_refuse_types_stablehlo_refuses() {
+    check_bad_programs("linalg_bad.mlir", 8);
+}
+
+/// Each `// -----` piece of the fixture fails with its `// error:` line.
+fn check_bad_programs(file: &str, pieces_in_file: usize) {
+    let path = crate::common::fixture("shardy_lit").join(file);
     let text = std::fs::read_to_string(path).unwrap();
     let pieces: Vec<&str> = text.split("\n// -----\n").collect();
-    assert_eq!(pieces.len(), 10);
+    assert_eq!(pieces.len(), pieces_in_file);
     for piece in pieces {
         let want = piece
             .lines()

@@ -4,5 +4,6 @@ mod cases;
 mod core;
 mod custom_calls;
 mod fixtures;
+mod linalg;
 mod lit;
 mod props;

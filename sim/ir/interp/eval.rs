@@ -425,6 +425,12 @@ pub(super) fn eval_op(
         | OpKind::RngBitGenerator { .. }
         | OpKind::BitcastConvert
         | OpKind::Convolution { .. } => super::structured::eval_structured(module, func, op, env),
+        OpKind::Cholesky { .. }
+        | OpKind::TriangularSolve { .. }
+        | OpKind::BatchNormInference { .. } => {
+            super::linalg::eval_linalg(&op.kind, &env.operands(op)?)
+                .map_err(|e| InterpError::op(op.loc, name, e))
+        }
     }
 }
 

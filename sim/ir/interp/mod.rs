@@ -11,6 +11,7 @@
 
 mod custom;
 mod eval;
+mod linalg;
 pub mod manual;
 mod structured;
 
