@@ -573,6 +573,12 @@ pub enum OpKind {
         /// `precision_config` entries as written (`DEFAULT`...); empty if absent.
         precision: Vec<String>,
     },
+    /// `stablehlo.select_and_scatter`: operand, source, init; `regions[0]`
+    /// selects within each operand window (dilations unused), `regions[1]`
+    /// scatters the window's source value onto the selected element.
+    SelectAndScatter {
+        window: WindowAttrs,
+    },
     /// `stablehlo.cholesky`: the Cholesky factor of each matrix in the last
     /// two dims (lower or upper triangle).
     Cholesky {
@@ -670,6 +676,7 @@ impl OpKind {
             OpKind::Convolution { .. } => "stablehlo.convolution",
             OpKind::CustomCall { .. } => "stablehlo.custom_call",
             OpKind::Cholesky { .. } => "stablehlo.cholesky",
+            OpKind::SelectAndScatter { .. } => "stablehlo.select_and_scatter",
             OpKind::TriangularSolve { .. } => "stablehlo.triangular_solve",
             OpKind::BatchNormInference { .. } => "stablehlo.batch_norm_inference",
             OpKind::Call { .. } => "func.call",
@@ -711,6 +718,7 @@ impl OpKind {
             self,
             OpKind::Reduce { .. }
                 | OpKind::ReduceWindow { .. }
+                | OpKind::SelectAndScatter { .. }
                 | OpKind::Scatter { .. }
                 | OpKind::Sort { .. }
                 | OpKind::DeviceCollective { .. }

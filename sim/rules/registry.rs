@@ -393,6 +393,9 @@ pub fn rule_for_types(
         OpKind::ReduceWindow { window } => {
             structured::reduce_window_rule(&mut b, out?, results.len(), window)?
         }
+        OpKind::SelectAndScatter { window } => {
+            structured::select_and_scatter_rule(&mut b, out?, &operands.get(1)?.shape, window)?
+        }
         OpKind::Convolution {
             dims,
             window,

@@ -2,7 +2,9 @@
 //! Cholesky gives back the factor a known lower-triangular `l` was built
 //! into (`a = l l^T`), a triangular solve gives back the `x` that made
 //! `b = op(a) x` (or `x op(a)`) in each of its 16 forms, and batch
-//! normalisation is `(x - mean) / sqrt(var + eps) * scale + offset`.
+//! normalisation is `(x - mean) / sqrt(var + eps) * scale + offset`;
+//! select_and_scatter routes each window's source value to the element the
+//! select region picks (a max-pool gradient), worked by hand.
 
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::parse_and_verify;
@@ -146,4 +148,52 @@ fn batch_norm_inference_is_its_formula() {
         })
         .collect();
     close(&got, &want, "batch_norm_inference");
+}
+
+/// (operand, window, stride, (low, high) padding, source, result).
+type PoolCase = (
+    &'static [f64],
+    u64,
+    u64,
+    (i64, i64),
+    &'static [f64],
+    &'static [f64],
+);
+
+#[test]
+fn select_and_scatter_routes_to_the_selected_element() {
+    // (operand, window, stride, padding, source, result): disjoint windows,
+    // overlapping windows (both pick the 4; ties keep the first), padding
+    // skipped, and a negative low padding that drops the first element.
+    let cases: &[PoolCase] = &[
+        (
+            &[1.0, 5.0, 3.0, 2.0, 4.0, 6.0],
+            2,
+            2,
+            (0, 0),
+            &[10.0, 20.0, 30.0],
+            &[0.0, 10.0, 20.0, 0.0, 0.0, 30.0],
+        ),
+        (
+            &[3.0, 1.0, 4.0, 1.0, 5.0],
+            3,
+            1,
+            (0, 0),
+            &[1.0, 2.0, 3.0],
+            &[0.0, 0.0, 3.0, 0.0, 3.0],
+        ),
+        (&[2.0, 9.0], 2, 2, (1, 1), &[5.0, 7.0], &[5.0, 7.0]),
+        (&[9.0, 1.0, 2.0], 2, 2, (-1, 0), &[4.0], &[0.0, 0.0, 4.0]),
+    ];
+    for &(x, w, s, (lo, hi), src, want) in cases {
+        let (n, k) = (x.len(), src.len());
+        let text = format!(
+            "func.func @main(%x: tensor<{n}xf64>, %g: tensor<{k}xf64>) -> tensor<{n}xf64> {{\n  %z = stablehlo.constant dense<0.0> : tensor<f64>\n  %r = \"stablehlo.select_and_scatter\"(%x, %g, %z) ({{\n  ^bb0(%a: tensor<f64>, %b: tensor<f64>):\n    %ge = stablehlo.compare GE, %a, %b : (tensor<f64>, tensor<f64>) -> tensor<i1>\n    stablehlo.return %ge : tensor<i1>\n  }}, {{\n  ^bb0(%a: tensor<f64>, %b: tensor<f64>):\n    %s = stablehlo.add %a, %b : tensor<f64>\n    stablehlo.return %s : tensor<f64>\n  }}) {{window_dimensions = array<i64: {w}>, window_strides = array<i64: {s}>, padding = dense<[[{lo}, {hi}]]> : tensor<1x2xi64>}} : (tensor<{n}xf64>, tensor<{k}xf64>, tensor<f64>) -> tensor<{n}xf64>\n  return %r : tensor<{n}xf64>\n}}\n"
+        );
+        let got = run(
+            &text,
+            &[t64(&[n as u64], x.to_vec()), t64(&[k as u64], src.to_vec())],
+        );
+        close(&got, want, &format!("{x:?} window {w} stride {s}"));
+    }
 }

@@ -422,6 +422,7 @@ pub(super) fn eval_op(
         | OpKind::Sort { .. }
         | OpKind::TopK { .. }
         | OpKind::ReduceWindow { .. }
+        | OpKind::SelectAndScatter { .. }
         | OpKind::RngBitGenerator { .. }
         | OpKind::BitcastConvert
         | OpKind::Convolution { .. } => super::structured::eval_structured(module, func, op, env),

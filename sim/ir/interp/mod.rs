@@ -13,6 +13,7 @@ mod custom;
 mod eval;
 mod linalg;
 pub mod manual;
+mod select_scatter;
 mod structured;
 
 use crate::base::TensorType;

@@ -2030,6 +2030,29 @@ impl<'a> Parser<'a> {
             "stablehlo.cholesky" => OpKind::Cholesky {
                 lower: flag(raw, "lower")?,
             },
+            "stablehlo.select_and_scatter" => {
+                let padding = match take_attr(raw, "padding") {
+                    None => None,
+                    Some(v) => Some(
+                        structured::parse_padding(&v)
+                            .map_err(|e| self.c.error_with(pos, e, v.clone()))?,
+                    ),
+                };
+                let strides = if raw.iter().any(|a| a.name == "window_strides") {
+                    Some(dims(raw, "window_strides")?)
+                } else {
+                    None
+                };
+                OpKind::SelectAndScatter {
+                    window: WindowAttrs {
+                        dimensions: dims(raw, "window_dimensions")?,
+                        strides,
+                        base_dilations: None,
+                        window_dilations: None,
+                        padding,
+                    },
+                }
+            }
             "stablehlo.triangular_solve" => {
                 let t = text(raw, "transpose_a")?;
                 let transpose_a = t

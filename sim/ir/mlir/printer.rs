@@ -733,7 +733,7 @@ impl Printer {
                 ];
                 return self.generic(out, cx, op, props, &[], ind);
             }
-            OpKind::ReduceWindow { window } => {
+            OpKind::ReduceWindow { window } | OpKind::SelectAndScatter { window } => {
                 let mut props = vec![(
                     "window_dimensions".to_string(),
                     structured::format_i64_array(&window.dimensions),
