@@ -159,3 +159,45 @@ pub const KNOWN_CUSTOM_CALLS: [&str; 6] = [
 /// layout pins): identities to the interpreter, pointwise to propagation,
 /// element-wise to the op-priority schedule (as Shardy's host offloading).
 pub const IDENTITY_CUSTOM_CALLS: [&str; 3] = ["MoveToHost", "MoveToDevice", "LayoutConstraint"];
+
+/// Custom-call targets Shardy's registry maps every dim to one factor
+/// (markers, element-wise math, x64 emulation halves, blockwise linear
+/// algebra helpers): operands and results share one shape, element types
+/// may differ.
+pub const POINTWISE_CUSTOM_CALLS: [&str; 10] = [
+    "annotate_device_placement",
+    "Cholesky",
+    "CompactWyHelper",
+    "InspectSharding",
+    "InvertDiagBlocksLowerTriangular",
+    "InvertDiagBlocksUpperTriangular",
+    "mhlo.erf",
+    "X64SplitHigh",
+    "X64SplitLow",
+    "xla.megascale.provide_metadata",
+];
+
+/// Custom-call targets with a rule of their own in Shardy's registry
+/// (`rules::custom_call`); the verifier checks the types that rule reads.
+pub const RULED_CUSTOM_CALLS: [&str; 8] = [
+    "X64Combine",
+    "Eigh",
+    "Qr",
+    "QrDecompositionBlock",
+    "ProductOfElementaryHouseholderReflectors",
+    "mhlo.topk",
+    "ApproxTopK",
+    "PartialReduce",
+];
+
+/// Custom-call targets Shardy deliberately gives no rule (host callbacks,
+/// debug logs, opaque kernels): accepted with their types as written,
+/// propagation does not cross them, the interpreter refuses them.
+pub const NO_RULE_CUSTOM_CALLS: [&str; 6] = [
+    "tpu_custom_call",
+    "xla_python_cpu_callback",
+    "xla_python_gpu_callback",
+    "xla_ffi_python_cpu_callback",
+    "xla_ffi_python_gpu_callback",
+    "xla.debug.Log",
+];

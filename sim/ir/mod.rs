@@ -11,6 +11,8 @@ pub mod model;
 pub mod ops;
 pub mod rule;
 pub mod verify;
+mod verify_custom;
+pub mod verify_linalg;
 mod verify_sdy;
 pub mod verify_structured;
 
@@ -19,7 +21,7 @@ pub use model::{
 };
 pub use ops::{
     AllToAllParam, BinaryOp, CompareDir, CompareType, DenseValue, DeviceCollective, DotDims,
-    OpKind, PropagationDirection, Scalar, UnaryOp,
+    OpKind, PropagationDirection, Scalar, TransposeA, UnaryOp,
 };
 pub use rule::OpShardingRule;
 pub use verify::{infer_result_types, verify_module};

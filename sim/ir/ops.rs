@@ -235,6 +235,38 @@ impl CompareType {
     }
 }
 
+/// `transpose_a` of `stablehlo.triangular_solve` (`#stablehlo<transpose
+/// NO_TRANSPOSE>`); on real numbers ADJOINT is TRANSPOSE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TransposeA {
+    NoTranspose,
+    Transpose,
+    Adjoint,
+}
+
+impl TransposeA {
+    /// Every value, in a fixed order.
+    pub const ALL: [TransposeA; 3] = [
+        TransposeA::NoTranspose,
+        TransposeA::Transpose,
+        TransposeA::Adjoint,
+    ];
+
+    /// The spelling inside `#stablehlo<transpose ...>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransposeA::NoTranspose => "NO_TRANSPOSE",
+            TransposeA::Transpose => "TRANSPOSE",
+            TransposeA::Adjoint => "ADJOINT",
+        }
+    }
+
+    /// True when `a` is used transposed.
+    pub fn transposed(self) -> bool {
+        self != TransposeA::NoTranspose
+    }
+}
+
 /// Dimension numbers of `stablehlo.dot_general`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct DotDims {
@@ -541,6 +573,31 @@ pub enum OpKind {
         /// `precision_config` entries as written (`DEFAULT`...); empty if absent.
         precision: Vec<String>,
     },
+    /// `stablehlo.select_and_scatter`: operand, source, init; `regions[0]`
+    /// selects within each operand window (dilations unused), `regions[1]`
+    /// scatters the window's source value onto the selected element.
+    SelectAndScatter {
+        window: WindowAttrs,
+    },
+    /// `stablehlo.cholesky`: the Cholesky factor of each matrix in the last
+    /// two dims (lower or upper triangle).
+    Cholesky {
+        lower: bool,
+    },
+    /// `stablehlo.triangular_solve`: solves `op(a) x = b` (left side) or
+    /// `x op(a) = b`, `a` triangular, batched over the leading dims.
+    TriangularSolve {
+        left_side: bool,
+        lower: bool,
+        unit_diagonal: bool,
+        transpose_a: TransposeA,
+    },
+    /// `stablehlo.batch_norm_inference`: operand, scale, offset, mean,
+    /// variance; `epsilon` as written (`1.000000e-03 : f32`).
+    BatchNormInference {
+        epsilon: String,
+        feature_index: u64,
+    },
     /// `stablehlo.custom_call @target`; only [`super::attrs::KNOWN_CUSTOM_CALLS`]
     /// pass the verifier. Other attributes stay in `Op::attrs`.
     CustomCall {
@@ -618,6 +675,10 @@ impl OpKind {
             OpKind::BitcastConvert => "stablehlo.bitcast_convert",
             OpKind::Convolution { .. } => "stablehlo.convolution",
             OpKind::CustomCall { .. } => "stablehlo.custom_call",
+            OpKind::Cholesky { .. } => "stablehlo.cholesky",
+            OpKind::SelectAndScatter { .. } => "stablehlo.select_and_scatter",
+            OpKind::TriangularSolve { .. } => "stablehlo.triangular_solve",
+            OpKind::BatchNormInference { .. } => "stablehlo.batch_norm_inference",
             OpKind::Call { .. } => "func.call",
             OpKind::Return => "func.return",
             OpKind::StablehloReturn => "stablehlo.return",
@@ -657,6 +718,7 @@ impl OpKind {
             self,
             OpKind::Reduce { .. }
                 | OpKind::ReduceWindow { .. }
+                | OpKind::SelectAndScatter { .. }
                 | OpKind::Scatter { .. }
                 | OpKind::Sort { .. }
                 | OpKind::DeviceCollective { .. }

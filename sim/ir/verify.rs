@@ -800,6 +800,7 @@ pub fn infer_result_types(
         | OpKind::Sort { .. }
         | OpKind::TopK { .. }
         | OpKind::ReduceWindow { .. }
+        | OpKind::SelectAndScatter { .. }
         | OpKind::RngBitGenerator { .. }
         | OpKind::BitcastConvert
         | OpKind::Convolution { .. }
@@ -807,6 +808,11 @@ pub fn infer_result_types(
             super::verify_structured::infer_structured(&op.kind, t, result_types)
                 .unwrap_or(Ok(None))
         }
+        OpKind::Cholesky { .. }
+        | OpKind::TriangularSolve { .. }
+        | OpKind::BatchNormInference { .. } => super::verify_linalg::infer_linalg(&op.kind, t)
+            .unwrap_or(Ok(Vec::new()))
+            .map(Some),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
 }
@@ -976,6 +982,22 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
             verify_block(m, f, &r.ops, BlockKind::Reduce)?;
             let rets: Vec<&TensorType> = want[..n].iter().collect();
             check_region_return(f, op, r, &rets)?;
+        }
+        OpKind::SelectAndScatter { .. } => {
+            // select: (e, e) -> i1; scatter: (e, e) -> e, e the element type.
+            let [select, scatter] = &op.regions[..] else {
+                return Err(err(op, "needs two regions (select, scatter)"));
+            };
+            let scalar = TensorType::new(Vec::new(), ins[0].dtype);
+            let want = [scalar.clone(), scalar.clone()];
+            for (r, what, ret) in [
+                (select, "select", TensorType::new(Vec::new(), DType::I1)),
+                (scatter, "scatter", scalar.clone()),
+            ] {
+                scalar_args(f, op, r, &want, what)?;
+                verify_block(m, f, &r.ops, BlockKind::Reduce)?;
+                check_region_return(f, op, r, &[&ret])?;
+            }
         }
         OpKind::DeviceCollective { op: c, .. } if c.reduces() => {
             // The reducer: (scalar, scalar) -> scalar of the element type.

@@ -458,6 +458,27 @@ pub fn infer_structured(
             ]))
         })(),
         OpKind::ReduceWindow { window } => reduce_window_types(t, window),
+        OpKind::SelectAndScatter { window } => (|| {
+            count(t, 3)?;
+            if t[2].rank() != 0 || t[2].dtype != t[0].dtype {
+                return Err(format!(
+                    "init must be a scalar of {}, found {}",
+                    t[0].dtype, t[2]
+                ));
+            }
+            // The source holds one value per operand window.
+            let windows = reduce_window_types(&[t[0], t[2]], window)?
+                .and_then(|v| v.into_iter().next())
+                .ok_or("no window shape")?;
+            if t[1].shape != windows.shape || t[1].dtype != t[0].dtype {
+                return Err(format!(
+                    "source has type {}, expected one value per window: {}",
+                    t[1],
+                    TensorType::new(windows.shape, t[0].dtype)
+                ));
+            }
+            Ok(Some(vec![t[0].clone()]))
+        })(),
         OpKind::RngBitGenerator { .. } => (|| {
             count(t, 1)?;
             if t[0].rank() != 1 || t[0].dtype.is_float() {
@@ -517,6 +538,9 @@ pub fn infer_structured(
             )
             .map(|x| Some(vec![x]))
         })(),
+        OpKind::CustomCall { target } if super::verify_custom::is_registry_custom_call(target) => {
+            super::verify_custom::check(target, t, result_types).map(|()| None)
+        }
         OpKind::CustomCall { target } => (|| {
             if !KNOWN_CUSTOM_CALLS.contains(&target.as_str()) {
                 return Err(format!(

@@ -238,9 +238,10 @@ impl Builder {
             OpKind::NamedComputation { .. } => self.partition_named(func, id)?,
             OpKind::While => self.partition_while(func, id)?,
             // Scalar bodies run inside the local op.
-            OpKind::Sort { .. } | OpKind::Scatter { .. } | OpKind::ReduceWindow { .. } => {
-                self.partition_op(func, id)?
-            }
+            OpKind::Sort { .. }
+            | OpKind::Scatter { .. }
+            | OpKind::ReduceWindow { .. }
+            | OpKind::SelectAndScatter { .. } => self.partition_op(func, id)?,
             OpKind::Case | OpKind::If => self.partition_case(func, id)?,
             OpKind::OptimizationBarrier => {
                 for (&src, &r) in op.operands.iter().zip(&op.results) {

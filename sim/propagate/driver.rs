@@ -902,6 +902,16 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                         }
                         r.blocked_propagation_factors.sort_unstable();
                     }
+                    // Shardy blocks both of select_and_scatter's windowed
+                    // factors (the source's windows too).
+                    if matches!(op.kind, OpKind::SelectAndScatter { .. }) {
+                        let nr = r.need_replication_factors.clone();
+                        r.blocked_propagation_factors.extend(nr);
+                        r.blocked_propagation_factors
+                            .extend(r.permutation_factors.clone());
+                        r.blocked_propagation_factors.sort_unstable();
+                        r.blocked_propagation_factors.dedup();
+                    }
                 }
                 if let Some(rule) = rule {
                     if rule.operand_mappings.len() == op.operands.len()

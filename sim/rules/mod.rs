@@ -5,6 +5,7 @@
 //! `sdy.sharding_rule` attributes that Shardy prints in the JAX fixtures.
 
 mod builder;
+mod custom_call;
 mod registry;
 mod structured;
 

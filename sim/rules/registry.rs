@@ -19,6 +19,16 @@ use super::structured;
 pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
     let operands: Vec<&TensorType> = op.operands.iter().map(|&v| &func.value(v).ty).collect();
     let results: Vec<&TensorType> = op.results.iter().map(|&v| &func.value(v).ty).collect();
+    if let OpKind::CustomCall { target } = &op.kind {
+        // X64Combine's rule depends on its users: the state of an
+        // rng_bit_generator stays replicated.
+        let feeds_rng_state = op.results.first().is_some_and(|&r| {
+            func.ops.iter().any(|o| {
+                matches!(o.kind, OpKind::RngBitGenerator { .. }) && o.operands.first() == Some(&r)
+            })
+        });
+        return super::custom_call::custom_call_rule(target, &operands, &results, feeds_rng_state);
+    }
     let mut rule = rule_for_types(&op.kind, &operands, &results)?;
     match &op.kind {
         // concat(slice(x), ..., slice(y)) and concat(slice(x), x, ...) only
@@ -383,6 +393,9 @@ pub fn rule_for_types(
         OpKind::ReduceWindow { window } => {
             structured::reduce_window_rule(&mut b, out?, results.len(), window)?
         }
+        OpKind::SelectAndScatter { window } => {
+            structured::select_and_scatter_rule(&mut b, out?, &operands.get(1)?.shape, window)?
+        }
         OpKind::Convolution {
             dims,
             window,
@@ -439,11 +452,64 @@ pub fn rule_for_types(
                 b.factor(&[None], &[None, Some(d)], size, FactorKind::Default);
             }
         }
-        OpKind::CustomCall { target }
-            if target == "Sharding"
-                || crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&target.as_str()) =>
-        {
-            b.pointwise(out?, &op_ranks, &res_ranks, &default);
+        OpKind::CustomCall { target } => {
+            return super::custom_call::custom_call_rule(target, operands, results, false)
+        }
+        OpKind::Cholesky { .. } => {
+            // Batch dims pass through; the decomposed matrix dims need
+            // replication.
+            let shape = &operands.first()?.shape;
+            let batch = shape.len().checked_sub(2)?;
+            b.pointwise(shape, &op_ranks, &res_ranks, &|d| {
+                if d < batch {
+                    FactorKind::Default
+                } else {
+                    FactorKind::NeedReplication
+                }
+            });
+        }
+        OpKind::TriangularSolve {
+            left_side,
+            transpose_a,
+            ..
+        } => {
+            let (a, bs) = (&operands.first()?.shape, &operands.get(1)?.shape);
+            let (d1, d2) = (a.len().checked_sub(2)?, a.len() - 1);
+            if bs.len() != a.len() {
+                return None;
+            }
+            for (d, &size) in a.iter().enumerate().take(d1) {
+                b.factor(&[Some(d), Some(d)], &[Some(d)], size, FactorKind::Default);
+            }
+            let t = transpose_a.transposed();
+            let nr = FactorKind::NeedReplication;
+            if *left_side {
+                // op(a) x = b: a's free dim meets b's rows, b's columns are
+                // the result's, a's contracted dim gives the result's rows.
+                let (free, contracted) = if t { (d2, d1) } else { (d1, d2) };
+                b.factor(&[Some(free), Some(d1)], &[None], a[free], nr);
+                b.factor(&[None, Some(d2)], &[Some(d2)], bs[d2], nr);
+                b.factor(&[Some(contracted), None], &[Some(d1)], a[contracted], nr);
+            } else {
+                // x op(a) = b.
+                let (free, contracted) = if t { (d1, d2) } else { (d2, d1) };
+                b.factor(&[None, Some(d1)], &[Some(d1)], bs[d1], nr);
+                b.factor(&[Some(free), Some(d2)], &[None], a[free], nr);
+                b.factor(&[Some(contracted), None], &[Some(d2)], a[contracted], nr);
+            }
+        }
+        OpKind::BatchNormInference { feature_index, .. } => {
+            // The statistics (operands 1-4) follow the feature dim.
+            let shape = &operands.first()?.shape;
+            for (d, &size) in shape.iter().enumerate() {
+                let stat = (d as u64 == *feature_index).then_some(0);
+                b.factor(
+                    &[Some(d), stat, stat, stat, stat],
+                    &[Some(d)],
+                    size,
+                    FactorKind::Default,
+                );
+            }
         }
         _ => return None,
     }

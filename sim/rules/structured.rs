@@ -220,6 +220,34 @@ pub fn reduce_window_rule(
     Some(())
 }
 
+/// `stablehlo.select_and_scatter`, as Shardy builds it: a dim whose window
+/// and stride are 1 and that is unpadded passes through operand, source and
+/// result; any other has a source factor (the windows, needing replication)
+/// and an operand-to-result factor (a permutation).
+pub fn select_and_scatter_rule(
+    b: &mut RuleBuilder,
+    output: &[u64],
+    source: &[u64],
+    w: &WindowAttrs,
+) -> Option<()> {
+    let (strides, pad) = (w.strides_or_default(), w.padding_or_default());
+    for (d, &size) in output.iter().enumerate() {
+        let plain = *w.dimensions.get(d)? == 1 && *strides.get(d)? == 1 && *pad.get(d)? == (0, 0);
+        if plain {
+            b.factor(&[Some(d), Some(d)], &[Some(d)], size, FactorKind::Default);
+        } else {
+            b.factor(
+                &[None, Some(d)],
+                &[None],
+                *source.get(d)?,
+                FactorKind::NeedReplication,
+            );
+            b.factor(&[Some(d)], &[Some(d)], size, FactorKind::Permutation);
+        }
+    }
+    Some(())
+}
+
 /// `stablehlo.convolution`, as Shardy builds it: batch groups, batch; per
 /// spatial dim the number of windows (a permutation) and the window size (a
 /// reduction with the kernel dim), the larger major; feature groups; input

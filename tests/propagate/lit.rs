@@ -139,18 +139,45 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         "incompatible_with_a_constraint",
         IMPORT_APPLIES_CONSTRAINTS,
     ),
-    ("basic_propagation", "non_divisible_multiple_axes", EVEN_INPUTS),
-    ("basic_propagation", "non_divisible_same_open_dim_unchanged", EVEN_INPUTS),
+    (
+        "basic_propagation",
+        "non_divisible_multiple_axes",
+        EVEN_INPUTS,
+    ),
+    (
+        "basic_propagation",
+        "non_divisible_same_open_dim_unchanged",
+        EVEN_INPUTS,
+    ),
     ("basic_propagation", "non_divisible_sub_axis", EVEN_INPUTS),
     // The batch dim (2) of the dot's other operand gets "a","b" (4): cut to "a".
-    ("aggressive_propagation", "partial_conflict_across_factors", EVEN_INPUTS),
     (
-    "basic_propagation",
-    "size_one_axes_kept",
-    "deliberate: shardsim runs JAX's whole pipeline, whose import removes size-1 mesh axes \
-     (Shardy's sdy-remove-size-one-axes) before propagation; the lit file runs the basic pass alone",
+        "aggressive_propagation",
+        "partial_conflict_across_factors",
+        EVEN_INPUTS,
+    ),
+    (
+        "basic_propagation",
+        "size_one_axes_kept",
+        SIZE_ONE_AXES_REMOVED,
+    ),
+    (
+        "basic_propagation",
+        "zero_sized_dim_on_size_one_axis",
+        SIZE_ONE_AXES_REMOVED,
+    ),
+    (
+        "basic_propagation",
+        "reshape_keeps_size_one_axes",
+        SIZE_ONE_AXES_REMOVED,
     ),
 ];
+
+/// JAX's import drops size-1 mesh axes from every sharding before
+/// propagation; the lit file's basic pass keeps them.
+const SIZE_ONE_AXES_REMOVED: &str = "deliberate: shardsim runs JAX's whole pipeline, whose import \
+     removes size-1 mesh axes (Shardy's sdy-remove-size-one-axes) before propagation; the lit file \
+     runs the basic pass alone";
 
 fn axes(s: Option<&TensorSharding>, rank: usize) -> String {
     let dims: Vec<String> = match s {

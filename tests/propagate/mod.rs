@@ -2,6 +2,8 @@
 
 mod cases;
 mod core;
+mod custom_calls;
 mod fixtures;
+mod linalg;
 mod lit;
 mod props;

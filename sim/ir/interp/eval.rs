@@ -404,6 +404,13 @@ pub(super) fn eval_op(
             // Sharding annotations: identities on the global value.
             "Sharding" | "SPMDFullToShardShape" | "SPMDShardToFullShape" => env.operands(op),
             t if crate::ir::attrs::IDENTITY_CUSTOM_CALLS.contains(&t) => env.operands(op),
+            t if crate::ir::attrs::POINTWISE_CUSTOM_CALLS.contains(&t)
+                || crate::ir::attrs::RULED_CUSTOM_CALLS.contains(&t)
+                || crate::ir::attrs::NO_RULE_CUSTOM_CALLS.contains(&t) =>
+            {
+                super::custom::eval_custom(t, env.operands(op)?, result_ty.map(|r| r.dtype))
+                    .map_err(|e| InterpError::op(op.loc, name, e))
+            }
             _ => Err(InterpError::op(
                 op.loc,
                 name,
@@ -415,9 +422,16 @@ pub(super) fn eval_op(
         | OpKind::Sort { .. }
         | OpKind::TopK { .. }
         | OpKind::ReduceWindow { .. }
+        | OpKind::SelectAndScatter { .. }
         | OpKind::RngBitGenerator { .. }
         | OpKind::BitcastConvert
         | OpKind::Convolution { .. } => super::structured::eval_structured(module, func, op, env),
+        OpKind::Cholesky { .. }
+        | OpKind::TriangularSolve { .. }
+        | OpKind::BatchNormInference { .. } => {
+            super::linalg::eval_linalg(&op.kind, &env.operands(op)?)
+                .map_err(|e| InterpError::op(op.loc, name, e))
+        }
     }
 }
 

@@ -9,8 +9,11 @@
 //! per-device code, run for every device of the mesh in lockstep with its
 //! device collectives (see [`manual`]).
 
+mod custom;
 mod eval;
+mod linalg;
 pub mod manual;
+mod select_scatter;
 mod structured;
 
 use crate::base::TensorType;

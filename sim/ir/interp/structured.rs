@@ -209,6 +209,38 @@ pub(super) fn eval_structured(
             );
             r.finish(op, out)
         }
+        OpKind::SelectAndScatter { window } => {
+            arity(3)?;
+            let [select, scatter] = &op.regions[..] else {
+                return Err(InterpError::op(
+                    op.loc,
+                    name,
+                    "needs two regions (select, scatter)",
+                ));
+            };
+            let init = operands[2].to_scalar().map_err(err)?;
+            let mut r = ScalarRegion {
+                module,
+                func,
+                region: select,
+                env,
+                failure: None,
+            };
+            let out = super::select_scatter::select_and_scatter(
+                &operands[0],
+                &operands[1],
+                init,
+                window,
+                &mut |which: usize, a: TScalar, b: TScalar| {
+                    r.region = if which == 0 { select } else { scatter };
+                    r.scalars(&[a, b])?
+                        .first()
+                        .copied()
+                        .ok_or_else(|| TensorError::invalid("region", "returns nothing"))
+                },
+            );
+            r.finish(op, out.map(|t| vec![t]))
+        }
         OpKind::RngBitGenerator { algorithm } => {
             arity(1)?;
             use super::super::attrs::RngAlgorithm as A;

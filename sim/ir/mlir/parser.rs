@@ -12,7 +12,7 @@ use crate::ir::model::{
 };
 use crate::ir::ops::{
     AllToAllParam, BinaryOp, CompareDir, CompareType, DeviceCollective, DotDims, OpKind,
-    PropagationDirection, UnaryOp,
+    PropagationDirection, TransposeA, UnaryOp,
 };
 use crate::ir::rule::OpShardingRule;
 use crate::mesh::{AxisRef, Mesh, SubAxis};
@@ -1176,6 +1176,20 @@ impl<'a> Parser<'a> {
                     (OpKind::OptimizationBarrier, self.operand_list(fb)?)
                 }
                 "stablehlo.bitcast_convert" => (OpKind::BitcastConvert, self.operand_list(fb)?),
+                "stablehlo.cholesky" => {
+                    // `stablehlo.cholesky %a, lower = true`
+                    let ops = self.operand_list(fb)?;
+                    let mut lower = false;
+                    if self.c.eat(",") {
+                        keyword(&mut self.c, "lower")?;
+                        self.c.expect("=")?;
+                        let lpos = self.here();
+                        let v = self.c.ident()?;
+                        lower =
+                            structured::parse_bool(v).map_err(|e| self.c.error_with(lpos, e, v))?;
+                    }
+                    (OpKind::Cholesky { lower }, ops)
+                }
                 "chlo.top_k" | "mhlo.topk" => {
                     self.c.expect("(")?;
                     let ops = vec![self.lookup(fb)?];
@@ -2011,6 +2025,62 @@ impl<'a> Parser<'a> {
                         window_dilations: opt(raw, "window_dilations")?,
                         padding,
                     },
+                }
+            }
+            "stablehlo.cholesky" => OpKind::Cholesky {
+                lower: flag(raw, "lower")?,
+            },
+            "stablehlo.select_and_scatter" => {
+                let padding = match take_attr(raw, "padding") {
+                    None => None,
+                    Some(v) => Some(
+                        structured::parse_padding(&v)
+                            .map_err(|e| self.c.error_with(pos, e, v.clone()))?,
+                    ),
+                };
+                let strides = if raw.iter().any(|a| a.name == "window_strides") {
+                    Some(dims(raw, "window_strides")?)
+                } else {
+                    None
+                };
+                OpKind::SelectAndScatter {
+                    window: WindowAttrs {
+                        dimensions: dims(raw, "window_dimensions")?,
+                        strides,
+                        base_dilations: None,
+                        window_dilations: None,
+                        padding,
+                    },
+                }
+            }
+            "stablehlo.triangular_solve" => {
+                let t = text(raw, "transpose_a")?;
+                let transpose_a = t
+                    .strip_prefix("#stablehlo<transpose ")
+                    .and_then(|x| x.strip_suffix('>'))
+                    .and_then(|x| TransposeA::ALL.into_iter().find(|a| a.name() == x.trim()))
+                    .ok_or_else(|| {
+                        self.c.error_with(
+                            pos,
+                            "#stablehlo<transpose NO_TRANSPOSE|TRANSPOSE|ADJOINT>",
+                            t.clone(),
+                        )
+                    })?;
+                OpKind::TriangularSolve {
+                    left_side: flag(raw, "left_side")?,
+                    lower: flag(raw, "lower")?,
+                    unit_diagonal: flag(raw, "unit_diagonal")?,
+                    transpose_a,
+                }
+            }
+            "stablehlo.batch_norm_inference" => {
+                let epsilon = take_attr(raw, "epsilon")
+                    .ok_or_else(|| self.c.error_with(pos, "attribute 'epsilon'", "none"))?
+                    .trim()
+                    .to_string();
+                OpKind::BatchNormInference {
+                    epsilon,
+                    feature_index: one(raw, "feature_index")?,
                 }
             }
             "stablehlo.case" => OpKind::Case,

@@ -733,7 +733,7 @@ impl Printer {
                 ];
                 return self.generic(out, cx, op, props, &[], ind);
             }
-            OpKind::ReduceWindow { window } => {
+            OpKind::ReduceWindow { window } | OpKind::SelectAndScatter { window } => {
                 let mut props = vec![(
                     "window_dimensions".to_string(),
                     structured::format_i64_array(&window.dimensions),
@@ -753,6 +753,40 @@ impl Printer {
                 return self.generic(out, cx, op, props, &[], ind);
             }
             OpKind::Case | OpKind::If => return self.generic(out, cx, op, Vec::new(), &[], ind),
+            OpKind::Cholesky { lower } => {
+                let props = vec![("lower".to_string(), lower.to_string())];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::TriangularSolve {
+                left_side,
+                lower,
+                unit_diagonal,
+                transpose_a,
+            } => {
+                let props = vec![
+                    ("left_side".to_string(), left_side.to_string()),
+                    ("lower".to_string(), lower.to_string()),
+                    (
+                        "transpose_a".to_string(),
+                        format!("#stablehlo<transpose {}>", transpose_a.name()),
+                    ),
+                    ("unit_diagonal".to_string(), unit_diagonal.to_string()),
+                ];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::BatchNormInference {
+                epsilon,
+                feature_index,
+            } => {
+                let props = vec![
+                    ("epsilon".to_string(), epsilon.clone()),
+                    (
+                        "feature_index".to_string(),
+                        format!("{feature_index} : i64"),
+                    ),
+                ];
+                return self.generic(out, cx, op, props, &[], ind);
+            }
             OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => {
                 let kw = if matches!(op.kind, OpKind::Return) {
                     "return"
