@@ -28,31 +28,49 @@ use super::CollectiveError;
 
 /// Marks a transfer (a computation's device is never this).
 const TRANSFER: u64 = u64::MAX;
+/// The end of an edge list.
+const NONE: u32 = u32::MAX;
 
+/// A task not yet dropped (48 bytes: the run walks millions of them).
 struct Entry {
     /// A transfer's bytes or a computation's duration.
     value: u64,
     device: u64,
-    route: Vec<usize>,
+    /// The route's first link in `StreamSchedule::links` (absolute index).
+    route_at: u64,
+    route_len: u32,
     waiting: u32,
-    done: bool,
+    /// First and last of the dependents' edges (`NONE`: none).
+    head: u32,
+    tail: u32,
     step: u32,
-    dependents: Vec<TaskId>,
+    done: bool,
 }
 
-/// The tasks not yet run, by id from `base`.
+/// A dependent in an entry's list of dependents.
+#[derive(Clone, Copy)]
+struct Edge {
+    task: TaskId,
+    next: u32,
+}
+
+/// The tasks not yet run, by id from `base`; their routes in one queue of
+/// links, their dependents in one arena of edges (freed edges are reused).
 struct StreamSchedule {
     base: TaskId,
     entries: VecDeque<Entry>,
+    links: VecDeque<usize>,
+    links_base: u64,
+    edges: Vec<Edge>,
+    free: u32,
     started: bool,
     /// A task came too late (every dependency already complete).
     late: bool,
     /// The step being generated.
     step: u32,
     ready: Vec<TaskId>,
-    /// Emptied dependent lists, reused.
-    pool: Vec<Vec<TaskId>>,
     scratch: Vec<TaskId>,
+    route: Vec<usize>,
 }
 
 impl StreamSchedule {
@@ -60,12 +78,16 @@ impl StreamSchedule {
         StreamSchedule {
             base: 0,
             entries: VecDeque::new(),
+            links: VecDeque::new(),
+            links_base: 0,
+            edges: Vec::new(),
+            free: NONE,
             started: false,
             late: false,
             step: 0,
             ready: Vec::new(),
-            pool: Vec::new(),
             scratch: Vec::new(),
+            route: Vec::new(),
         }
     }
 
@@ -73,7 +95,29 @@ impl StreamSchedule {
         &mut self.entries[id - self.base]
     }
 
-    fn add(&mut self, value: u64, device: u64, route: Vec<usize>, deps: &[TaskId]) -> TaskId {
+    fn edge(&mut self, task: TaskId) -> Result<u32, CollectiveError> {
+        let e = Edge { task, next: NONE };
+        if self.free != NONE {
+            let i = self.free;
+            self.free = self.edges[i as usize].next;
+            self.edges[i as usize] = e;
+            return Ok(i);
+        }
+        let i = u32::try_from(self.edges.len())
+            .ok()
+            .filter(|&i| i != NONE)
+            .ok_or_else(|| CollectiveError::Sizes("more than 2^32 pending dependencies".into()))?;
+        self.edges.push(e);
+        Ok(i)
+    }
+
+    fn add(
+        &mut self,
+        value: u64,
+        device: u64,
+        route: &[usize],
+        deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError> {
         let id = self.base + self.entries.len();
         let mut d = std::mem::take(&mut self.scratch);
         d.clear();
@@ -82,13 +126,18 @@ impl StreamSchedule {
         d.dedup();
         let mut waiting = 0u32;
         for &x in &d {
-            if x >= self.base {
-                let e = &mut self.entries[x - self.base];
-                if !e.done {
-                    e.dependents.push(id);
-                    waiting += 1;
-                }
+            if x < self.base || self.entries[x - self.base].done {
+                continue;
             }
+            let k = self.edge(id)?;
+            let e = &mut self.entries[x - self.base];
+            let last = std::mem::replace(&mut e.tail, k);
+            if last == NONE {
+                e.head = k;
+            } else {
+                self.edges[last as usize].next = k;
+            }
+            waiting += 1;
         }
         self.scratch = d;
         if waiting == 0 {
@@ -98,39 +147,72 @@ impl StreamSchedule {
                 self.ready.push(id);
             }
         }
-        let dependents = self.pool.pop().unwrap_or_default();
+        let route_at = self.links_base + self.links.len() as u64;
+        self.links.extend(route.iter().copied());
         self.entries.push_back(Entry {
             value,
             device,
-            route,
+            route_at,
+            route_len: route.len() as u32,
             waiting,
-            done: false,
+            head: NONE,
+            tail: NONE,
             step: self.step,
-            dependents,
+            done: false,
         });
-        id
+        Ok(id)
     }
 
-    /// Drop the run tasks at the front.
+    /// Drop the run tasks at the front, and their routes.
     fn trim(&mut self) {
         while self.entries.front().is_some_and(|e| e.done) {
-            if let Some(e) = self.entries.pop_front() {
-                self.pool.push(e.dependents);
-            }
+            self.entries.pop_front();
             self.base += 1;
         }
+        let keep = self
+            .entries
+            .front()
+            .map_or(self.links_base + self.links.len() as u64, |e| e.route_at);
+        let drop = (keep - self.links_base) as usize;
+        self.links.drain(..drop);
+        self.links_base = keep;
     }
 
     fn start(&mut self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), CollectiveError> {
-        let e = self.entry(id);
-        if e.device == TRANSFER {
-            let route = std::mem::take(&mut e.route);
-            let bytes = e.value;
-            sim.start_flow(id as u64, &route, bytes)?;
+        let e = &self.entries[id - self.base];
+        let (device, value) = (e.device, e.value);
+        if device == TRANSFER {
+            let at = (e.route_at - self.links_base) as usize;
+            let len = e.route_len as usize;
+            let mut route = std::mem::take(&mut self.route);
+            route.clear();
+            route.extend(self.links.range(at..at + len).copied());
+            sim.start_flow(id as u64, &route, value)?;
+            self.route = route;
         } else {
-            let (device, value) = (e.device, e.value);
             let d = sim.compute_time(device, Time(value))?;
             sim.schedule_after(d, id)?;
+        }
+        Ok(())
+    }
+
+    /// Mark `id` complete and start the dependents it was the last one of,
+    /// in ascending id order.
+    fn complete(&mut self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), CollectiveError> {
+        let e = self.entry(id);
+        e.done = true;
+        let mut k = std::mem::replace(&mut e.head, NONE);
+        e.tail = NONE;
+        while k != NONE {
+            let Edge { task, next } = self.edges[k as usize];
+            self.edges[k as usize].next = self.free;
+            self.free = k;
+            k = next;
+            let e = self.entry(task);
+            e.waiting -= 1;
+            if e.waiting == 0 {
+                self.start(sim, task)?;
+            }
         }
         Ok(())
     }
@@ -139,11 +221,11 @@ impl StreamSchedule {
 impl TaskSink for StreamSchedule {
     fn transfer(
         &mut self,
-        route: Vec<usize>,
+        route: &[usize],
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add(bytes, TRANSFER, route, deps))
+        self.add(bytes, TRANSFER, route, deps)
     }
 
     fn compute(
@@ -152,7 +234,7 @@ impl TaskSink for StreamSchedule {
         duration: Time,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add(duration.0, device.min(TRANSFER - 1), Vec::new(), deps))
+        self.add(duration.0, device.min(TRANSFER - 1), &[], deps)
     }
 }
 
@@ -257,19 +339,7 @@ pub(crate) fn simulate_stream(
             return Ok(None);
         }
         makespan = makespan.max(at);
-        let e = sched.entry(id);
-        e.done = true;
-        let dependents = std::mem::take(&mut e.dependents);
-        for &t in &dependents {
-            let e = sched.entry(t);
-            e.waiting -= 1;
-            if e.waiting == 0 {
-                sched.start(&mut sim, t)?;
-            }
-        }
-        let mut dependents = dependents;
-        dependents.clear();
-        sched.entry(id).dependents = dependents;
+        sched.complete(&mut sim, id)?;
         sched.trim();
     }
     if next < total {

@@ -295,7 +295,7 @@ pub(super) fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time
 pub(crate) trait TaskSink {
     fn transfer(
         &mut self,
-        route: Vec<usize>,
+        route: &[usize],
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError>;
@@ -310,11 +310,11 @@ pub(crate) trait TaskSink {
 impl TaskSink for Schedule {
     fn transfer(
         &mut self,
-        route: Vec<usize>,
+        route: &[usize],
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add_transfer(route, bytes, deps)?)
+        Ok(self.add_transfer(route.to_vec(), bytes, deps)?)
     }
 
     fn compute(
@@ -495,16 +495,18 @@ impl StepCtx<'_, '_> {
                         m.len,
                         hop(&self.params, net),
                     )?;
-                    let route: Vec<usize> = match self.quotient {
-                        Some(q) => self
-                            .routes
-                            .get(m.from, m.to)?
-                            .iter()
-                            .map(|&l| q.link_class[l])
-                            .collect(),
-                        None => self.routes.get(m.from, m.to)?.to_vec(),
+                    let t = match self.quotient {
+                        Some(q) => {
+                            let route: Vec<usize> = self
+                                .routes
+                                .get(m.from, m.to)?
+                                .iter()
+                                .map(|&l| q.link_class[l])
+                                .collect();
+                            sched.transfer(&route, bytes, &gate)?
+                        }
+                        None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
                     };
-                    let t = sched.transfer(route, bytes, &gate)?;
                     flows += 1;
                     sent.entry(self.key(m.from)).or_default().push(t);
                     writes.push((m.to, m.dst, m.len, t));
@@ -532,12 +534,12 @@ impl StepCtx<'_, '_> {
                     len,
                     hop(&self.params, false),
                 )?;
-                let t = sched.transfer(vec![up], bytes, &gate)?;
+                let t = sched.transfer(&[up], bytes, &gate)?;
                 sent.entry(self.key(from)).or_default().push(t);
                 ups.push(t);
             }
             let (_, down) = self.routes.switch_links(to)?;
-            let t = sched.transfer(vec![down], bytes, &ups)?;
+            let t = sched.transfer(&[down], bytes, &ups)?;
             writes.push((to, dst, len, t));
             flows += ups.len() + 1;
         }
@@ -552,11 +554,11 @@ impl StepCtx<'_, '_> {
                 len,
                 hop(&self.params, false),
             )?;
-            let u = sched.transfer(vec![up], bytes, &gate)?;
+            let u = sched.transfer(&[up], bytes, &gate)?;
             sent.entry(self.key(from)).or_default().push(u);
             for to in receivers {
                 let (_, down) = self.routes.switch_links(to)?;
-                let t = sched.transfer(vec![down], bytes, &[u])?;
+                let t = sched.transfer(&[down], bytes, &[u])?;
                 writes.push((to, src, len, t));
                 flows += 1;
             }
