@@ -544,6 +544,23 @@ impl TreeChannels {
         mid: u64,
         hi: u64,
     ) -> Vec<Vec<Move>> {
+        let [(ra, pa, ca), (rb, pb, cb)] = self.channel_trees(nodes, c, lo, mid, hi);
+        parallel(vec![
+            tree_allreduce(&ra, &pa, &ca),
+            tree_allreduce(&rb, &pb, &cb),
+        ])
+    }
+
+    /// Channel `c`'s two trees: ranks by position, parents, pipeline chunks.
+    #[allow(clippy::type_complexity)]
+    pub fn channel_trees(
+        &self,
+        nodes: &[Vec<usize>],
+        c: usize,
+        lo: u64,
+        mid: u64,
+        hi: u64,
+    ) -> [(Vec<usize>, Vec<Option<usize>>, Vec<(u64, u64)>); 2] {
         let (a, b) = self.ranges(c, lo, mid, hi);
         let fwd: Vec<Vec<usize>> = nodes
             .iter()
@@ -560,10 +577,10 @@ impl TreeChannels {
             .collect();
         let (ra, pa) = node_tree_parents(&fwd);
         let (rb, pb) = node_tree_parents(&back);
-        parallel(vec![
-            tree_allreduce(&ra, &pa, &split_range(a.0, a.1, self.per)),
-            tree_allreduce(&rb, &pb, &split_range(b.0, b.1, self.per)),
-        ])
+        [
+            (ra, pa, split_range(a.0, a.1, self.per)),
+            (rb, pb, split_range(b.0, b.1, self.per)),
+        ]
     }
 
     /// Channel `c`'s part of each half.

@@ -22,7 +22,9 @@ pub mod plan;
 mod ring_groups;
 pub mod rings;
 pub mod sizes;
+pub mod stream;
 pub mod timing;
+pub mod tree_stream;
 pub mod tuner;
 
 pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};

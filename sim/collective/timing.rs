@@ -290,10 +290,47 @@ pub(super) fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time
     })
 }
 
+/// Where a timed plan's tasks go: a whole [`Schedule`], or a streamed one
+/// (`stream.rs`) that holds only the tasks still to run.
+pub(crate) trait TaskSink {
+    fn transfer(
+        &mut self,
+        route: &[usize],
+        bytes: u64,
+        deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError>;
+    fn compute(
+        &mut self,
+        device: u64,
+        duration: Time,
+        deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError>;
+}
+
+impl TaskSink for Schedule {
+    fn transfer(
+        &mut self,
+        route: &[usize],
+        bytes: u64,
+        deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError> {
+        Ok(self.add_transfer(route.to_vec(), bytes, deps)?)
+    }
+
+    fn compute(
+        &mut self,
+        device: u64,
+        duration: Time,
+        deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError> {
+        Ok(self.add_compute(device, duration, deps)?)
+    }
+}
+
 /// What a send waits for: the receipts that wrote the range it reads (data
 /// dependencies, per rank) and the sender's sends of its previous step (NCCL's
 /// buffer slots: a rank issues step s+1 once step s has left).
-struct Deps {
+pub(crate) struct Deps {
     /// Per rank: receipts by `(offset, len)`; a write removes the ones it
     /// covers (a write of the same range replaces it). Ordered by offset, so
     /// a send looks only at receipts that can overlap what it reads.
@@ -304,7 +341,7 @@ struct Deps {
 }
 
 impl Deps {
-    fn new(n: usize) -> Deps {
+    pub(crate) fn new(n: usize) -> Deps {
         Deps {
             writes: vec![BTreeMap::new(); n],
             longest: vec![0; n],
@@ -331,9 +368,9 @@ impl Deps {
     /// `key` is the sender's slot in `last_sends` (its rank, or its class in
     /// a quotient run).
     #[allow(clippy::too_many_arguments)]
-    fn gate(
+    fn gate<S: TaskSink>(
         &self,
-        sched: &mut Schedule,
+        sched: &mut S,
         r: usize,
         key: usize,
         off: u64,
@@ -353,8 +390,8 @@ impl Deps {
 
 /// What a send of rank `r` waits for: `deps` themselves, or a compute task
 /// of the protocol's hop latency behind them when it is non-zero.
-pub(super) fn behind_hop(
-    sched: &mut Schedule,
+pub(super) fn behind_hop<S: TaskSink>(
+    sched: &mut S,
     r: usize,
     hop: Time,
     deps: Vec<TaskId>,
@@ -362,7 +399,7 @@ pub(super) fn behind_hop(
     if hop == Time::ZERO {
         return Ok(deps);
     }
-    Ok(vec![sched.add_compute(r as u64, hop, &deps)?])
+    Ok(vec![sched.compute(r as u64, hop, &deps)?])
 }
 
 /// Run `plan` over `group` on `topo` with elements of `elem_bytes` bytes.
@@ -411,6 +448,133 @@ pub struct Quotient {
     pub copies: usize,
 }
 
+/// What adding a plan's step to a schedule needs: the group's routes, the
+/// data and slot dependencies so far, the protocol and the quotient.
+pub(crate) struct StepCtx<'r, 'a> {
+    pub routes: &'r mut Routes<'a>,
+    pub deps: &'r mut Deps,
+    pub params: super::calibration::ProtocolParams,
+    pub quotient: Option<&'r Quotient>,
+    pub elem_bytes: u64,
+}
+
+impl StepCtx<'_, '_> {
+    fn key(&self, r: usize) -> usize {
+        self.quotient.map_or(r, |q| q.sender_class[r])
+    }
+
+    /// Add one step's tasks to `sched`; the number of flows it adds.
+    pub(crate) fn add_step<S: TaskSink>(
+        &mut self,
+        sched: &mut S,
+        step: &[super::plan::Move],
+    ) -> Result<usize, CollectiveError> {
+        let elem_bytes = self.elem_bytes;
+        let mut flows = 0usize;
+        let mut sent: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
+        let mut writes: Vec<(usize, u64, u64, TaskId)> = Vec::new();
+        // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
+        let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
+        let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
+        for m in step {
+            let bytes = m.len * elem_bytes;
+            if bytes == 0 {
+                continue;
+            }
+            match m.via {
+                Via::P2p => {
+                    if m.from == m.to {
+                        continue;
+                    }
+                    let net = self.routes.crosses_network(m.from, m.to)?;
+                    let gate = self.deps.gate(
+                        sched,
+                        m.from,
+                        self.key(m.from),
+                        m.src,
+                        m.len,
+                        hop(&self.params, net),
+                    )?;
+                    let t = match self.quotient {
+                        Some(q) => {
+                            let route: Vec<usize> = self
+                                .routes
+                                .get(m.from, m.to)?
+                                .iter()
+                                .map(|&l| q.link_class[l])
+                                .collect();
+                            sched.transfer(&route, bytes, &gate)?
+                        }
+                        None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
+                    };
+                    flows += 1;
+                    sent.entry(self.key(m.from)).or_default().push(t);
+                    writes.push((m.to, m.dst, m.len, t));
+                }
+                Via::SwitchReduce => reduce_groups
+                    .entry((m.to, m.dst, m.len))
+                    .or_default()
+                    .push((m.from, m.src)),
+                Via::SwitchMulticast => multicast_groups
+                    .entry((m.from, m.src, m.len))
+                    .or_default()
+                    .push(m.to),
+            }
+        }
+        for ((to, dst, len), senders) in reduce_groups {
+            let bytes = len * elem_bytes;
+            let mut ups = Vec::with_capacity(senders.len());
+            for (from, src) in senders {
+                let (up, _) = self.routes.switch_links(from)?;
+                let gate = self.deps.gate(
+                    sched,
+                    from,
+                    self.key(from),
+                    src,
+                    len,
+                    hop(&self.params, false),
+                )?;
+                let t = sched.transfer(&[up], bytes, &gate)?;
+                sent.entry(self.key(from)).or_default().push(t);
+                ups.push(t);
+            }
+            let (_, down) = self.routes.switch_links(to)?;
+            let t = sched.transfer(&[down], bytes, &ups)?;
+            writes.push((to, dst, len, t));
+            flows += ups.len() + 1;
+        }
+        for ((from, src, len), receivers) in multicast_groups {
+            let bytes = len * elem_bytes;
+            let (up, _) = self.routes.switch_links(from)?;
+            let gate = self.deps.gate(
+                sched,
+                from,
+                self.key(from),
+                src,
+                len,
+                hop(&self.params, false),
+            )?;
+            let u = sched.transfer(&[up], bytes, &gate)?;
+            sent.entry(self.key(from)).or_default().push(u);
+            for to in receivers {
+                let (_, down) = self.routes.switch_links(to)?;
+                let t = sched.transfer(&[down], bytes, &[u])?;
+                writes.push((to, src, len, t));
+                flows += 1;
+            }
+            flows += 1;
+        }
+        // Writes land after the step's reads (a step reads its start state).
+        for (r, off, len, t) in writes {
+            self.deps.write(r, off, len, t);
+        }
+        for (r, tasks) in sent {
+            self.deps.last_sends[r] = tasks;
+        }
+        Ok(flows)
+    }
+}
+
 /// [`simulate_with_faults`], optionally on a quotient (no faults then).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_inner(
@@ -425,7 +589,6 @@ pub(crate) fn simulate_inner(
     quotient: Option<&Quotient>,
 ) -> Result<CollectiveTiming, CollectiveError> {
     let n = group.len();
-    let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
     if plan.ranks != n {
         return Err(CollectiveError::Buffers(format!(
             "plan for {} ranks on a group of {n}",
@@ -443,90 +606,15 @@ pub(crate) fn simulate_inner(
     let mut sched = Schedule::new();
     let mut deps = Deps::new(n);
     let mut flows = 0usize;
+    let mut ctx = StepCtx {
+        routes: &mut routes,
+        deps: &mut deps,
+        params,
+        quotient,
+        elem_bytes,
+    };
     for step in &plan.steps {
-        let mut sent: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
-        let mut writes: Vec<(usize, u64, u64, TaskId)> = Vec::new();
-        // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
-        let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
-        let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
-        for m in step {
-            let bytes = m.len * elem_bytes;
-            if bytes == 0 {
-                continue;
-            }
-            match m.via {
-                Via::P2p => {
-                    if m.from == m.to {
-                        continue;
-                    }
-                    let net = routes.crosses_network(m.from, m.to)?;
-                    let gate = deps.gate(
-                        &mut sched,
-                        m.from,
-                        key(m.from),
-                        m.src,
-                        m.len,
-                        hop(&params, net),
-                    )?;
-                    let route: Vec<usize> = match quotient {
-                        Some(q) => routes
-                            .get(m.from, m.to)?
-                            .iter()
-                            .map(|&l| q.link_class[l])
-                            .collect(),
-                        None => routes.get(m.from, m.to)?.to_vec(),
-                    };
-                    let t = sched.add_transfer(route, bytes, &gate)?;
-                    flows += 1;
-                    sent.entry(key(m.from)).or_default().push(t);
-                    writes.push((m.to, m.dst, m.len, t));
-                }
-                Via::SwitchReduce => reduce_groups
-                    .entry((m.to, m.dst, m.len))
-                    .or_default()
-                    .push((m.from, m.src)),
-                Via::SwitchMulticast => multicast_groups
-                    .entry((m.from, m.src, m.len))
-                    .or_default()
-                    .push(m.to),
-            }
-        }
-        for ((to, dst, len), senders) in reduce_groups {
-            let bytes = len * elem_bytes;
-            let mut ups = Vec::with_capacity(senders.len());
-            for (from, src) in senders {
-                let (up, _) = routes.switch_links(from)?;
-                let gate = deps.gate(&mut sched, from, key(from), src, len, hop(&params, false))?;
-                let t = sched.add_transfer(vec![up], bytes, &gate)?;
-                sent.entry(key(from)).or_default().push(t);
-                ups.push(t);
-            }
-            let (_, down) = routes.switch_links(to)?;
-            let t = sched.add_transfer(vec![down], bytes, &ups)?;
-            writes.push((to, dst, len, t));
-            flows += ups.len() + 1;
-        }
-        for ((from, src, len), receivers) in multicast_groups {
-            let bytes = len * elem_bytes;
-            let (up, _) = routes.switch_links(from)?;
-            let gate = deps.gate(&mut sched, from, key(from), src, len, hop(&params, false))?;
-            let u = sched.add_transfer(vec![up], bytes, &gate)?;
-            sent.entry(key(from)).or_default().push(u);
-            for to in receivers {
-                let (_, down) = routes.switch_links(to)?;
-                let t = sched.add_transfer(vec![down], bytes, &[u])?;
-                writes.push((to, src, len, t));
-                flows += 1;
-            }
-            flows += 1;
-        }
-        // Writes land after the step's reads (a step reads its start state).
-        for (r, off, len, t) in writes {
-            deps.write(r, off, len, t);
-        }
-        for (r, tasks) in sent {
-            deps.last_sends[r] = tasks;
-        }
+        flows += ctx.add_step(&mut sched, step)?;
     }
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;

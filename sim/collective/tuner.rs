@@ -17,7 +17,9 @@ use super::channels::TreeSpec;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::plan::{Plan, Via};
 use super::rings::RingSpec;
+use super::stream::{time_stream, StepSource};
 use super::timing::{simulate, simulate_inner, Group, Quotient, Routes};
+use super::tree_stream::TreeStream;
 use super::CollectiveError;
 
 /// An algorithm and protocol with the estimated time (picoseconds).
@@ -58,19 +60,66 @@ fn step_costs(
     elem_bytes: u64,
     classes: Option<&[usize]>,
 ) -> Result<Vec<StepCost>, CollectiveError> {
-    let links = topo.links();
-    let mut out = Vec::with_capacity(plan.steps.len());
-    // Per-link bytes of the step, dense, with the links it touched (the
-    // maxima below do not depend on the order links are visited in).
-    let mut load: Vec<u64> = vec![0; links.len()];
-    let mut touched: Vec<usize> = Vec::new();
-    let add = |load: &mut Vec<u64>, touched: &mut Vec<usize>, l: usize, b: u64| {
-        if load[l] == 0 {
-            touched.push(l);
+    let mut walk = CostWalk::new(topo);
+    plan.steps
+        .iter()
+        .map(|step| walk.cost(routes, step, elem_bytes, classes))
+        .collect()
+}
+
+/// [`step_costs`] of a streamed schedule's non-empty steps (the plan's).
+fn stream_costs(
+    topo: &Topology,
+    routes: &mut Routes,
+    source: &dyn StepSource,
+    elem_bytes: u64,
+    classes: Option<&[usize]>,
+) -> Result<Vec<StepCost>, CollectiveError> {
+    let mut walk = CostWalk::new(topo);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    for k in 0..source.num_steps() {
+        buf.clear();
+        source.step_into(k, &mut buf);
+        if !buf.is_empty() {
+            out.push(walk.cost(routes, &buf, elem_bytes, classes)?);
         }
-        load[l] += b;
-    };
-    for step in &plan.steps {
+    }
+    Ok(out)
+}
+
+/// Per-link bytes of a step, dense, with the links it touched (the maxima
+/// below do not depend on the order links are visited in).
+struct CostWalk<'t> {
+    topo: &'t Topology,
+    load: Vec<u64>,
+    touched: Vec<usize>,
+}
+
+impl<'t> CostWalk<'t> {
+    fn new(topo: &'t Topology) -> CostWalk<'t> {
+        CostWalk {
+            topo,
+            load: vec![0; topo.links().len()],
+            touched: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, l: usize, b: u64) {
+        if self.load[l] == 0 {
+            self.touched.push(l);
+        }
+        self.load[l] += b;
+    }
+
+    fn cost(
+        &mut self,
+        routes: &mut Routes,
+        step: &[super::plan::Move],
+        elem_bytes: u64,
+        classes: Option<&[usize]>,
+    ) -> Result<StepCost, CollectiveError> {
+        let links = self.topo.links();
         let mut c = StepCost::default();
         let mut down_done: BTreeSet<(usize, u64, u64, bool)> = BTreeSet::new();
         for m in step {
@@ -87,7 +136,10 @@ fn step_costs(
                     let mut lat = 0;
                     for &l in route {
                         let l = classes.map_or(l, |c| c[l]);
-                        add(&mut load, &mut touched, l, bytes);
+                        if self.load[l] == 0 {
+                            self.touched.push(l);
+                        }
+                        self.load[l] += bytes;
                         lat += links[l].latency_ps();
                         c.crosses_network |= links[l].class == LinkClass::Network;
                     }
@@ -102,18 +154,18 @@ fn step_costs(
                     let key = if reduce { m.to } else { m.from };
                     let once = down_done.insert((key, m.src, bytes, reduce));
                     if reduce || once {
-                        add(&mut load, &mut touched, up, bytes);
+                        self.add(up, bytes);
                     }
                     if !reduce || once {
-                        add(&mut load, &mut touched, down, bytes);
+                        self.add(down, bytes);
                     }
                     let lat = links[up].latency_ps() + links[down].latency_ps();
                     c.route_latency_ps = c.route_latency_ps.max(lat);
                 }
             }
         }
-        for l in touched.drain(..) {
-            let b = std::mem::take(&mut load[l]);
+        for l in self.touched.drain(..) {
+            let b = std::mem::take(&mut self.load[l]);
             let t = b as f64 / links[l].bandwidth_bytes_per_s() as f64;
             if links[l].class == LinkClass::Network {
                 c.network = c.network.max(t);
@@ -121,9 +173,8 @@ fn step_costs(
                 c.local = c.local.max(t);
             }
         }
-        out.push(c);
+        Ok(c)
     }
-    Ok(out)
 }
 
 fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Protocol) -> f64 {
@@ -181,6 +232,8 @@ pub enum Candidate {
     Ring(RingSpec),
     /// A tree whose channels are images of channel 0: its plan and quotient.
     Channels(Box<(Plan, Quotient)>),
+    /// A tree allreduce, its steps generated when asked for.
+    Tree(TreeStream),
 }
 
 impl Candidate {
@@ -198,7 +251,7 @@ impl Candidate {
     ) -> Result<Plan, CollectiveError> {
         match self {
             Candidate::Plan(p) => Ok(p),
-            Candidate::Ring(_) | Candidate::Channels(_) => {
+            Candidate::Ring(_) | Candidate::Channels(_) | Candidate::Tree(_) => {
                 let opts = plan_options(topo, group, cal, total * elem_bytes);
                 build(op, algo, group.len(), total, &opts)
             }
@@ -312,6 +365,11 @@ pub(crate) fn choose_candidate(
                         let costs =
                             step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?;
                         (Candidate::Channels(Box::new((plan0, q))), costs)
+                    }
+                    None if a == Algorithm::Tree && *op == CollectiveOp::AllReduce => {
+                        let stream = TreeStream::allreduce(group.len(), total, &opts);
+                        let costs = stream_costs(topo, routes, &stream, elem_bytes, None)?;
+                        (Candidate::Tree(stream), costs)
                     }
                     None => {
                         let plan = match build(op, a, group.len(), total, &opts) {
@@ -427,6 +485,25 @@ pub fn time_collective(
             cal,
             &[],
             Some(q),
+        )?;
+        return Ok(TimedChoice {
+            algo: choice.algo,
+            proto: choice.proto,
+            time: t.time,
+            flows: t.flows,
+        });
+    }
+    if let Candidate::Tree(stream) = &cand {
+        let t = time_stream(
+            topo,
+            &mut routes,
+            group.len(),
+            stream,
+            elem_bytes,
+            choice.algo,
+            choice.proto,
+            cal,
+            None,
         )?;
         return Ok(TimedChoice {
             algo: choice.algo,

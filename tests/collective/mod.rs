@@ -11,6 +11,7 @@ mod numerics;
 mod nvls;
 mod rings;
 mod session;
+mod streams;
 
 /// A topology preset with `key=value` overrides (as `--set` gives them).
 pub fn load(preset: &str, set: &[(&str, &str)]) -> shardsim::topology::Topology {
