@@ -19,8 +19,10 @@ use super::train_cmd::{gib, model_of, MachineArgs};
 pub struct InferArgs {
     /// A model preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-moe-16b) or a model .toml file.
     model: String,
+    /// Tensor parallelism: each layer's matmuls and heads split over this many devices.
     #[arg(long, default_value_t = 1)]
     tp: u64,
+    /// Pipeline parallelism: the layers split into this many stages.
     #[arg(long, default_value_t = 1)]
     pp: u64,
     /// Independent replicas, each serving its own batch.
@@ -39,6 +41,7 @@ pub struct InferArgs {
     /// Tokens generated per sequence.
     #[arg(long, default_value_t = 128)]
     generate: u64,
+    /// Weights, activations and key/value cache element type.
     #[arg(long, value_parser = ["bf16", "f32"], default_value = "bf16")]
     precision: String,
     /// How decode steps run an MoE model's routed experts: gather each

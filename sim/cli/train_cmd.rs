@@ -21,10 +21,13 @@ pub struct TrainArgs {
     /// A strategy .toml file (fields as the flags below); flags override it.
     #[arg(long)]
     strategy: Option<std::path::PathBuf>,
+    /// Tensor parallelism: each layer's matmuls split over this many devices (Megatron).
     #[arg(long)]
     tp: Option<u64>,
+    /// Pipeline parallelism: the layers split into this many stages.
     #[arg(long)]
     pp: Option<u64>,
+    /// Data parallelism: model replicas, each on its share of the batch.
     #[arg(long)]
     dp: Option<u64>,
     /// Context parallelism: the sequence split over this many devices (ring attention).
@@ -46,14 +49,19 @@ pub struct TrainArgs {
     /// ZeRO stage: 0, 1 (optimizer states sharded over dp), 2 (and gradients), 3 (and parameters: FSDP).
     #[arg(long)]
     zero: Option<u8>,
+    /// Activation recomputation: none, selective (attention scores) or full (whole layers).
     #[arg(long, value_parser = ["none", "selective", "full"])]
     recompute: Option<String>,
+    /// Megatron's sequence parallelism: layer norms and dropout split over the tensor ranks.
     #[arg(long)]
     sequence_parallel: bool,
+    /// Pipeline schedule (interleaved needs --virtual-stages).
     #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved"])]
     schedule: Option<String>,
+    /// Attention as one fused kernel (no score matrix in memory).
     #[arg(long)]
     flash_attention: bool,
+    /// Reduce gradients in buckets during the backward pass.
     #[arg(long)]
     overlap_grad_reduce: bool,
     /// Overlap the tensor-parallel all-gathers and reduce-scatters with the
