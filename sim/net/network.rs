@@ -905,8 +905,8 @@ impl Network {
                     next_held += 1;
                 }
                 let inside = key == NONE || self.links[key as usize].mark == epoch;
-                for i in from..next_held {
-                    let g = held[i] as u32;
+                for &h in &held[from..next_held] {
+                    let g = h as u32;
                     if self.flows[g as usize].frozen {
                         continue;
                     }
