@@ -709,3 +709,37 @@ proptest! {
         prop_assert_eq!(incremental, full);
     }
 }
+
+/// A tie between equal shares hands held flows to another link: links 3 and
+/// 4 both give flows 3, 6 and 8 a sixth of 2 GB/s once flows 0, 1 and 5 join
+/// link 3, and link 3 (the lower id) now freezes them. Link 4, outside the
+/// recomputed set, would then share what is left among its other flows (2, 4
+/// and 7) from another residual (2e9 - 3 x share, then / 3, instead of
+/// 2e9 / 6): the last bits differ, and so does flow 2's remaining byte count
+/// when link 0 fails. Found by the proptest above; the incremental filling
+/// must recompute the old bottleneck too.
+#[test]
+fn a_tie_that_hands_held_flows_to_another_link_recomputes_the_old_one() {
+    let c = Case {
+        caps: vec![3e9, 2e9, 2e9, 2e9, 2e9, 2e9],
+        flows: vec![
+            (vec![3], 1, 1_000_000),
+            (vec![3], 1, 1_000_000),
+            (vec![0, 4], 524_622, 0),
+            (vec![3, 4], 334, 0),
+            (vec![4], 334, 0),
+            (vec![3], 1, 1_000_000),
+            (vec![3, 4], 334, 0),
+            (vec![4], 334, 0),
+            (vec![3, 4], 334, 0),
+        ],
+    };
+    let faults = vec![(0, 1_000_310, None)];
+    let full = run_case(&c, &faults, true);
+    assert!(
+        full.iter()
+            .any(|o| matches!(o, Occurrence::Undeliverable(u) if u.tag == 2)),
+        "flow 2 is still sending when link 0 fails: {full:?}"
+    );
+    assert_eq!(run_case(&c, &faults, false), full);
+}

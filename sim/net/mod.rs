@@ -43,6 +43,8 @@ pub enum NetError {
     RepeatedLink { link: LinkId },
     #[error("route crosses link {link}, which has failed")]
     FailedLink { link: LinkId },
+    #[error("{0} links: the network model takes fewer than 2^31 - 1")]
+    TooManyLinks(usize),
     #[error("link degradation fraction must be in (0, 1], got {0}")]
     BadFraction(f64),
     #[error("task {task} depends on task {dep}, which does not come before it")]

@@ -115,14 +115,35 @@ pub struct Network {
     seen: Vec<FlowSlot>,
     froze: Vec<(FlowSlot, u32)>,
     violators: Vec<FlowSlot>,
-    isolated: Vec<(u64, u32)>,
+    isolated: Vec<Entry>,
+    held: Vec<Entry>,
 }
 
 /// A water-filling event, in the order progressive filling over the whole
-/// component would meet it: (share bits, link id, kind, flow). Kind 0: the
-/// link's fair share; kind 1: a held flow frozen by its bottleneck `link`
-/// (outside the set) at its unchanged rate.
-type Entry = (u64, u32, u8, u32);
+/// component would meet it: (share bits, link id, kind, flow), packed into
+/// one integer that orders the same way (64, 31, 1 and 32 bits; `NONE` packs
+/// as the largest link). Kind `SHARE`: the link's fair share; kind `HELD`: a
+/// held flow frozen by its bottleneck `link` at its unchanged rate.
+type Entry = u128;
+
+const SHARE: u8 = 0;
+const HELD: u8 = 1;
+
+/// Link ids fit in an entry's 31 bits below this (checked by `Network::new`).
+pub const MAX_LINKS: usize = (1 << 31) - 1;
+
+fn entry(bits: u64, link: u32, kind: u8, slot: u32) -> Entry {
+    let link = link.min(MAX_LINKS as u32);
+    (bits as u128) << 64 | (link as u128) << 33 | (kind as u128) << 32 | slot as u128
+}
+
+/// The link of an entry (`NONE` back from its packed form).
+fn link_of(e: Entry) -> u32 {
+    match ((e >> 33) as u32) & MAX_LINKS as u32 {
+        l if l == MAX_LINKS as u32 => NONE,
+        l => l,
+    }
+}
 
 const NONE: u32 = u32::MAX;
 
@@ -141,6 +162,9 @@ const LOAD_ESTIMATE: f64 = 1e-6;
 impl Network {
     /// A network over `links`; errors on a non-positive or non-finite capacity.
     pub fn new(links: &[Link]) -> Result<Network, NetError> {
+        if links.len() >= MAX_LINKS {
+            return Err(NetError::TooManyLinks(links.len()));
+        }
         for (i, l) in links.iter().enumerate() {
             if !(l.capacity.is_finite() && l.capacity > 0.0) {
                 return Err(NetError::BadCapacity {
@@ -172,6 +196,7 @@ impl Network {
             froze: Vec::new(),
             violators: Vec::new(),
             isolated: Vec::new(),
+            held: Vec::new(),
         })
     }
 
@@ -433,7 +458,18 @@ impl Network {
         self.seen.clear();
         for i in 0..self.dirty.len() {
             let l = self.dirty[i];
+            if self.links[l].mark == epoch {
+                continue;
+            }
             self.join(epoch, l, &mut comp_links);
+            // The flows this link froze move with it (a filling would find
+            // them violating and start over): recompute them at once.
+            for k in 0..self.links[l].flows.len() {
+                let s = self.links[l].flows[k];
+                if self.flows[s as usize].bottleneck == l as u32 {
+                    self.recompute_flow(epoch, s, &mut comp_links);
+                }
+            }
         }
         self.dirty.clear();
         for i in 0..self.fresh.len() {
@@ -532,7 +568,7 @@ impl Network {
                 return Ok(false);
             }
             let share = ls.capacity / ls.flows.len() as f64;
-            isolated.push((share.to_bits(), l as u32));
+            isolated.push(entry(share.to_bits(), l as u32, SHARE, 0));
         }
         for i in 0..self.dirty.len() {
             let l = self.dirty[i];
@@ -545,8 +581,8 @@ impl Network {
         }
         let mut new_rates = std::mem::take(&mut self.new_rates);
         new_rates.clear();
-        for &(bits, l) in &isolated {
-            let share = f64::from_bits(bits);
+        for &e in &isolated {
+            let (share, l) = (f64::from_bits((e >> 64) as u64), link_of(e));
             let ls = &mut self.links[l as usize];
             ls.tight = true;
             for &s in &ls.flows {
@@ -777,10 +813,11 @@ impl Network {
                 ls.tight = !ls.flows.is_empty();
                 let share = ls.capacity / ls.flows.len().max(1) as f64;
                 for &s in &ls.flows {
-                    self.flows[s as usize].frozen = true;
-                    self.flows[s as usize].new_rate = share;
+                    let f = &mut self.flows[s as usize];
+                    f.frozen = true;
+                    f.new_rate = share;
+                    f.bottleneck = *l as u32;
                     out.push((s, share));
-                    self.froze.push((s, *l as u32));
                 }
                 return;
             }
@@ -790,6 +827,8 @@ impl Network {
         self.heap.clear();
         let mut isolated = std::mem::take(&mut self.isolated);
         isolated.clear();
+        let mut held = std::mem::take(&mut self.held);
+        held.clear();
         for (li, &l) in comp_links.iter().enumerate() {
             let ls = &mut self.links[l];
             ls.local = li as u32;
@@ -813,58 +852,61 @@ impl Network {
                         .iter()
                         .all(|&m| m == l || self.links[m].mark != epoch)
             });
+            let e = entry(share.to_bits(), l as u32, SHARE, 0);
             if alone {
-                isolated.push((share.to_bits(), l as u32));
+                isolated.push(e);
             } else {
-                self.heap.push(Reverse((share.to_bits(), l as u32, 0, 0)));
+                self.heap.push(Reverse(e));
             }
         }
-        if isolated.windows(2).any(|w| w[0] > w[1]) {
-            isolated.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
-        }
-        let mut next_alone = 0;
+        // Held flows' events never move: a sorted list, merged like
+        // `isolated`, instead of heap entries.
         for i in 0..self.seen.len() {
             let s = self.seen[i];
             let f = &mut self.flows[s as usize];
             f.frozen = false;
             if f.fixed {
-                let e = (f.rate.to_bits(), f.bottleneck, 1, s);
-                self.heap.push(Reverse(e));
+                held.push(entry(f.rate.to_bits(), f.bottleneck, HELD, s));
             }
         }
-        let mut group = Vec::new();
-        loop {
-            let top = self.heap.peek().map(|r| r.0);
-            if let Some(&(bits, l)) = isolated.get(next_alone) {
-                if top.map_or(true, |t| (bits, l, 0, 0) < t) {
-                    next_alone += 1;
-                    let l = l as usize;
-                    let share = f64::from_bits(bits);
-                    self.links[l].tight = true;
-                    for k in 0..self.links[l].flows.len() {
-                        let s = self.links[l].flows[k];
-                        self.freeze(epoch, s, share, l as u32, l as u32, out);
-                    }
-                    continue;
-                }
+        for list in [&mut isolated, &mut held] {
+            if list.windows(2).any(|w| w[0] > w[1]) {
+                list.sort(); // stable: finds the runs of the usual near-sorted order (keys are distinct)
             }
-            let Some(Reverse((bits, key, kind, slot))) = self.heap.pop() else {
+        }
+        let (mut next_alone, mut next_held) = (0, 0);
+        loop {
+            // The smallest of the three sources.
+            let top = self.heap.peek().map(|r| r.0);
+            let alone = isolated.get(next_alone).copied();
+            let hold = held.get(next_held).copied();
+            let first = [top, alone, hold].into_iter().flatten().min();
+            let Some(e) = first else {
                 break;
             };
-            if kind == 1 {
+            let (bits, key) = ((e >> 64) as u64, link_of(e));
+            if Some(e) == alone {
+                next_alone += 1;
+                let l = key as usize;
+                let share = f64::from_bits(bits);
+                self.links[l].tight = true;
+                for k in 0..self.links[l].flows.len() {
+                    let s = self.links[l].flows[k];
+                    self.freeze(epoch, s, share, l as u32, l as u32, out);
+                }
+                continue;
+            }
+            if Some(e) == hold {
                 // A held flow's bottleneck outside the set freezes it, with
-                // every other held flow it froze at the same share.
-                group.clear();
-                group.push(slot);
-                while let Some(&Reverse((b2, k2, 1, s2))) = self.heap.peek() {
-                    if b2 != bits || k2 != key {
-                        break;
-                    }
-                    self.heap.pop();
-                    group.push(s2);
+                // every other held flow it froze at the same share (the run
+                // of equal (share, link) keys).
+                let from = next_held;
+                while held.get(next_held).is_some_and(|&h| h >> 33 == e >> 33) {
+                    next_held += 1;
                 }
                 let inside = key == NONE || self.links[key as usize].mark == epoch;
-                for &g in &group {
+                for &h in &held[from..next_held] {
+                    let g = h as u32;
                     if self.flows[g as usize].frozen {
                         continue;
                     }
@@ -876,6 +918,7 @@ impl Network {
                 }
                 continue;
             }
+            self.heap.pop();
             let l = key as usize;
             let li = self.links[l].local as usize;
             let n = self.unfrozen[li];
@@ -893,13 +936,24 @@ impl Network {
                 if f.frozen {
                     continue;
                 }
-                if f.fixed && f.rate.to_bits() != bits {
+                // A held flow moves if its share differs, and also if a tie
+                // hands it from a bottleneck outside the set to this link:
+                // that link would then fill its other flows from another
+                // residual (equal shares summed in another order differ in
+                // the last bits), so it must be recomputed too.
+                let handed = f.bottleneck != l as u32
+                    && self
+                        .links
+                        .get(f.bottleneck as usize)
+                        .map_or(true, |b| b.mark != epoch);
+                if f.fixed && (f.rate.to_bits() != bits || handed) {
                     violators.push(s);
                 }
                 self.freeze(epoch, s, share, l as u32, l as u32, out);
             }
         }
         self.isolated = isolated;
+        self.held = held;
     }
 
     /// Freeze flow `s` at `share` (by link `by`), subtracting it from its links
@@ -915,11 +969,17 @@ impl Network {
     ) {
         let f = &mut self.flows[s as usize];
         f.frozen = true;
-        if !f.fixed {
+        if f.fixed {
+            // A held flow's bottleneck is read by the next filling of this
+            // flush (if any): it changes only once the flush is done.
+            self.froze.push((s, by));
+        } else {
+            // A recomputed flow stays recomputed until the flush ends, and
+            // only held flows' bottlenecks are read while filling.
             f.new_rate = share;
+            f.bottleneck = by;
             out.push((s, share));
         }
-        self.froze.push((s, by));
         for j in 0..self.flows[s as usize].route.len() {
             let m = self.flows[s as usize].route[j];
             if self.links[m].mark != epoch {
@@ -930,7 +990,8 @@ impl Network {
             self.unfrozen[mi] -= 1;
             if m as u32 != skip && self.unfrozen[mi] > 0 {
                 let sh = (self.residual[mi] / self.unfrozen[mi] as f64).max(0.0);
-                self.heap.push(Reverse((sh.to_bits(), m as u32, 0, 0)));
+                self.heap
+                    .push(Reverse(entry(sh.to_bits(), m as u32, SHARE, 0)));
             }
         }
     }
