@@ -464,6 +464,20 @@ impl StepCtx<'_, '_> {
     }
 
     /// Add one step's tasks to `sched`; the number of flows it adds.
+    /// A switch leg's gate: the sender's data and last sends, behind the
+    /// NVLink hop (switch legs never leave the node).
+    fn switch_gate<S: TaskSink>(
+        &mut self,
+        sched: &mut S,
+        from: usize,
+        src: u64,
+        len: u64,
+    ) -> Result<Vec<TaskId>, CollectiveError> {
+        let key = self.key(from);
+        self.deps
+            .gate(sched, from, key, src, len, hop(&self.params, false))
+    }
+
     pub(crate) fn add_step<S: TaskSink>(
         &mut self,
         sched: &mut S,
@@ -526,14 +540,7 @@ impl StepCtx<'_, '_> {
             let mut ups = Vec::with_capacity(senders.len());
             for (from, src) in senders {
                 let (up, _) = self.routes.switch_links(from)?;
-                let gate = self.deps.gate(
-                    sched,
-                    from,
-                    self.key(from),
-                    src,
-                    len,
-                    hop(&self.params, false),
-                )?;
+                let gate = self.switch_gate(sched, from, src, len)?;
                 let t = sched.transfer(&[up], bytes, &gate)?;
                 sent.entry(self.key(from)).or_default().push(t);
                 ups.push(t);
@@ -546,14 +553,7 @@ impl StepCtx<'_, '_> {
         for ((from, src, len), receivers) in multicast_groups {
             let bytes = len * elem_bytes;
             let (up, _) = self.routes.switch_links(from)?;
-            let gate = self.deps.gate(
-                sched,
-                from,
-                self.key(from),
-                src,
-                len,
-                hop(&self.params, false),
-            )?;
+            let gate = self.switch_gate(sched, from, src, len)?;
             let u = sched.transfer(&[up], bytes, &gate)?;
             sent.entry(self.key(from)).or_default().push(u);
             for to in receivers {

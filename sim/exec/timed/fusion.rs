@@ -102,22 +102,7 @@ pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
         escapes[r] = true;
     }
     for (i, s) in program.steps.iter().enumerate() {
-        let inputs: Vec<usize> = match s {
-            Step::Local { operands, .. } => operands.clone(),
-            Step::Collective(c) => std::iter::once(c.input)
-                .chain(c.extra_inputs.iter().copied())
-                .collect(),
-            Step::Loop(l) => l
-                .inits
-                .iter()
-                .chain(&l.yields)
-                .copied()
-                .chain([l.pred])
-                .collect(),
-            Step::Case(c) => std::iter::once(c.selector)
-                .chain(c.yields.iter().flatten().copied())
-                .collect(),
-        };
+        let inputs = step_inputs(s);
         for o in inputs {
             let inside =
                 is_fusible[i] && producer[o].is_some_and(|j| is_fusible[j] && roots[j] == roots[i]);
@@ -142,6 +127,26 @@ pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
     }
 }
 
+/// The values a step reads (a loop's and a case's carried values included).
+fn step_inputs(s: &Step) -> Vec<usize> {
+    match s {
+        Step::Local { operands, .. } => operands.clone(),
+        Step::Collective(c) => std::iter::once(c.input)
+            .chain(c.extra_inputs.iter().copied())
+            .collect(),
+        Step::Loop(l) => l
+            .inits
+            .iter()
+            .chain(&l.yields)
+            .copied()
+            .chain([l.pred])
+            .collect(),
+        Step::Case(c) => std::iter::once(c.selector)
+            .chain(c.yields.iter().flatten().copied())
+            .collect(),
+    }
+}
+
 /// The gathers whose one result is read once, by a matmul, and is not a
 /// program result; and those results.
 fn gathers_in_matmuls(program: &SpmdProgram) -> (Vec<bool>, Vec<bool>) {
@@ -149,22 +154,7 @@ fn gathers_in_matmuls(program: &SpmdProgram) -> (Vec<bool>, Vec<bool>) {
     let mut reads = vec![0u32; slots];
     let mut by_matmul = vec![false; slots];
     for s in &program.steps {
-        let inputs: Vec<usize> = match s {
-            Step::Local { operands, .. } => operands.clone(),
-            Step::Collective(c) => std::iter::once(c.input)
-                .chain(c.extra_inputs.iter().copied())
-                .collect(),
-            Step::Loop(l) => l
-                .inits
-                .iter()
-                .chain(&l.yields)
-                .copied()
-                .chain([l.pred])
-                .collect(),
-            Step::Case(c) => std::iter::once(c.selector)
-                .chain(c.yields.iter().flatten().copied())
-                .collect(),
-        };
+        let inputs = step_inputs(s);
         let matmul = matches!(s, Step::Local { op, .. } if matches!(
             program.local_func.op(*op).kind,
             OpKind::DotGeneral { .. } | OpKind::Dot { .. }
