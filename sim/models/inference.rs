@@ -112,6 +112,17 @@ impl Serving {
         }
         super::strategy::check_tensor_split(model, self.tp)?;
         super::strategy::check_expert_split(model, self.tp, self.ep, self.dp)?;
+        if self.routed != RoutedExperts::Auto && model.moe.is_none() {
+            return bad(format!(
+                "routed = \"{}\" needs a mixture-of-experts model ({} has no experts)",
+                if self.routed == RoutedExperts::Gather {
+                    "gather"
+                } else {
+                    "dispatch"
+                },
+                model.name
+            ));
+        }
         if self.routed == RoutedExperts::Gather && self.ep > 1 {
             return bad(format!(
                 "routed = \"gather\" reads local experts by index: it needs ep = 1, not ep = {}",

@@ -302,3 +302,18 @@ fn infer_splits_experts_with_ep() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("(tp 1, pp 1, dp 8, ep 8)"), "{text}");
 }
+
+#[test]
+fn infer_refuses_routed_experts_on_a_dense_model() {
+    // `--routed` must not be silently ignored where there are no experts.
+    for mode in ["gather", "dispatch"] {
+        let out = shardsim(&["infer", "llama3-8b", "--routed", mode]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("routed = \"{mode}\"")), "{err}");
+        assert!(err.contains("llama3-8b has no experts"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    let out = shardsim(&["infer", "llama3-8b", "--routed", "auto", "--generate", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+}
