@@ -537,7 +537,14 @@ fn stage_memory(
         .iter()
         .map(|c| {
             let b = c.backward.peak_bytes.saturating_sub(c.backward.arg_bytes);
-            let f = c.forward.peak_bytes.saturating_sub(c.forward.arg_bytes);
+            // The forward's peak holds the activations it keeps, which
+            // `activation_bytes` already counts among those in flight: its
+            // transient is what it needs beyond them.
+            let f = c
+                .forward
+                .peak_bytes
+                .saturating_sub(c.forward.arg_bytes)
+                .saturating_sub(c.kept_bytes);
             // Sharded states: a layer's gradient bucket before its
             // reduce-scatter (ZeRO-2, 3) and two layers' gathered
             // parameters, the one in use and the one prefetched (ZeRO-3).

@@ -167,6 +167,39 @@ fn a_1f1b_pipeline_holds_p_microbatches_on_its_first_stage() {
 }
 
 #[test]
+fn a_step_counts_one_microbatchs_kept_activations_once_in_its_peak() {
+    // One stage, one microbatch: the peak is the larger of the forward's
+    // (which produces the kept activations) and the backward's (which
+    // takes them) over the model states; the kept bytes count once.
+    // Long sequences without recomputation: the forward's transient (all
+    // the layers' kept activations) is above the backward's.
+    let model = gpt(8, 256, 4, 2048);
+    for recompute in ["none", "full"] {
+        let s = strategy(&format!(
+            "tp = 2\ndp = 1\nglobal_batch = 1\nrecompute = \"{recompute}\""
+        ));
+        let topo = load("ring:2", &[]).unwrap();
+        let r = simulate_step(&model, &s, &topo, &model_timed_options()).unwrap();
+        assert_eq!(r.memory.in_flight, 1, "{recompute}");
+        let c = &r.chunks[0];
+        let forward = c.forward.peak_bytes - c.forward.arg_bytes;
+        let backward = c.kept_bytes + c.backward.peak_bytes - c.backward.arg_bytes;
+        assert!(forward >= c.kept_bytes, "{recompute}");
+        if recompute == "none" {
+            // The case this test is for: a forward transient (with the kept
+            // bytes) above the backward's own.
+            assert!(forward > backward - c.kept_bytes, "{:?}", r.memory);
+        }
+        assert_eq!(
+            r.memory.peak_bytes,
+            r.memory.model_state_bytes + forward.max(backward),
+            "{recompute}: {:?}",
+            r.memory
+        );
+    }
+}
+
+#[test]
 fn strategies_that_do_not_divide_the_model_are_refused_with_the_numbers() {
     let model = gpt(24, 2304, 24, 2048);
     for (text, says) in [
