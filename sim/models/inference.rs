@@ -74,6 +74,17 @@ pub enum RoutedExperts {
     Gather,
 }
 
+impl RoutedExperts {
+    /// The name tables and `--routed` use (serde's).
+    pub fn name(self) -> &'static str {
+        match self {
+            RoutedExperts::Auto => "auto",
+            RoutedExperts::Dispatch => "dispatch",
+            RoutedExperts::Gather => "gather",
+        }
+    }
+}
+
 fn one() -> u64 {
     1
 }
@@ -115,11 +126,7 @@ impl Serving {
         if self.routed != RoutedExperts::Auto && model.moe.is_none() {
             return bad(format!(
                 "routed = \"{}\" needs a mixture-of-experts model ({} has no experts)",
-                if self.routed == RoutedExperts::Gather {
-                    "gather"
-                } else {
-                    "dispatch"
-                },
+                self.routed.name(),
                 model.name
             ));
         }
