@@ -53,6 +53,40 @@ pub fn time_groups(
     time_groups_with(topo, groups, ops, total, elem_bytes, cal, faults, true)
 }
 
+/// The links each group's moves use when every group runs `algo` (as
+/// [`time_groups`] runs them after choosing `algo` on the first group; a
+/// group `algo` does not apply to, with its own choice): what a caller
+/// needs to tell which groups share links, or which a link fault reaches.
+pub fn group_links(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+) -> Result<Vec<Vec<usize>>, CollectiveError> {
+    if groups.len() != ops.len() {
+        return Err(CollectiveError::EmptyGroup);
+    }
+    groups
+        .iter()
+        .zip(ops)
+        .map(|(g, op)| {
+            let g = Group::new(topo, g.clone())?;
+            let opts = plan_options(topo, &g, cal, total * elem_bytes);
+            let plan = match build(op, algo, g.len(), total, &opts) {
+                Ok(p) => p,
+                Err(_) => choose(topo, &g, op, total, elem_bytes, cal, None, None)?.1,
+            };
+            Ok(link_bytes(topo, &g, &plan, elem_bytes)?
+                .into_iter()
+                .map(|(l, _)| l)
+                .collect())
+        })
+        .collect()
+}
+
 /// [`time_groups`] with every group on one network even where their links
 /// are disjoint (the reference the decomposition must equal).
 pub fn time_groups_merged(

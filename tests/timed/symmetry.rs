@@ -211,3 +211,59 @@ fn link_totals_give_the_same_summary_with_one_record_per_link() {
     let bytes = |t: &[shardsim::exec::timed::LinkBusy]| t.iter().map(|l| l.bytes).sum::<u64>();
     assert_eq!(bytes(&each.links), bytes(&totals.links));
 }
+
+/// A degraded GPU uplink on node 1 of 8 x 8 slows only the collectives of
+/// the group whose links it is (node 1's "model" row): every other group's
+/// collective takes exactly its fault-free time (the same step's span in the
+/// clean run, one figure for all groups), row 1's take longer; the reduced
+/// run splits off just that row and equals the per-device run.
+#[test]
+fn a_link_fault_slows_only_the_groups_it_reaches() {
+    use shardsim::exec::timed::StreamKind;
+    use shardsim::partition::Step;
+    let p = program(8, 8);
+    let topo = machine(64, None);
+    let clean = run_timed(&p, &topo, &TimedOptions::default()).unwrap();
+    let run = RunSpec {
+        link_faults: vec!["n1.gpu1->n1.nvswitch@0us:0.25".into()],
+        ..RunSpec::default()
+    };
+    let opts = timed_options(&run, &topo, 64).unwrap();
+    assert_eq!(check(&p, &topo, &opts, "fault on n1.gpu1"), 2);
+    let faulted = run_timed(&p, &topo, &opts).unwrap();
+    // Fault-free duration of every collective step (the same on every device).
+    let mut clean_dur: std::collections::BTreeMap<usize, u64> = Default::default();
+    for s in clean.spans.iter().filter(|s| s.stream == StreamKind::Comm) {
+        let d = s.end_ps - s.start_ps;
+        assert_eq!(*clean_dur.entry(s.step).or_insert(d), d, "step {}", s.step);
+    }
+    // Per step: does the group of device 9 stay inside node 1 (a "model" row)?
+    let row_step = |step: usize| match &p.steps[step] {
+        Step::Collective(c) => c
+            .groups
+            .iter()
+            .find(|g| g.contains(&9))
+            .is_some_and(|g| g.iter().all(|d| (8..16).contains(d))),
+        _ => unreachable!("comm spans are collectives"),
+    };
+    let (mut slower, mut same) = (0, 0);
+    for s in faulted
+        .spans
+        .iter()
+        .filter(|s| s.stream == StreamKind::Comm)
+    {
+        let (d, c) = (s.end_ps - s.start_ps, clean_dur[&s.step]);
+        if (8..16).contains(&s.device) && row_step(s.step) {
+            assert!(d > c, "device {} step {}: {d} <= {c}", s.device, s.step);
+            slower += 1;
+        } else {
+            assert_eq!(d, c, "device {} step {}", s.device, s.step);
+            same += 1;
+        }
+    }
+    assert!(
+        slower >= 8 && same > slower,
+        "{slower} slower, {same} unchanged"
+    );
+    assert!(faulted.makespan_ps > clean.makespan_ps);
+}

@@ -9,6 +9,11 @@
 //! classes are the coarsest partition with that property: start from the
 //! per-device keys, then split by the set of classes in each device's group,
 //! for every distinct grouping, until nothing changes.
+//!
+//! A link fault makes a collective's time differ between its groups: the
+//! groups it may reach are marked in the keys of their devices (see
+//! `run.rs`), so each such group is a class group of its own and every other
+//! class group still stands for groups that all take the fault-free time.
 
 use std::collections::BTreeMap;
 
@@ -113,6 +118,9 @@ pub struct ClassGroups {
     pub members: Vec<Vec<usize>>,
     /// Per class group, how many device groups it stands for.
     pub count: Vec<u64>,
+    /// Per class group, the first device group it stands for (an index into
+    /// the groups; `groups.len() + position` for a device in no group).
+    pub first: Vec<usize>,
 }
 
 impl ClassGroups {
@@ -123,9 +131,10 @@ impl ClassGroups {
         let mut group_of = vec![usize::MAX; classes.len()];
         let mut members: Vec<Vec<usize>> = Vec::new();
         let mut count: Vec<u64> = Vec::new();
+        let mut first: Vec<usize> = Vec::new();
         let mut by_sig: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
         let mut seen = vec![false; n];
-        let mut add = |g: &[usize], group_of: &mut Vec<usize>| {
+        let mut add = |g: &[usize], index: usize, group_of: &mut Vec<usize>| {
             let mut ordered: Vec<usize> = Vec::new();
             for &p in g {
                 let c = classes.class_of[p];
@@ -140,25 +149,27 @@ impl ClassGroups {
             if id == members.len() {
                 members.push(ordered.clone());
                 count.push(0);
+                first.push(index);
             }
             count[id] += 1;
             for c in ordered {
                 group_of[c] = id;
             }
         };
-        for g in groups {
+        for (i, g) in groups.iter().enumerate() {
             for &p in g {
                 seen[p] = true;
             }
-            add(g, &mut group_of);
+            add(g, i, &mut group_of);
         }
         for (p, _) in seen.iter().enumerate().filter(|(_, &s)| !s) {
-            add(&[p], &mut group_of);
+            add(&[p], groups.len() + p, &mut group_of);
         }
         ClassGroups {
             group_of,
             members,
             count,
+            first,
         }
     }
 }
@@ -183,6 +194,7 @@ mod tests {
         let g = ClassGroups::new(&cols, &c);
         assert_eq!(g.members, vec![vec![0, 2], vec![1, 3]]);
         assert_eq!(g.count, vec![3, 1]);
+        assert_eq!(g.first, vec![0, 1]);
     }
 
     #[test]

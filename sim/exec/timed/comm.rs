@@ -2,10 +2,20 @@
 //! becomes the collectives layer's operation over its device groups (mesh
 //! device `i` on topology device `i`), timed once per distinct (operation,
 //! groups, size) and cached.
+//!
+//! Under link faults a step's groups are split into components, groups that
+//! share no link with another component (found from the links each group's
+//! plan uses): a component none of whose links has a fault before the step
+//! ends takes the fault-free time; one that has is timed alone with the
+//! faults, so a fault slows only the groups whose link loads it reaches.
 
 use std::collections::BTreeMap;
 
-use crate::collective::{time_groups, Calibration, CollectiveError, CollectiveOp, GroupsTiming};
+use std::rc::Rc;
+
+use crate::collective::{
+    group_links, time_groups, Algorithm, Calibration, CollectiveError, CollectiveOp, GroupsTiming,
+};
 use crate::engine::{LinkFault, Time};
 use crate::partition::{window, Collective, CollectiveKind, SpmdProgram, Traffic};
 use crate::topology::Topology;
@@ -19,6 +29,80 @@ pub struct CommTiming {
     /// `algorithm/protocol` as chosen.
     pub label: String,
     pub link_bytes: Vec<(usize, u64)>,
+    /// The algorithm, where exactly one round moved data.
+    pub algo: Option<Algorithm>,
+}
+
+/// A collective step's groups by the links they use: groups that share a
+/// link (directly or through other groups) form one component.
+#[derive(Debug)]
+struct Components {
+    /// Component of each device group.
+    of: Vec<usize>,
+    /// Per component, its device groups in increasing order.
+    groups: Vec<Vec<usize>>,
+    /// Per component, the links its groups use (sorted).
+    links: Vec<Vec<usize>>,
+}
+
+impl Components {
+    /// Union of groups over shared links (the lowest group of a component
+    /// numbers it, so components come in order of their first group).
+    fn new(links: Vec<Vec<usize>>, num_links: usize) -> Components {
+        let n = links.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn root(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        let mut owner = vec![usize::MAX; num_links];
+        for (g, ls) in links.iter().enumerate() {
+            for &l in ls {
+                match owner.get(l).copied() {
+                    Some(usize::MAX) => owner[l] = g,
+                    Some(o) => {
+                        let (a, b) = (root(&mut parent, o), root(&mut parent, g));
+                        // The lower root stays: components keep their first group.
+                        parent[a.max(b)] = a.min(b);
+                    }
+                    None => {}
+                }
+            }
+        }
+        let mut of = vec![usize::MAX; n];
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut comp_links: Vec<Vec<usize>> = Vec::new();
+        for g in 0..n {
+            let r = root(&mut parent, g);
+            if of[r] == usize::MAX {
+                of[r] = groups.len();
+                groups.push(Vec::new());
+                comp_links.push(Vec::new());
+            }
+            let k = of[r];
+            of[g] = k;
+            groups[k].push(g);
+            comp_links[k].extend_from_slice(&links[g]);
+        }
+        for ls in &mut comp_links {
+            ls.sort_unstable();
+            ls.dedup();
+        }
+        Components {
+            of,
+            groups,
+            links: comp_links,
+        }
+    }
+
+    fn touched(&self, k: usize, faults: &[LinkFault]) -> bool {
+        faults
+            .iter()
+            .any(|f| self.links[k].binary_search(&f.link).is_ok())
+    }
 }
 
 /// One round: groups, their operations, elements per rank.
@@ -67,6 +151,11 @@ pub struct CommModel<'t> {
     /// Link faults at absolute run times.
     faults: Vec<LinkFault>,
     cache: BTreeMap<String, CommTiming>,
+    /// Per collective (by cache key) under faults: its groups' components
+    /// (`None`: timed all together, as a halo exchange is).
+    components: BTreeMap<String, Option<Rc<Components>>>,
+    /// Faulted times by (cache key, component, start).
+    faulted: BTreeMap<(String, usize, Time), (Time, String)>,
     /// Shared with other runs on the same topology and calibration.
     memo: Option<std::sync::Arc<CommMemo>>,
 }
@@ -99,6 +188,8 @@ impl<'t> CommModel<'t> {
             cal,
             faults,
             cache: BTreeMap::new(),
+            components: BTreeMap::new(),
+            faulted: BTreeMap::new(),
             memo: None,
         })
     }
@@ -110,15 +201,47 @@ impl<'t> CommModel<'t> {
         self
     }
 
-    /// Time collective `c` of `program` starting at `now`: the fault-free
-    /// time (cached), or, when a fault happens before that ends, a run with
-    /// the faults moved to the collective's clock (a fault already past
-    /// applies from its start). Link bytes stay those of the fault-free routes.
+    /// Whether any link fault is set for the run.
+    pub fn has_faults(&self) -> bool {
+        !self.faults.is_empty()
+    }
+
+    /// The device groups (indices into `c.groups`) of collective `c` that a
+    /// link fault of the run may reach at some time: the groups of every
+    /// component with a faulted link; none where the step is timed all
+    /// together (every group then takes the same time).
+    pub fn touched(
+        &mut self,
+        program: &SpmdProgram,
+        c: &Collective,
+    ) -> Result<Vec<usize>, CollectiveError> {
+        if self.faults.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(comps) = self.components(program, c)? else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<usize> = (0..comps.groups.len())
+            .filter(|&k| comps.touched(k, &self.faults))
+            .flat_map(|k| comps.groups[k].iter().copied())
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Time collective `c` of `program` for its device group `group` (an
+    /// index into `c.groups`; past them, a device in no group) starting at
+    /// `now`: the fault-free time (cached, the slowest group's), or, when a
+    /// fault on a link of the group's component happens before that ends, a
+    /// run of that component with the faults moved to the collective's clock
+    /// (a fault already past applies from its start), never shorter than the
+    /// fault-free time. Link bytes stay those of the fault-free routes.
     pub fn time(
         &mut self,
         program: &SpmdProgram,
         c: &Collective,
         now: Time,
+        group: usize,
     ) -> Result<CommTiming, CollectiveError> {
         let clean = self.time_clean(program, c)?;
         let end = now.0.saturating_add(clean.time.0);
@@ -134,6 +257,88 @@ impl<'t> CommModel<'t> {
         if relevant.is_empty() || clean.label == "none" || clean.label == "local" {
             return Ok(clean);
         }
+        let Some(comps) = self.components(program, c)? else {
+            return self.time_together(program, c, now, clean, &relevant);
+        };
+        let Some(&k) = comps.of.get(group) else {
+            return Ok(clean);
+        };
+        if !comps.touched(k, &relevant) {
+            return Ok(clean);
+        }
+        let key = (cache_key(program, c), k, now);
+        if let Some((time, label)) = self.faulted.get(&key) {
+            return Ok(CommTiming {
+                time: *time,
+                label: label.clone(),
+                ..clean
+            });
+        }
+        let (groups, ops, total) = self.operation(program, c);
+        let part: Vec<Vec<u32>> = comps.groups[k].iter().map(|&g| groups[g].clone()).collect();
+        let part_ops: Vec<CollectiveOp> = comps.groups[k].iter().map(|&g| ops[g].clone()).collect();
+        let t = time_groups(
+            self.topo,
+            &part,
+            &part_ops,
+            total,
+            c.dtype.size_bytes(),
+            &self.cal,
+            &relevant,
+        )
+        .map_err(|e| on_run_clock(e, now))?;
+        let time = t.time.max(clean.time);
+        let label = format!("{}/{} with faults", t.algo.name(), t.proto.name());
+        self.faulted.insert(key, (time, label.clone()));
+        Ok(CommTiming {
+            time,
+            label,
+            ..clean
+        })
+    }
+
+    /// The components of `c`'s groups (cached); `None` for a collective
+    /// timed all together (several rounds, or no single algorithm).
+    fn components(
+        &mut self,
+        program: &SpmdProgram,
+        c: &Collective,
+    ) -> Result<Option<Rc<Components>>, CollectiveError> {
+        let key = cache_key(program, c);
+        if let Some(comps) = self.components.get(&key) {
+            return Ok(comps.clone());
+        }
+        let clean = self.time_clean(program, c)?;
+        let comps = match (&c.kind, clean.algo) {
+            (CollectiveKind::Window { .. }, _) | (_, None) => None,
+            (_, Some(algo)) => {
+                let (groups, ops, total) = self.operation(program, c);
+                let links = group_links(
+                    self.topo,
+                    &groups,
+                    &ops,
+                    total,
+                    c.dtype.size_bytes(),
+                    &self.cal,
+                    algo,
+                )?;
+                Some(Rc::new(Components::new(links, self.topo.links().len())))
+            }
+        };
+        self.components.insert(key, comps.clone());
+        Ok(comps)
+    }
+
+    /// Every group of `c` timed together with the faults (each takes the
+    /// slowest group's time).
+    fn time_together(
+        &mut self,
+        program: &SpmdProgram,
+        c: &Collective,
+        now: Time,
+        clean: CommTiming,
+        relevant: &[LinkFault],
+    ) -> Result<CommTiming, CollectiveError> {
         let mut time = Time::ZERO;
         let mut last = None;
         for (groups, ops, total) in self.rounds(program, c) {
@@ -147,23 +352,9 @@ impl<'t> CommModel<'t> {
                 total,
                 c.dtype.size_bytes(),
                 &self.cal,
-                &relevant,
+                relevant,
             )
-            .map_err(|e| match e {
-                // Report the failure on the run's clock.
-                CollectiveError::Undeliverable {
-                    transfers,
-                    link,
-                    name,
-                    at,
-                } => CollectiveError::Undeliverable {
-                    transfers,
-                    link,
-                    name,
-                    at: Time(at.0.saturating_add(now.0)),
-                },
-                e => e,
-            })?;
+            .map_err(|e| on_run_clock(e, now))?;
             time = time.checked_add(t.time)?;
             last = Some(t);
         }
@@ -173,7 +364,7 @@ impl<'t> CommModel<'t> {
         Ok(CommTiming {
             time,
             label: format!("{}/{} with faults", t.algo.name(), t.proto.name()),
-            link_bytes: clean.link_bytes,
+            ..clean
         })
     }
 
@@ -237,6 +428,7 @@ impl<'t> CommModel<'t> {
                 time: Time::ZERO,
                 label: "local".into(),
                 link_bytes: Vec::new(),
+                algo: None,
             });
         }
         let elem_bytes = c.dtype.size_bytes();
@@ -249,8 +441,10 @@ impl<'t> CommModel<'t> {
             time: Time::ZERO,
             label: "none".into(),
             link_bytes: Vec::new(),
+            algo: None,
         };
         let mut labels = Vec::new();
+        let mut algos = Vec::new();
         let mut bytes: BTreeMap<usize, u64> = BTreeMap::new();
         for (groups, ops, total) in &rounds {
             // A group of one device (or an empty message) moves nothing.
@@ -263,6 +457,7 @@ impl<'t> CommModel<'t> {
             };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
+            algos.push(t.algo);
             for (l, b) in t.link_bytes {
                 *bytes.entry(l).or_default() += b;
             }
@@ -272,15 +467,36 @@ impl<'t> CommModel<'t> {
             timing.label = labels.join("+");
         }
         timing.link_bytes = bytes.into_iter().collect();
+        if let [algo] = algos.as_slice() {
+            timing.algo = Some(*algo);
+        }
         self.cache.insert(key, timing.clone());
         Ok(timing)
+    }
+}
+
+/// A failure reported on a collective's clock, moved to the run's.
+fn on_run_clock(e: CollectiveError, now: Time) -> CollectiveError {
+    match e {
+        CollectiveError::Undeliverable {
+            transfers,
+            link,
+            name,
+            at,
+        } => CollectiveError::Undeliverable {
+            transfers,
+            link,
+            name,
+            at: Time(at.0.saturating_add(now.0)),
+        },
+        e => e,
     }
 }
 
 /// What a collective's fault-free timing depends on, without listing its
 /// groups: collectives over the same axes share one groups list (compared by
 /// address), so the key stays small however many devices there are.
-fn cache_key(program: &SpmdProgram, c: &Collective) -> String {
+pub(super) fn cache_key(program: &SpmdProgram, c: &Collective) -> String {
     let elems = |slot: usize| program.values[slot].local_elements();
     let mut key = format!(
         "{:p} {} {} {} {}",
@@ -312,4 +528,28 @@ fn permutes(groups: &[Vec<u64>], pairs: &[(u64, u64)]) -> Vec<CollectiveOp> {
             CollectiveOp::Permute { pairs }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_that_share_a_link_directly_or_through_others_form_one_component() {
+        // Groups 0-2 chain over links 5 and 7; group 3 alone; group 4 uses
+        // nothing (a group of one device).
+        let links = vec![vec![1, 5], vec![5, 7], vec![7, 9], vec![2, 3], vec![]];
+        let c = Components::new(links, 10);
+        assert_eq!(c.of, vec![0, 0, 0, 1, 2]);
+        assert_eq!(c.groups, vec![vec![0, 1, 2], vec![3], vec![4]]);
+        assert_eq!(c.links[0], vec![1, 5, 7, 9]);
+        let fault = |link| LinkFault {
+            link,
+            at: Time::ZERO,
+            kind: crate::engine::FaultKind::Fail,
+        };
+        assert!(c.touched(0, &[fault(9)]));
+        assert!(!c.touched(1, &[fault(9)]));
+        assert!(c.touched(1, &[fault(9), fault(3)]));
+    }
 }

@@ -15,7 +15,7 @@ use crate::topology::Topology;
 
 use super::classes::{ClassGroups, Classes};
 
-use super::comm::CommModel;
+use super::comm::{cache_key as comm_key, CommModel};
 use super::cost::{step_cost, DeviceRoofline, OpCost};
 use super::memory::{MemoryTracker, OomReport};
 use super::options::{OomPolicy, RunProgress, TimedOptions, PROGRESS_EVERY};
@@ -339,11 +339,44 @@ impl<'a> Run<'a> {
                 format!("{roofline:?}"),
                 straggler.to_bits(),
                 caps.clone(),
+                Vec::new(),
             ));
             rooflines_all.push(roofline);
             capacities.push(caps);
         }
-        let classes = if opts.per_device || opts.jitter.is_some() {
+        let mut comm = CommModel::new(topo, opts.calibration, opts.faults.clone())?
+            .with_memo(opts.comm_memo.clone());
+        let singletons = opts.per_device || opts.jitter.is_some();
+        if !singletons && comm.has_faults() {
+            // A group a link fault may reach is its own: its devices carry
+            // (grouping, group) in their keys.
+            let mut done: BTreeMap<(usize, String), ()> = BTreeMap::new();
+            for (&i, &gi) in &grouping_of {
+                let Step::Collective(c) = &program.steps[i] else {
+                    unreachable!("comm steps are collectives")
+                };
+                if done.insert((gi, comm_key(program, c)), ()).is_some() {
+                    continue;
+                }
+                let touched =
+                    comm.touched(program, c)
+                        .map_err(|source| TimedError::Collective {
+                            step: i,
+                            what: c.kind.name(),
+                            cause: Box::new(source),
+                        })?;
+                for g in touched {
+                    for &p in &groupings[gi][g] {
+                        keys[p].4.push((gi, g));
+                    }
+                }
+            }
+            for k in &mut keys {
+                k.4.sort_unstable();
+                k.4.dedup();
+            }
+        }
+        let classes = if singletons {
             Classes::singletons(n)
         } else {
             let refs: Vec<&[Vec<usize>]> = groupings.iter().map(Vec::as_slice).collect();
@@ -442,8 +475,7 @@ impl<'a> Run<'a> {
             state,
             arrived: BTreeMap::new(),
             comm_progress: BTreeMap::new(),
-            comm: CommModel::new(topo, opts.calibration, opts.faults.clone())?
-                .with_memo(opts.comm_memo.clone()),
+            comm,
             memory,
             engine: Engine::new(),
             spans: Vec::new(),
@@ -649,14 +681,15 @@ impl<'a> Run<'a> {
         let Step::Collective(c) = &self.program.steps[i] else {
             unreachable!("comm steps are collectives")
         };
-        let timing =
-            self.comm
-                .time(self.program, c, now)
-                .map_err(|source| TimedError::Collective {
-                    step: i,
-                    what: c.kind.name(),
-                    cause: Box::new(source),
-                })?;
+        let first = self.groups[&i].first[g];
+        let timing = self
+            .comm
+            .time(self.program, c, now, first)
+            .map_err(|source| TimedError::Collective {
+                step: i,
+                what: c.kind.name(),
+                cause: Box::new(source),
+            })?;
         let mut dur = timing.time;
         let members = self.groups[&i].members[g].clone();
         if let Some(j) = &self.opts.jitter {
