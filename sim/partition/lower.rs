@@ -77,14 +77,25 @@ pub fn partition_with(
             b.partition_one(func, id)?;
         }
     }
-    let mut module = module.clone();
-    if let Some(f) = module
-        .funcs
-        .iter_mut()
-        .find(|f| f.name == b.global_func.name)
-    {
-        *f = b.global_func;
-    }
+    // The module with the partitioned entry function in its place, without
+    // a copy of the old one (a function copy costs ~1 KB per op, and this is
+    // the run's peak: the input, local and global functions are all live).
+    let mut global = Some(b.global_func);
+    let module = Module {
+        name: module.name.clone(),
+        wrapped: module.wrapped,
+        attrs: module.attrs.clone(),
+        meshes: module.meshes.clone(),
+        mesh_attrs: module.mesh_attrs.clone(),
+        funcs: module
+            .funcs
+            .iter()
+            .map(|f| match global.take_if(|g| g.name == f.name) {
+                Some(g) => g,
+                None => f.clone(),
+            })
+            .collect(),
+    };
     Ok(SpmdProgram {
         mesh_name: b.mesh_name,
         mesh: b.mesh,

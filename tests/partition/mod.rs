@@ -12,5 +12,6 @@ mod fixtures;
 mod manual_bodies;
 mod means;
 mod models;
+mod module;
 mod named;
 mod props;
