@@ -110,6 +110,50 @@ fn moe_programs_match_the_interpreter() {
     }
 }
 
+/// Context parallelism with experts: each context rank routes its own
+/// tokens (`[cp, b s / cp]` routing groups) through every expert inside a
+/// computation manual over `context`; the chunk programs (cp 2 and 4, with
+/// tensor and sequence parallelism, shared experts, a first dense layer,
+/// each recomputation mode) equal the interpreter, and the expert weights'
+/// gradients are each rank's partial sums on a leading `context` dimension.
+#[test]
+fn context_parallel_moe_programs_match_the_interpreter() {
+    for (shared, dense) in [(0, 0), (1, 1)] {
+        let model = tiny_moe_dense(shared, dense);
+        for (cp, tp, sp) in [(2, 1, false), (2, 2, true), (4, 1, false)] {
+            for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+                let s = Strategy {
+                    cp,
+                    dp: 1,
+                    ep: 1,
+                    global_batch: 2,
+                    ..strategy(tp, 1, recompute, sp)
+                };
+                s.check(&model).unwrap();
+                for kind in [MIDDLE, FIRST, LAST, WHOLE] {
+                    let what = format!(
+                        "shared={shared} dense={dense} cp={cp} tp={tp} sp={sp} {recompute:?} {kind:?}"
+                    );
+                    let backward = backward_program(&model, &s, kind);
+                    check(
+                        &forward_program(&model, &s, kind),
+                        &format!("forward {what}"),
+                    );
+                    check(&backward, &format!("backward {what}"));
+                    // The router's gradient accumulator: `[cp, h, experts]`
+                    // (in chunks that hold an expert layer).
+                    let experts = kind.first_layer + kind.layers > dense;
+                    assert_eq!(
+                        backward.contains(&format!("tensor<{cp}x16x4xf32>")),
+                        experts,
+                        "{what}: stacked router gradient"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A first dense layer (DeepSeek's): chunks holding it, alone or before an
 /// expert layer, match the interpreter with expert and tensor parallelism.
 #[test]
@@ -258,8 +302,8 @@ fn strategies_that_do_not_divide_the_experts_are_refused_naming_the_numbers() {
     assert!(err("dp = 6\nep = 3\nglobal_batch = 6").contains("8 experts do not split over ep = 3"));
     assert!(err("dp = 4\nep = 8\nglobal_batch = 8").contains("ep = 8 must divide dp = 4"));
     assert!(err("tp = 3\nglobal_batch = 1").contains("do not split over tp = 3"));
-    assert!(err("cp = 2\nglobal_batch = 1")
-        .contains("cp = 2 with the mixture-of-experts model `mixtral-8x7b`"));
+    assert!(err("cp = 2\ndp = 8\nep = 8\nglobal_batch = 8")
+        .contains("cp = 2 with ep = 8 (`mixtral-8x7b`): expert parallelism over context-parallel ranks is not built"));
     let bad = ModelSpec::from_toml(
         "name = \"m\"\nlayers = 1\nhidden = 8\nheads = 2\nffn_hidden = 8\nvocab = 8\nseq = 8\nmlp = \"swiglu\"\nnorm = \"rmsnorm\"\n[moe]\nexperts = 2\ntop_k = 3\nexpert_ffn_hidden = 8\n",
     )
