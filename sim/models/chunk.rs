@@ -342,7 +342,14 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
             (e.arg(&shape, strategy.grad_dtype(), &dims), dims)
         })
         .collect();
-    let mut grads: Vec<Option<Val>> = vec![None; weights.len()];
+    // Each weight gradient is added into its accumulator as soon as it
+    // exists (Megatron-LM's gradient-accumulation fusion writes it into
+    // `main_grad` from the weight-gradient matmul), so one layer's weight
+    // gradients, not the whole chunk's, are ever held besides the
+    // accumulators; adding them all at the end would hold every weight
+    // gradient across the rest of the backward (a second copy of the
+    // chunk's parameters).
+    let mut sums: Vec<Option<Val>> = vec![None; weights.len()];
     let table_grad_index = |which: &str| -> usize {
         let base = args.layer_offset(args.layers.len());
         match which {
@@ -367,7 +374,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
             let xg = super::block::gathered(&mut e, &c, xf);
             let dt = super::block::mm_dw(&mut e, &c, &dl, &xg);
             let i = table_grad_index("head");
-            grads[i] = Some(dt);
+            sums[i] = Some(accumulate(&mut e, &accum[i].0, &dt));
             norm_grad(&mut e, &c, xin, &dxf)
         }
     };
@@ -386,7 +393,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         let (dx, gs) = block_backward(&mut e, &lc, &acts, ws, args.rope.as_ref(), &dy);
         let first = args.layer_offset(l);
         for (i, g) in gs.into_iter().enumerate() {
-            grads[first + i] = Some(g);
+            sums[first + i] = Some(accumulate(&mut e, &accum[first + i].0, &g));
         }
         dy = dx;
     }
@@ -400,32 +407,34 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         let (table, dims) = args.embed_table.as_ref().expect("embedding table");
         let dt = embedding_grad(&mut e, &c, strategy, table, dims, &ids, &dy);
         let i = table_grad_index("embed");
-        grads[i] = Some(match grads[i].take() {
-            Some(g) => e.binary("add", &g, &dt),
-            None => dt,
-        });
-        if let Some(p) = &args.positions {
+        // A tied table already holds the head's gradient.
+        let acc = sums[i].take().unwrap_or_else(|| accum[i].0.clone());
+        sums[i] = Some(accumulate(&mut e, &acc, &dt));
+        if args.positions.is_some() {
             let dp = positions_grad(&mut e, &c, &dy);
             let i = weights.len() - 1;
-            grads[i] = Some(dp);
-            let _ = p;
+            sums[i] = Some(accumulate(&mut e, &accum[i].0, &dp));
         }
     } else {
         results.push((dy, c.act_dims()));
     }
-    for (g, (acc, dims)) in grads.into_iter().zip(&accum) {
-        let g = g.expect("every weight has a gradient");
-        // Accumulated in the accumulator's type (fp32 with
-        // `accumulate_allreduce_grads_in_fp32`, fused into the matmul's output).
-        let g = if g.dtype == acc.dtype {
-            g
-        } else {
-            e.convert(&g, acc.dtype)
-        };
-        let sum = e.binary("add", acc, &g);
+    for (sum, (_, dims)) in sums.into_iter().zip(&accum) {
+        let sum = sum.expect("every weight has a gradient");
         results.push((sum, dims.clone()));
     }
     finish(e, "chunk_backward", &results)
+}
+
+/// A weight gradient added into its accumulator, in the accumulator's type
+/// (fp32 with `accumulate_allreduce_grads_in_fp32`, fused into the matmul's
+/// output).
+fn accumulate(e: &mut Emitter, acc: &Val, g: &Val) -> Val {
+    let g = if g.dtype == acc.dtype {
+        g.clone()
+    } else {
+        e.convert(g, acc.dtype)
+    };
+    e.binary("add", acc, &g)
 }
 
 /// The embedding table's gradient from the token ids (`[b, s, 1]`) and the

@@ -131,8 +131,15 @@ impl Serving {
             ));
         }
         if self.routed == RoutedExperts::Gather && self.ep > 1 {
+            // With expert parallelism the token slots reach their experts'
+            // replicas by all-to-all, and the dispatch reads each local
+            // expert once: gathering by index would read no fewer weights
+            // unless a replica received fewer slots than it holds experts.
+            let experts = model.moe.as_ref().map_or(0, |m| m.experts);
             return bad(format!(
-                "routed = \"gather\" reads local experts by index: it needs ep = 1, not ep = {}",
+                "routed = \"gather\" with ep = {}: each replica's {} local experts ({experts} experts / ep {}) get their token slots by all-to-all and are each read once by the dispatch; gathering experts by index is built only for ep = 1",
+                self.ep,
+                experts / self.ep,
                 self.ep
             ));
         }

@@ -94,20 +94,40 @@ impl MoeCtx {
     /// over `ep` replicas; none for a dense model.
     pub fn new(model: &ModelSpec, b: u64, s: u64, ep: u64) -> Option<MoeCtx> {
         let m = model.moe.as_ref()?;
-        let tokens = b * s;
-        let group = gcd(tokens, ROUTING_GROUP);
-        let capacity = ((CAPACITY_FACTOR * (group * m.top_k) as f64) / m.experts as f64).ceil();
-        Some(MoeCtx {
+        let moe = MoeCtx {
             experts: m.experts,
             top_k: m.top_k,
             ffn: m.expert_ffn_hidden,
             shared_ffn: m.shared_experts * m.expert_ffn_hidden,
             ep: ep.max(1),
+            group: 1,
+            groups: 1,
+            capacity: 1,
+            gather: false,
+        };
+        Some(moe.routing(b * s))
+    }
+
+    /// The same experts routing `tokens` tokens: groups of at most
+    /// [`ROUTING_GROUP`] that divide them, and each expert's capacity in a
+    /// group.
+    fn routing(&self, tokens: u64) -> MoeCtx {
+        let group = gcd(tokens, ROUTING_GROUP);
+        let capacity =
+            ((CAPACITY_FACTOR * (group * self.top_k) as f64) / self.experts as f64).ceil();
+        MoeCtx {
             group,
             groups: tokens / group,
             capacity: (capacity as u64).max(1),
-            gather: false,
-        })
+            ..self.clone()
+        }
+    }
+
+    /// Each context rank's own routing (context parallelism): its tokens
+    /// are routed in groups among themselves (`[cp, b s / cp]`), as
+    /// Megatron-Core routes each rank's local tokens.
+    fn in_context_rank(&self, cp: u64) -> MoeCtx {
+        self.routing(self.groups * self.group / cp)
     }
 
     /// Whether gathering each token slot's expert reads fewer weights than
@@ -232,6 +252,9 @@ impl MoeCtx {
     ) -> Val {
         if self.gather {
             return self.forward_gathered(e, c, ln2, ws);
+        }
+        if c.cp > 1 {
+            return self.forward_in_context(e, c, ln2, ws, acts);
         }
         let (g, s, x) = (self.groups, self.group, self.experts);
         let rep3 = vec!["", "", ""];
@@ -372,6 +395,9 @@ impl MoeCtx {
         dm: &Val,
         grads: &mut [Option<Val>],
     ) -> Val {
+        if c.cp > 1 {
+            return self.backward_in_context(e, c, acts, ws, dm, grads);
+        }
         let a = |r: &str| acts[r].0.clone();
         let (g, s, x) = (self.groups, self.group, self.experts);
         let act_dims = c.act_dims();
@@ -430,6 +456,164 @@ impl MoeCtx {
         }
         e.constrain(&dln2, &act_dims)
     }
+}
+
+/// Context parallelism: each context rank routes its own tokens through
+/// every expert (a computation manual over `context`, partitioned over
+/// `tensor` inside); the activations leave it split over `context` along
+/// their token (or routing-group) dimension, and the weight gradients as
+/// each rank's partial sums stacked on a leading `context` dimension, as
+/// [`super::block::mm_dw`] gives a dense layer's.
+impl MoeCtx {
+    /// The context of one context rank: its share of the sequence, no
+    /// context axis, its own routing.
+    fn rank_ctx(&self, c: &Ctx) -> (Ctx, MoeCtx) {
+        let m = self.in_context_rank(c.cp);
+        let inner = Ctx {
+            s: c.s / c.cp,
+            cp: 1,
+            moe: Some(m.clone()),
+            ..c.clone()
+        };
+        (inner, m)
+    }
+
+    fn forward_in_context(
+        &self,
+        e: &mut Emitter,
+        c: &Ctx,
+        ln2: &Val,
+        ws: &[Sharded],
+        acts: &mut Acts,
+    ) -> Val {
+        let (inner, m) = self.rank_ctx(c);
+        let mut operands: Vec<(&Val, Vec<&str>)> = vec![(ln2, c.act_dims())];
+        operands.extend(ws.iter().map(|(w, d)| (w, d.clone())));
+        let scope = e.manual_begin_over(&[CONTEXT.to_string()], &operands);
+        let args = scope.args.clone();
+        let ws_in: Vec<Sharded> = ws
+            .iter()
+            .zip(&args[1..])
+            .map(|((_, d), a)| (a.clone(), d.clone()))
+            .collect();
+        let mut local = Acts::new();
+        let out = m.forward(e, &inner, &args[0], &ws_in, &mut local);
+        let mut results: Vec<(&Val, Vec<&str>)> = vec![(&out, c.act_dims())];
+        let kept: Vec<(&'static str, Vec<&'static str>)> = local
+            .iter()
+            .map(|(r, (_, d))| (*r, with_context(d, token_dim(r))))
+            .collect();
+        results.extend(
+            local
+                .values()
+                .zip(&kept)
+                .map(|((v, _), (_, d))| (v, d.clone())),
+        );
+        let outs = e.manual_end(scope, &results);
+        for ((r, d), v) in kept.into_iter().zip(&outs[1..]) {
+            acts.insert(r, (v.clone(), d));
+        }
+        e.constrain(&outs[0], &c.act_dims())
+    }
+
+    fn backward_in_context(
+        &self,
+        e: &mut Emitter,
+        c: &Ctx,
+        acts: &Acts,
+        ws: &[Sharded],
+        dm: &Val,
+        grads: &mut [Option<Val>],
+    ) -> Val {
+        let (inner, m) = self.rank_ctx(c);
+        // The activations the backward reads: the norm's output and the
+        // mixture's own.
+        let roles: Vec<&'static str> = std::iter::once("ln2")
+            .chain(MOE_ROLES.iter().copied())
+            .filter(|r| acts.contains_key(r))
+            .collect();
+        let mut operands: Vec<(&Val, Vec<&str>)> = vec![(dm, c.act_dims())];
+        operands.extend(roles.iter().map(|r| (&acts[r].0, acts[r].1.clone())));
+        operands.extend(ws.iter().map(|(w, d)| (w, d.clone())));
+        let scope = e.manual_begin_over(&[CONTEXT.to_string()], &operands);
+        let args = scope.args.clone();
+        let local: Acts = roles
+            .iter()
+            .zip(&args[1..])
+            .map(|(r, a)| (*r, (a.clone(), without_context(&acts[r].1))))
+            .collect();
+        let ws_in: Vec<Sharded> = ws
+            .iter()
+            .zip(&args[1 + roles.len()..])
+            .map(|((_, d), a)| (a.clone(), d.clone()))
+            .collect();
+        let mut local_grads: Vec<Option<Val>> = vec![None; ws.len()];
+        let dln2 = m.backward(e, &inner, &local, &ws_in, &args[0], &mut local_grads);
+        // Each rank's weight gradients, `[1, ...]` inside: `[cp, ...]`.
+        let stacked: Vec<Sharded> = local_grads
+            .into_iter()
+            .zip(ws)
+            .map(|(g, (_, d))| {
+                let g = g.expect("every expert weight has a gradient");
+                let mut shape = vec![1];
+                shape.extend_from_slice(&g.shape);
+                let g = e.reshape(&g, &shape);
+                let mut dims = vec![CONTEXT];
+                dims.extend_from_slice(d);
+                (g, dims)
+            })
+            .collect();
+        let mut results: Vec<(&Val, Vec<&str>)> = vec![(&dln2, c.act_dims())];
+        results.extend(stacked.iter().map(|(g, d)| (g, d.clone())));
+        let outs = e.manual_end(scope, &results);
+        for (slot, g) in grads.iter_mut().zip(&outs[1..]) {
+            *slot = Some(g.clone());
+        }
+        e.constrain(&outs[0], &c.act_dims())
+    }
+}
+
+/// The context-parallel mesh axis.
+const CONTEXT: &str = "context";
+
+/// The activation roles of the mixture of experts (what its backward reads
+/// besides the norm's output).
+const MOE_ROLES: [&str; 11] = [
+    "rprobs", "rmask", "disp", "xe", "eh1", "ehu", "egact", "ye", "sh1", "shu", "sgact",
+];
+
+/// The dimension of a mixture-of-experts activation that holds its tokens
+/// (or their routing groups), split over `context` outside a rank:
+/// `[b, s, ...]` values on the sequence, the dispatch masks and expert
+/// outputs `[groups, ...]` on their groups, the experts' inputs and
+/// intermediates `[local experts, groups, ...]` on their groups.
+fn token_dim(role: &str) -> usize {
+    match role {
+        "rmask" | "disp" | "ye" => 0,
+        _ => 1,
+    }
+}
+
+/// `dims` with `context` added (major) on dimension `at`.
+fn with_context(dims: &[&'static str], at: usize) -> Vec<&'static str> {
+    let mut d = dims.to_vec();
+    d[at] = match d[at] {
+        "" => CONTEXT,
+        "tensor" => "context,tensor",
+        other => panic!("a mixture-of-experts activation split over {other}"),
+    };
+    d
+}
+
+/// `dims` without `context`: what one context rank sees.
+fn without_context(dims: &[&'static str]) -> Vec<&'static str> {
+    dims.iter()
+        .map(|d| match *d {
+            "context" => "",
+            "context,tensor" => "tensor",
+            other => other,
+        })
+        .collect()
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

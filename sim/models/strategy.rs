@@ -260,10 +260,13 @@ impl Strategy {
             ));
         }
         check_expert_split(model, self.tp, self.ep, self.dp)?;
-        if model.moe.is_some() && self.cp > 1 {
+        // Each context rank routes its own tokens through every expert;
+        // expert parallelism carved from the data x context ranks
+        // (Megatron-Core's expert-data group) is not built.
+        if model.moe.is_some() && self.cp > 1 && self.ep > 1 {
             return bad(format!(
-                "cp = {} with the mixture-of-experts model `{}`: context parallelism of expert layers is not built yet",
-                self.cp, model.name
+                "cp = {} with ep = {} (`{}`): expert parallelism over context-parallel ranks is not built; use ep = 1 with context parallelism",
+                self.cp, self.ep, model.name
             ));
         }
         Ok(())

@@ -5,6 +5,7 @@
 mod cli;
 mod context;
 mod inference;
+mod memory;
 mod moe;
 mod pipeline;
 mod programs;

@@ -559,7 +559,15 @@ impl<'a> Run<'a> {
         let slots = self.slots();
         let i = d * slots + slot;
         self.uses_left[i] = self.uses_left[i].saturating_sub(1);
-        if self.uses_left[i] != 0 || self.kept[slot] {
+        self.free_if_unread(d, slot);
+    }
+
+    /// Free `slot` on `d` once nothing reads it any more (nor is it kept):
+    /// after its last read, or as soon as it is made when nothing reads it
+    /// (a multi-result op's unused results).
+    fn free_if_unread(&mut self, d: usize, slot: Slot) {
+        let slots = self.slots();
+        if self.uses_left[d * slots + slot] != 0 || self.kept[slot] {
             return;
         }
         let root = self.buffer_of[slot];
@@ -731,6 +739,7 @@ impl<'a> Run<'a> {
         let step = &program.steps[i];
         for &s in step_outputs(step) {
             self.ready[d * slots + s] = true;
+            self.free_if_unread(d, s);
         }
         for k in 0..self.inputs[i].len() {
             self.release(d, self.inputs[i][k]);
@@ -750,6 +759,7 @@ impl<'a> Run<'a> {
         let members = self.groups[&i].members[g].clone();
         for &d in &members {
             self.ready[d * slots + output] = true;
+            self.free_if_unread(d, output);
             for k in 0..self.inputs[i].len() {
                 self.release(d, self.inputs[i][k]);
             }
