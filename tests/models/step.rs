@@ -299,7 +299,7 @@ fn rows() -> Vec<Row> {
             let (tp, pp, dp, gb) = (n("tp") as u64, n("pp") as u64, n("dp") as u64, n("global_batch") as u64);
             let (mb, v, mode) = if a100 {
                 let (mb, lpv, torch_ddp) = sc21[&(l, h)];
-                let v = if lpv == 0 { 1 } else { l / pp / lpv };
+                let v = (l / pp).checked_div(lpv).unwrap_or(1);
                 let mode = format!("recompute = \"full\"\nblocking_p2p = true\nseparate_attention_dropout = true\noverlap_grad_reduce = {torch_ddp}");
                 (mb, v, mode)
             } else {
