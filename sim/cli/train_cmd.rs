@@ -76,6 +76,10 @@ pub struct TrainArgs {
     /// (Megatron-LM's default for bf16): 4 bytes per parameter
     #[arg(long)]
     accumulate_allreduce_grads_in_fp32: bool,
+    /// Without flash attention, run the attention probabilities' dropout as a
+    /// kernel of its own after the fused softmax (Megatron-LM 2021's kernels)
+    #[arg(long)]
+    separate_attention_dropout: bool,
     /// Training sequence length (the model's by default).
     #[arg(long)]
     seq: Option<u64>,
@@ -201,6 +205,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     s.tp_comm_overlap |= args.tp_comm_overlap;
     s.overlap_param_gather |= args.overlap_param_gather;
     s.accumulate_allreduce_grads_in_fp32 |= args.accumulate_allreduce_grads_in_fp32;
+    s.separate_attention_dropout |= args.separate_attention_dropout;
     Ok(s)
 }
 

@@ -43,6 +43,10 @@ pub struct Ctx {
     pub norm: Norm,
     pub rope: bool,
     pub dropout: bool,
+    /// The attention probabilities' dropout (and its gradient) a kernel of
+    /// its own, after the fused softmax (Megatron-LM 2021): see
+    /// [`Strategy::separate_attention_dropout`].
+    pub separate_attention_dropout: bool,
     pub sequence_parallel: bool,
     /// Tensor-parallel ranks (the `tensor` axis).
     pub tp: u64,
@@ -63,6 +67,9 @@ impl Ctx {
     pub fn new(model: &ModelSpec, strategy: &Strategy) -> Ctx {
         Ctx {
             sequence_parallel: strategy.sequence_parallel,
+            separate_attention_dropout: strategy.separate_attention_dropout
+                && model.dropout
+                && !strategy.flash_attention,
             tp: strategy.tp,
             cp: strategy.cp,
             tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
@@ -88,6 +95,7 @@ impl Ctx {
             norm: model.norm,
             rope: model.rope,
             dropout: model.dropout,
+            separate_attention_dropout: false,
             sequence_parallel: false,
             tp: 1,
             cp: 1,
@@ -548,7 +556,11 @@ fn attention_probs(e: &mut Emitter, c: &Ctx, q: &Val, k: &Val, seed: u64) -> Act
     let ez = e.unary("exponential", &z);
     let se = e.reduce_last_keep("add", &ez, 0.0);
     let p = e.binary("divide", &ez, &se);
-    let p = e.constrain(&p, &dims5);
+    let mut p = e.constrain(&p, &dims5);
+    if c.separate_attention_dropout {
+        // The fused softmax kernel ends here: the probabilities go to memory.
+        p = kernel_boundary(e, &p, &dims5);
+    }
     let mut acts = Acts::new();
     if c.dropout {
         let (keep, pd) = dropout(e, &p, seed);
@@ -557,6 +569,17 @@ fn attention_probs(e: &mut Emitter, c: &Ctx, q: &Val, k: &Val, seed: u64) -> Act
     }
     acts.insert("p", (p, dims5));
     acts
+}
+
+/// `x` (sharded as `dims`) unchanged, written to memory by the kernel that
+/// makes it and read back by the next: an identity per-device region,
+/// whose result is a relabel of each device's block (no data moves), which
+/// no fusion of the timed run spans. Where a framework's kernels end on a
+/// value a compiler would have fused through.
+fn kernel_boundary(e: &mut Emitter, x: &Val, dims: &[&str]) -> Val {
+    let scope = e.manual_begin(&[(x, dims.to_vec())]);
+    let block = scope.args[0].clone();
+    e.manual_end(scope, &[(&block, dims.to_vec())]).remove(0)
 }
 
 /// The probabilities attention applies: after dropout when there is one.
@@ -885,11 +908,16 @@ fn core_backward(e: &mut Emitter, c: &Ctx, acts: &Acts, dctx: &Val) -> (Val, Val
     let probs = applied_probs(acts).clone();
     let dpd = e.dot(dctx, &a("v"), (&[0, 1], &[0, 1]), (&[4], &[3]));
     let dv = e.dot(&probs, dctx, (&[0, 1], &[0, 1]), (&[2, 3], &[2, 3]));
-    let dp = if c.dropout {
+    let mut dp = if c.dropout {
         dropout_apply(e, &dpd, &a("pmask"))
     } else {
         dpd
     };
+    if c.separate_attention_dropout {
+        // Dropout's gradient is a kernel of its own before the fused
+        // softmax gradient: it goes to memory.
+        dp = kernel_boundary(e, &dp, &["", "tensor", "", "", ""]);
+    }
     let p = a("p");
     let t = e.binary("multiply", &dp, &p);
     let r = e.reduce_last_keep("add", &t, 0.0);

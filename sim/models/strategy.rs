@@ -85,6 +85,17 @@ pub struct Strategy {
     /// Data-parallel gradient reduction overlapped with the last backward pass.
     #[serde(default)]
     pub overlap_grad_reduce: bool,
+    /// Without flash attention: the attention probabilities' dropout runs as
+    /// a kernel of its own, as in Megatron-LM's 2021 code (a batched matmul
+    /// writes the scores, one fused scale-mask-softmax kernel writes the
+    /// probabilities, PyTorch's dropout reads them and writes the dropped
+    /// probabilities and the mask; the backward likewise applies the mask in
+    /// a kernel before the fused softmax gradient). The probabilities, and
+    /// in the backward their gradient, cross memory once more each (4 bytes
+    /// per score in 16-bit types) than when a compiler fuses softmax and
+    /// dropout into one kernel (off).
+    #[serde(default)]
+    pub separate_attention_dropout: bool,
     /// Pipeline sends and receives block the stage, as in Megatron-LM's
     /// 2021 schedules (Narayanan et al.): `batch_isend_irecv`, a wait on
     /// every request and a device synchronize between passes, so a stage
