@@ -894,7 +894,41 @@ fn check_indices(t: &[&TensorType]) -> Result<(), String> {
     Ok(())
 }
 
+/// Ops a `!stablehlo.token` may flow through: it orders side effects and
+/// holds no data, so only ops that pass values on (terminators, calls,
+/// control flow, optimization barriers, computations) or custom calls (host
+/// callbacks) take one.
+fn takes_tokens(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Return
+            | OpKind::StablehloReturn
+            | OpKind::SdyReturn
+            | OpKind::Call { .. }
+            | OpKind::While
+            | OpKind::Case
+            | OpKind::If
+            | OpKind::OptimizationBarrier
+            | OpKind::CustomCall { .. }
+            | OpKind::NamedComputation { .. }
+            | OpKind::ManualComputation { .. }
+    )
+}
+
 fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
+    let token = (op.operands.iter().chain(&op.results)).find(|&&v| f.value(v).ty.is_token());
+    if let Some(&v) = token {
+        if !takes_tokens(&op.kind) {
+            return Err(err(
+                op,
+                format!(
+                    "{} is a !stablehlo.token, which this op does not take (a token only flows through \
+                     calls, control flow, optimization barriers, custom calls and computations)",
+                    f.value(v).name
+                ),
+            ));
+        }
+    }
     super::verify_sdy::check_sdy_op(m, f, op)?;
     let ins: Vec<&TensorType> = op.operands.iter().map(|&v| &f.value(v).ty).collect();
     let outs: Vec<&TensorType> = op.results.iter().map(|&v| &f.value(v).ty).collect();

@@ -61,6 +61,9 @@ impl Tensor {
 
     /// All zeros (false for i1).
     pub fn zeros(shape: Vec<u64>, dtype: DType) -> Result<Tensor, TensorError> {
+        if dtype == DType::Token && shape.is_empty() {
+            return Ok(Tensor::token());
+        }
         Tensor::splat(shape, Scalar::zero(dtype))
     }
 
