@@ -540,7 +540,8 @@ fn op_priority_direction(
 /// `getCommonMeshOrRef`: shardings on the empty mesh `<[]>` are placeholders
 /// that take any other mesh (so propagation replaces it), meshes with other
 /// names but equal axes and device ids are the same mesh (the first name is
-/// kept), and any other difference means no common mesh.
+/// kept), a maximal mesh is common to nothing, and any other difference
+/// means no common mesh.
 fn common_mesh<'m>(
     meshes: &'m [(String, Mesh)],
     shardings: &[Option<&TensorSharding>],
@@ -554,6 +555,11 @@ fn common_mesh<'m>(
             .iter()
             .find(|(m, _)| m == n)
             .map(|(m, mesh)| (m.as_str(), mesh))?;
+        // A maximal sharding (the whole value on one device) is kept as
+        // written and never propagates (Shardy's maximal_mesh cases).
+        if other.1.is_maximal() {
+            return None;
+        }
         match found {
             Some((_, mesh)) if !is_empty_mesh(mesh) => {
                 if !is_empty_mesh(other.1) && other.1 != mesh {
