@@ -21,10 +21,14 @@ pub enum DType {
     UI8,
     UI32,
     UI64,
+    /// `!stablehlo.token`: orders side effects and holds no data. Always a
+    /// rank-0 type (`TensorType::token()`), zero bytes, never sharded.
+    Token,
 }
 
 impl DType {
-    /// Every element type, in a fixed order.
+    /// Every element type a `tensor<...>` may hold, in a fixed order (the
+    /// token is a type of its own, not an element type).
     pub const ALL: [DType; 11] = [
         DType::F32,
         DType::F64,
@@ -46,6 +50,7 @@ impl DType {
             DType::BF16 | DType::F16 => 2,
             DType::F32 | DType::I32 | DType::UI32 => 4,
             DType::F64 | DType::I64 | DType::UI64 => 8,
+            DType::Token => 0,
         }
     }
 
@@ -68,6 +73,7 @@ impl DType {
             DType::UI8 => "ui8",
             DType::UI32 => "ui32",
             DType::UI64 => "ui64",
+            DType::Token => "token",
         }
     }
 }
@@ -98,6 +104,16 @@ pub struct TensorType {
 impl TensorType {
     pub fn new(shape: Vec<u64>, dtype: DType) -> Self {
         TensorType { shape, dtype }
+    }
+
+    /// `!stablehlo.token`: rank 0, zero bytes.
+    pub fn token() -> Self {
+        TensorType::new(Vec::new(), DType::Token)
+    }
+
+    /// True for `!stablehlo.token`.
+    pub fn is_token(&self) -> bool {
+        self.dtype == DType::Token
     }
 
     /// Number of dimensions.
@@ -157,6 +173,9 @@ impl TensorType {
 
 impl fmt::Display for TensorType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_token() {
+            return f.write_str("!stablehlo.token");
+        }
         f.write_str("tensor<")?;
         for d in &self.shape {
             write!(f, "{d}x")?;
@@ -176,6 +195,9 @@ mod tests {
             "tensor<8x16xf32>"
         );
         assert_eq!(TensorType::new(vec![], DType::I1).to_string(), "tensor<i1>");
+        assert_eq!(TensorType::token().to_string(), "!stablehlo.token");
+        assert_eq!(TensorType::token().size_bytes(), 0);
+        assert!("token".parse::<DType>().is_err());
     }
 
     #[test]

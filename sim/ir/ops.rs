@@ -343,6 +343,7 @@ fn decode_le(b: &[u8], dtype: crate::base::DType) -> Option<f64> {
         D::I32 => f64::from(u as u32 as i32),
         D::I64 => u as i64 as f64,
         D::UI8 | D::UI32 | D::UI64 => u as f64,
+        D::Token => return None,
     })
 }
 

@@ -133,13 +133,13 @@ fn verify_func(m: &Module, f: &Func) -> Result<(), IrError> {
     for &a in &f.args {
         let v = f.value(a);
         if let Some(s) = &v.sharding {
-            check_sharding_rank(s, &v.ty)
+            check_value_sharding(m, s, &v.ty)
                 .map_err(|e| at_func(format!("argument {}: {e}", v.name)))?;
         }
     }
     for (i, (t, s)) in f.result_types.iter().zip(&f.result_shardings).enumerate() {
         if let Some(s) = s {
-            check_sharding_rank(s, t).map_err(|e| at_func(format!("result #{i}: {e}")))?;
+            check_value_sharding(m, s, t).map_err(|e| at_func(format!("result #{i}: {e}")))?;
         }
     }
     match f.body.last().map(|&id| f.op(id)) {
@@ -217,6 +217,22 @@ fn join(t: &[&TensorType]) -> String {
         .map(|t| t.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A sharding on a maximal mesh (`<@maximal, []>`: the whole value on one
+/// device) fits a tensor of any rank, as in Shardy.
+fn is_maximal(m: &Module, s: &TensorSharding) -> bool {
+    s.dims.is_empty()
+        && s.resolve_mesh(&m.meshes)
+            .is_some_and(|mesh| mesh.is_maximal())
+}
+
+/// [`check_sharding_rank`], maximal shardings aside.
+fn check_value_sharding(m: &Module, s: &TensorSharding, ty: &TensorType) -> Result<(), String> {
+    match is_maximal(m, s) {
+        true => Ok(()),
+        false => check_sharding_rank(s, ty),
+    }
 }
 
 fn check_sharding_rank(s: &TensorSharding, ty: &TensorType) -> Result<(), String> {
@@ -894,7 +910,41 @@ fn check_indices(t: &[&TensorType]) -> Result<(), String> {
     Ok(())
 }
 
+/// Ops a `!stablehlo.token` may flow through: it orders side effects and
+/// holds no data, so only ops that pass values on (terminators, calls,
+/// control flow, optimization barriers, computations) or custom calls (host
+/// callbacks) take one.
+fn takes_tokens(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Return
+            | OpKind::StablehloReturn
+            | OpKind::SdyReturn
+            | OpKind::Call { .. }
+            | OpKind::While
+            | OpKind::Case
+            | OpKind::If
+            | OpKind::OptimizationBarrier
+            | OpKind::CustomCall { .. }
+            | OpKind::NamedComputation { .. }
+            | OpKind::ManualComputation { .. }
+    )
+}
+
 fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
+    let token = (op.operands.iter().chain(&op.results)).find(|&&v| f.value(v).ty.is_token());
+    if let Some(&v) = token {
+        if !takes_tokens(&op.kind) {
+            return Err(err(
+                op,
+                format!(
+                    "{} is a !stablehlo.token, which this op does not take (a token only flows through \
+                     calls, control flow, optimization barriers, custom calls and computations)",
+                    f.value(v).name
+                ),
+            ));
+        }
+    }
     super::verify_sdy::check_sdy_op(m, f, op)?;
     let ins: Vec<&TensorType> = op.operands.iter().map(|&v| &f.value(v).ty).collect();
     let outs: Vec<&TensorType> = op.results.iter().map(|&v| &f.value(v).ty).collect();
@@ -915,7 +965,7 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
     for &r in &op.results {
         let v = f.value(r);
         if let Some(s) = &v.sharding {
-            check_sharding_rank(s, &v.ty)
+            check_value_sharding(m, s, &v.ty)
                 .map_err(|e| err(op, format!("result {}: {e}", v.name)))?;
         }
     }

@@ -207,6 +207,7 @@ struct State<'m> {
 /// their first caller (in module order) and take the shardings found there.
 pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
     let meshes = module.meshes.clone();
+    let tokens = TokenShardings::record(module);
     let mut report = Report::default();
     let called: std::collections::BTreeSet<String> = module
         .funcs
@@ -268,7 +269,57 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
                 .collect();
         }
     }
+    tokens.restore(module);
     Ok(report)
+}
+
+/// The shardings of every `!stablehlo.token` value and result as written:
+/// a token holds no data, so propagation never gives it a sharding (Shardy
+/// skips tokens) and keeps one the user wrote.
+struct TokenShardings {
+    /// Per function: (value index, sharding) and (result index, sharding).
+    funcs: Vec<TokenFunc>,
+}
+
+type TokenFunc = (
+    Vec<(usize, Option<TensorSharding>)>,
+    Vec<(usize, Option<TensorSharding>)>,
+);
+
+impl TokenShardings {
+    fn record(module: &Module) -> TokenShardings {
+        let funcs = module
+            .funcs
+            .iter()
+            .map(|f| {
+                let values = (f.values.iter().enumerate())
+                    .filter(|(_, v)| v.ty.is_token())
+                    .map(|(i, v)| (i, v.sharding.clone()))
+                    .collect();
+                let results = (f.result_types.iter().enumerate())
+                    .filter(|(_, t)| t.is_token())
+                    .map(|(i, _)| (i, f.result_shardings.get(i).cloned().flatten()))
+                    .collect();
+                (values, results)
+            })
+            .collect();
+        TokenShardings { funcs }
+    }
+
+    fn restore(self, module: &mut Module) {
+        for (f, (values, results)) in module.funcs.iter_mut().zip(self.funcs) {
+            for (i, s) in values {
+                if let Some(v) = f.values.get_mut(i) {
+                    v.sharding = s;
+                }
+            }
+            for (i, s) in results {
+                if let Some(r) = f.result_shardings.get_mut(i) {
+                    *r = s;
+                }
+            }
+        }
+    }
 }
 
 fn identity_rule(rank: usize) -> OpShardingRule {
@@ -489,7 +540,8 @@ fn op_priority_direction(
 /// `getCommonMeshOrRef`: shardings on the empty mesh `<[]>` are placeholders
 /// that take any other mesh (so propagation replaces it), meshes with other
 /// names but equal axes and device ids are the same mesh (the first name is
-/// kept), and any other difference means no common mesh.
+/// kept), a maximal mesh is common to nothing, and any other difference
+/// means no common mesh.
 fn common_mesh<'m>(
     meshes: &'m [(String, Mesh)],
     shardings: &[Option<&TensorSharding>],
@@ -503,6 +555,11 @@ fn common_mesh<'m>(
             .iter()
             .find(|(m, _)| m == n)
             .map(|(m, mesh)| (m.as_str(), mesh))?;
+        // A maximal sharding (the whole value on one device) is kept as
+        // written and never propagates (Shardy's maximal_mesh cases).
+        if other.1.is_maximal() {
+            return None;
+        }
         match found {
             Some((_, mesh)) if !is_empty_mesh(mesh) => {
                 if !is_empty_mesh(other.1) && other.1 != mesh {

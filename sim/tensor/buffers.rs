@@ -85,6 +85,10 @@ pub fn concat_pieces(pieces: &[Tensor], dim: usize) -> Result<Tensor, TensorErro
 
 /// The block `[start, end)` per dim of `x`.
 pub fn extract_block(x: &Tensor, ranges: &[(u64, u64)]) -> Result<Tensor, TensorError> {
+    // A token holds no data: each device's block is a token.
+    if x.dtype() == DType::Token && ranges.is_empty() {
+        return Ok(Tensor::token());
+    }
     if ranges.len() != x.rank() {
         return Err(TensorError::invalid(
             "extract_block",
@@ -102,6 +106,9 @@ pub fn extract_block(x: &Tensor, ranges: &[(u64, u64)]) -> Result<Tensor, Tensor
 
 /// Write `block` into `x` with its first element at `starts`; it must fit.
 pub fn insert_block(x: &mut Tensor, block: &Tensor, starts: &[u64]) -> Result<(), TensorError> {
+    if x.dtype() == DType::Token && block.dtype() == DType::Token && starts.is_empty() {
+        return Ok(());
+    }
     let fits = block.rank() == x.rank()
         && starts.len() == x.rank()
         && (0..x.rank()).all(|d| {
@@ -141,6 +148,9 @@ pub(crate) fn write_block(x: &mut Tensor, block: &Tensor, starts: &[u64]) {
 
 /// Pad `x` at the high end of every dim up to `shape` with `value`.
 pub fn pad_to_shape(x: &Tensor, shape: &[u64], value: Scalar) -> Result<Tensor, TensorError> {
+    if x.dtype() == DType::Token && shape.is_empty() {
+        return Ok(Tensor::token());
+    }
     if shape.len() != x.rank() || shape.iter().zip(x.shape()).any(|(s, d)| s < d) {
         return Err(TensorError::invalid(
             "pad_to_shape",

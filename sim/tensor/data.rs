@@ -254,6 +254,8 @@ impl Data {
             DType::UI8 => Data::UI8(v.iter().map(|&x| x as u8).collect()),
             DType::UI32 => Data::UI32(v.iter().map(|&x| x as u32).collect()),
             DType::UI64 => Data::UI64(v.iter().map(|&x| x as u64).collect()),
+            // A token holds no data.
+            DType::Token => Data::I1(Vec::new()),
         }
     }
 
@@ -284,6 +286,7 @@ impl Data {
             DType::UI8 => Data::UI8(v.iter().map(|&i| i as u8).collect()),
             DType::UI32 => Data::UI32(v.iter().map(|&i| i as u32).collect()),
             DType::UI64 => Data::UI64(v.iter().map(|&i| i as u64).collect()),
+            DType::Token => Data::I1(Vec::new()),
         }
     }
 

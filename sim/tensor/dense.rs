@@ -61,7 +61,20 @@ impl Tensor {
 
     /// All zeros (false for i1).
     pub fn zeros(shape: Vec<u64>, dtype: DType) -> Result<Tensor, TensorError> {
+        if dtype == DType::Token && shape.is_empty() {
+            return Ok(Tensor::token());
+        }
         Tensor::splat(shape, Scalar::zero(dtype))
+    }
+
+    /// A `!stablehlo.token` value: rank 0 and no data (it only orders side
+    /// effects).
+    pub fn token() -> Tensor {
+        Tensor {
+            shape: Vec::new(),
+            dtype: DType::Token,
+            data: Data::I1(Vec::new()),
+        }
     }
 
     /// A rank-0 tensor.
@@ -148,6 +161,7 @@ impl Tensor {
             DType::UI8 => Data::UI8(bytes.to_vec()),
             DType::UI32 => Data::UI32(decode!(u32, 4)),
             DType::UI64 => Data::UI64(decode!(u64, 8)),
+            DType::Token => return Ok(Tensor::token()),
         };
         Tensor::new(shape, data)
     }

@@ -84,7 +84,7 @@ pub fn descr_of(dtype: DType) -> Option<&'static str> {
         DType::UI8 => "|u1",
         DType::UI32 => "<u4",
         DType::UI64 => "<u8",
-        DType::BF16 => return None,
+        DType::BF16 | DType::Token => return None,
     })
 }
 

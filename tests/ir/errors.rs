@@ -122,7 +122,7 @@ const MALFORMED: &[(&str, &str)] = &[
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  return %arg1 : tensor<4xf32>\n}\n", "2:10: expected a value defined before this use, found undefined value %arg1"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.abs %arg0 : tensor<4xf32>\n  %0 = stablehlo.abs %arg0 : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n", "3:3: expected a fresh value name, found %0 defined twice"),
     ("func.func @main(%arg0: tensor<4xq32>) -> tensor<4xf32> {\n}\n", "1:33: expected an element type"),
-    ("func.func @main(%arg0: tensor<?xf32>) -> tensor<4xf32> {\n}\n", "1:31: expected a static dimension, found '?'"),
+    ("func.func @main(%arg0: tensor<?xf32>) -> tensor<4xf32> {\n}\n", "1:31: expected a static dimension (shardsim does not take dynamically shaped tensors), found dynamic dimension '?' (dimension 0 of the type)"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.abs %arg0 : (tensor<8xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n", "2:28: expected operand #0 of type tensor<4xf32>, found tensor<8xf32>"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.abs %arg0 tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n", "2:28: expected ':', found 'tensor'"),
     ("func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.compare XX, %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>\n  return %arg0 : tensor<4xf32>\n}\n", "2:26: expected a comparison direction (EQ, NE, LT, LE, GT, GE), found 'XX'"),

@@ -22,7 +22,7 @@ fn linalg_ops_refuse_types_stablehlo_refuses() {
 }
 
 /// Each `// -----` piece of the fixture fails with its `// error:` line.
-fn check_bad_programs(file: &str, pieces_in_file: usize) {
+pub(super) fn check_bad_programs(file: &str, pieces_in_file: usize) {
     let path = crate::common::fixture("shardy_lit").join(file);
     let text = std::fs::read_to_string(path).unwrap();
     let pieces: Vec<&str> = text.split("\n// -----\n").collect();
@@ -33,7 +33,7 @@ fn check_bad_programs(file: &str, pieces_in_file: usize) {
             .find_map(|l| l.strip_prefix("// error: "))
             .expect("each piece states its error");
         // The program starts at its `func.func` line (line 1), as a file would.
-        let program = &piece[piece.find("func.func").unwrap()..];
+        let program = &piece[piece.find("\nfunc.func").unwrap() + 1..];
         let program = format!("sdy.mesh @m = <[\"x\"=2]>\n{program}");
         let Err(e) = parse_and_verify(&program) else {
             panic!("accepted:\n{program}");

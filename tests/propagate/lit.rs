@@ -3,7 +3,7 @@
 //! `tests/fixtures/shardy_lit/<group>.mlir` (one function per lit case,
 //! written for shardsim, never copied) and `<group>.expect` (Shardy's answer
 //! as read from the lit file's CHECK lines: `case [@callee] value: axes | ...`,
-//! open/closed ignored; `absent`: no such value, e.g. a split copy merged
+//! open/closed ignored; `absent`: no such value, e.g. a split copy merged back; `unsharded`: no sharding at all, as a token
 //! back). A case gives Shardy's answer when every one of its lines matches. A
 //! fixture may hold several modules split at `// -----` lines (lit's
 //! -split-input-file), each with one device count. The test prints the count table and checks that exactly the
@@ -99,6 +99,13 @@ const GROUPS: &[Group] = &[
         total: 5,
         before: Some(0),
         strategy: Strategy::BasicConservative,
+    },
+    Group {
+        name: "token",
+        lit: "basic_propagation_token.mlir",
+        total: 2,
+        before: Some(0),
+        strategy: Strategy::Basic,
     },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
@@ -218,6 +225,25 @@ fn ours(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
     Ok(axes(v.sharding.as_ref(), v.ty.rank()))
 }
 
+/// Whether a value (or `resultN`) has no sharding at all (Shardy gives a
+/// token none).
+fn unsharded(ms: &[Module], func: &str, value: &str) -> Result<bool, String> {
+    let f = ms
+        .iter()
+        .find_map(|m| m.func(func))
+        .ok_or_else(|| format!("no @{func}"))?;
+    if let Some(i) = value.strip_prefix("result") {
+        let i: usize = i.parse().map_err(|_| format!("bad result index {value}"))?;
+        return Ok(f.result_shardings[i].is_none());
+    }
+    let v = f
+        .values
+        .iter()
+        .find(|v| v.name == value)
+        .ok_or_else(|| format!("no {value} in @{func}"))?;
+    Ok(v.sharding.is_none())
+}
+
 /// Per case, the mismatches (empty: Shardy's answer).
 fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
     let dir = crate::common::fixture("shardy_lit");
@@ -257,6 +283,18 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
         if want.trim() == "absent" {
             if let Ok(got) = ours(&ms, &func, value) {
                 entry.push(format!("{func} {value}: shardy has none, ours [{got}]"));
+            }
+            continue;
+        }
+        // `unsharded`: Shardy gives the value no sharding (a token).
+        if want.trim() == "unsharded" {
+            match unsharded(&ms, &func, value) {
+                Ok(true) => {}
+                Ok(false) => entry.push(format!(
+                    "{func} {value}: shardy has no sharding, ours [{}]",
+                    ours(&ms, &func, value).unwrap_or_default()
+                )),
+                Err(e) => entry.push(e),
             }
             continue;
         }

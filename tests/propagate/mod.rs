@@ -7,3 +7,4 @@ mod fixtures;
 mod linalg;
 mod lit;
 mod props;
+mod tokens;

@@ -212,6 +212,13 @@ pub(super) fn eval_manual(
     let ids = mesh.device_ids();
     let mut envs: Vec<Env> = ids.iter().map(|_| Env::new(func)).collect();
     for (i, (x, s)) in args.iter().zip(&in_shardings).enumerate() {
+        // A token holds no data: every device gets one.
+        if x.dtype() == crate::base::DType::Token {
+            for env in envs.iter_mut() {
+                env.set(region.args[i], Tensor::token());
+            }
+            continue;
+        }
         let l = layout(mesh, s, x.shape(), &format!("operand {i}")).map_err(fail)?;
         for (k, &d) in ids.iter().enumerate() {
             let shard = l.shard_of(d).ok_or_else(|| fail(format!("device {d}")))?;
@@ -250,6 +257,10 @@ pub(super) fn eval_manual(
     let mut results = Vec::with_capacity(op.results.len());
     for (j, (&r, s)) in op.results.iter().zip(&out_shardings).enumerate() {
         let ty = &func.value(r).ty;
+        if ty.is_token() {
+            results.push(Tensor::token());
+            continue;
+        }
         let l = layout(mesh, s, &ty.shape, &format!("result {j}")).map_err(fail)?;
         let zero = tensor::Scalar::from_f64(ty.dtype, 0.0);
         let mut out =

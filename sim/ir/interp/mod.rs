@@ -56,6 +56,25 @@ impl From<(Loc, &str, TensorError)> for InterpError {
     }
 }
 
+/// The entry arguments from `inputs`: a `!stablehlo.token` argument holds no
+/// data, so inputs may leave tokens out (one per other argument, in order)
+/// and each token argument then gets a fresh token.
+pub fn complete_inputs(func: &Func, inputs: &[Tensor]) -> Vec<Tensor> {
+    let types = func.arg_types();
+    let tokens = types.iter().filter(|t| t.is_token()).count();
+    if tokens == 0 || inputs.len() != types.len() - tokens {
+        return inputs.to_vec();
+    }
+    let mut given = inputs.iter();
+    types
+        .iter()
+        .map(|t| match t.is_token() {
+            true => Tensor::token(),
+            false => given.next().cloned().unwrap_or_else(Tensor::token),
+        })
+        .collect()
+}
+
 /// Check `inputs` against `func`'s argument types, naming the first mismatch.
 pub fn check_inputs(func: &Func, inputs: &[Tensor]) -> Result<(), InterpError> {
     let want = func.arg_types();
@@ -84,6 +103,7 @@ pub fn interpret(module: &Module, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
     let func = module
         .entry()
         .ok_or_else(|| InterpError::NoFunction("main".into()))?;
-    check_inputs(func, inputs)?;
-    eval_func(module, func, inputs.to_vec())
+    let inputs = complete_inputs(func, inputs);
+    check_inputs(func, &inputs)?;
+    eval_func(module, func, inputs)
 }

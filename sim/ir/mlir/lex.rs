@@ -47,8 +47,15 @@ pub fn value_use<'a>(c: &mut Cursor<'a>) -> Result<(&'a str, Option<u64>), TextE
 pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
     c.ws();
     let start = c.pos();
+    if let Some(after) = c.rest().strip_prefix("!stablehlo.token") {
+        // The whole word: `!stablehlo.tokens` is no token.
+        if !after.starts_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.') {
+            c.set_pos(start + "!stablehlo.token".len());
+            return Ok(TensorType::token());
+        }
+    }
     if !c.rest().starts_with("tensor<") {
-        return Err(c.error("a tensor type like tensor<8x16xf32>"));
+        return Err(c.error("a tensor type like tensor<8x16xf32> or !stablehlo.token"));
     }
     c.set_pos(start + 7);
     let mut shape = Vec::new();
@@ -69,7 +76,21 @@ pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
             continue;
         }
         if rest.starts_with('?') || rest.starts_with('*') {
-            return Err(c.error_with(c.pos(), "a static dimension", format!("'{}'", &rest[..1])));
+            // Shardy skips dynamically shaped values; shardsim needs every
+            // size (bytes, shards), so it refuses them where they are written.
+            let what = if rest.starts_with('?') {
+                format!(
+                    "dynamic dimension '?' (dimension {} of the type)",
+                    shape.len()
+                )
+            } else {
+                "an unranked tensor '*'".to_string()
+            };
+            return Err(c.error_with(
+                c.pos(),
+                "a static dimension (shardsim does not take dynamically shaped tensors)",
+                what,
+            ));
         }
         break;
     }
