@@ -29,12 +29,18 @@ pub fn read_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Tensor>> {
 
 /// Write `out<i>.npy` files into `dir` (created if missing) as one unit: when
 /// one cannot be written, none is (no partial outputs, no temporary files).
+/// A `!stablehlo.token` result holds no data and gets no file (its number is
+/// skipped, so `out<i>` stays result `i`).
 pub fn write_outputs(dir: &std::path::Path, outs: &[Tensor]) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut set = shardsim::base::files::OutputSet::new();
     let mut paths = Vec::new();
     for (i, t) in outs.iter().enumerate() {
         let p = dir.join(format!("out{i}.npy"));
+        if t.tensor_type().is_token() {
+            paths.push(p);
+            continue;
+        }
         let bytes = npy::to_npy_bytes(t).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
         set.write(&p, &bytes)?;
         paths.push(p);
@@ -48,6 +54,13 @@ pub fn run(args: InterpArgs) -> anyhow::Result<()> {
     let inputs = read_inputs(&args.inputs)?;
     let outs = interpret(&module, &inputs)?;
     for (p, t) in write_outputs(&args.out, &outs)?.iter().zip(&outs) {
+        if t.tensor_type().is_token() {
+            outln!(
+                "{}: !stablehlo.token (holds no data, not written)",
+                p.display()
+            )?;
+            continue;
+        }
         outln!(
             "{}: tensor<{}x{}>",
             p.display(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use shardsim::exec::execute;
 use shardsim::ir::inline;
-use shardsim::ir::interp::interpret;
+use shardsim::ir::interp::{complete_inputs, interpret};
 use shardsim::partition::{partition_with, text, PartitionOptions, SpmdProgram};
 use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::{max_abs_rel_error, Tensor};
@@ -193,6 +193,11 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     let mut numerics = Vec::new();
     if shape_only.is_none() {
         let inputs = read_inputs(&args.inputs)?;
+        // Token arguments hold no data: inputs may leave them out, as for `interp`.
+        let inputs = match original.entry() {
+            Some(func) => complete_inputs(func, &inputs),
+            None => inputs,
+        };
         let outs = execute(&program, &inputs)?;
         let reference = interpret(&original, &inputs)?;
         if let Some(dir) = &args.out {

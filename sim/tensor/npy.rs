@@ -21,12 +21,10 @@ const GROWTH_AXIS_MAX_DIGITS: usize = 21;
 /// Why a `.npy` file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// (The message carries the I/O error, so it is not also a `source`:
+    /// anyhow would print it twice.)
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     /// An error in a named file (the message carries the inner one, so it
     /// is not also a `source`: anyhow would print it twice).
     #[error("{path}: {error}")]
@@ -375,9 +373,9 @@ pub fn parse_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
     use std::io::Read;
     let shown = || path.display().to_string();
-    let io = |source| NpyError::Io {
+    let io = |error| NpyError::Io {
         path: shown(),
-        source,
+        error,
     };
     let in_file = |e: NpyError| NpyError::InFile {
         path: shown(),

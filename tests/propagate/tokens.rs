@@ -198,3 +198,59 @@ fn partitioned_token_program_matches_the_interpreter_and_moves_no_token_bytes() 
     };
     assert_eq!(bytes(&m), bytes(&untokened));
 }
+
+/// As a user runs it: `interp` and `exec` take a token program's inputs
+/// without its token arguments, and write no file for a token result
+/// (`out0` is skipped, `out1` is result 1), and a missing input file is
+/// named once, with the reason once.
+#[test]
+fn cli_runs_a_token_program_leaving_tokens_out_of_inputs_and_outputs() {
+    use crate::common::shardsim;
+    use shardsim::tensor::npy;
+    let dir = std::env::temp_dir().join(format!("shardsim-tokens-cli-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("t.mlir");
+    std::fs::write(
+        &program,
+        "module @m {\n  sdy.mesh @pq = <[\"p\"=2, \"q\"=2]>\n  func.func @main(%t: !stablehlo.token, %x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@pq, [{\"q\"}]>}) -> (!stablehlo.token, tensor<8xf32>) {\n    %y = stablehlo.add %x, %x : tensor<8xf32>\n    return %t, %y : !stablehlo.token, tensor<8xf32>\n  }\n}\n",
+    )
+    .unwrap();
+    let x: Vec<f32> = (0..8).map(|i| i as f32 - 3.5).collect();
+    let input = dir.join("x.npy");
+    npy::write_npy(&input, &Tensor::new(vec![8], Data::F32(x.clone())).unwrap()).unwrap();
+    let doubled: Vec<f32> = x.iter().map(|v| v + v).collect();
+    for cmd in ["interp", "exec"] {
+        let out_dir = dir.join(cmd);
+        let o = shardsim(&[
+            cmd,
+            program.to_str().unwrap(),
+            "--inputs",
+            input.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!out_dir.join("out0.npy").exists(), "{cmd} wrote a token");
+        let y = npy::read_npy(&out_dir.join("out1.npy")).unwrap();
+        assert_eq!(y.data(), &Data::F32(doubled.clone()), "{cmd}");
+    }
+    let missing = dir.join("missing.npy");
+    let o = shardsim(&[
+        "interp",
+        program.to_str().unwrap(),
+        "--inputs",
+        missing.to_str().unwrap(),
+        "--out",
+        dir.join("m").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("missing.npy").count(), 1, "{err}");
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
