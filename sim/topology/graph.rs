@@ -179,24 +179,38 @@ pub struct Topology {
 /// same device pairs again and again, and a least-cost search on a machine of
 /// thousands of devices costs far more than a lookup. Only looked up, never
 /// iterated; a copy of the topology starts empty. Bounded: cleared when full.
+/// The routes lie end to end in one list (a map entry is where its route
+/// starts and ends there), not one allocation per route.
 #[derive(Default)]
-pub(crate) struct RouteCache(
-    std::sync::Mutex<std::collections::HashMap<(u32, u32, u64), Vec<LinkId>>>,
-);
+pub(crate) struct RouteCache(std::sync::Mutex<RouteTable>);
+
+#[derive(Default)]
+struct RouteTable {
+    spans: std::collections::HashMap<(u32, u32, u64), (u32, u32)>,
+    links: Vec<LinkId>,
+}
 
 impl RouteCache {
     const MAX_ENTRIES: usize = 1 << 20;
+    /// Links held in all (spans index the list with `u32`; 64 MiB).
+    const MAX_LINKS: usize = 1 << 24;
 
     pub(crate) fn get(&self, key: (u32, u32, u64)) -> Option<Vec<LinkId>> {
-        self.0.lock().ok()?.get(&key).cloned()
+        let t = self.0.lock().ok()?;
+        let &(a, b) = t.spans.get(&key)?;
+        Some(t.links[a as usize..b as usize].to_vec())
     }
 
     pub(crate) fn insert(&self, key: (u32, u32, u64), route: &[LinkId]) {
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= Self::MAX_ENTRIES {
-                m.clear();
+        if let Ok(mut t) = self.0.lock() {
+            if t.spans.len() >= Self::MAX_ENTRIES || t.links.len() + route.len() > Self::MAX_LINKS {
+                t.spans.clear();
+                t.links.clear();
             }
-            m.insert(key, route.to_vec());
+            let a = t.links.len() as u32;
+            t.links.extend_from_slice(route);
+            let b = t.links.len() as u32;
+            t.spans.insert(key, (a, b));
         }
     }
 }

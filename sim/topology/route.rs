@@ -18,8 +18,12 @@
 //!   win, then those on the destination's rail (GPU `k` uses NIC `k`, as NCCL
 //!   assigns them).
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+
+use petgraph::graph::NodeIndex;
+use petgraph::Direction;
 
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
 use super::TopologyError;
@@ -52,8 +56,13 @@ impl Topology {
         if let Some(r) = self.route_cache.get(key) {
             return Ok(r);
         }
-        let r = self.shortest(src, dst, flow_id, ecmp)?;
-        self.route_cache.insert(key, &r);
+        let (r, settled) = self.shortest(src, dst, flow_id, ecmp)?;
+        // A search that settles a handful of components (every route on one
+        // switch) costs about what a lookup does: caching it would only grow
+        // the table (65,536 ranks on a switch route 330k pairs, none twice).
+        if settled >= CACHE_MIN_SETTLED {
+            self.route_cache.insert(key, &r);
+        }
         Ok(r)
     }
 
@@ -169,9 +178,18 @@ impl Topology {
         dst: ComponentId,
         flow_id: u64,
         ecmp: bool,
-    ) -> Result<Vec<LinkId>, TopologyError> {
-        let dist = self.costs_on_paths(src, dst);
-        self.shortest_with(src, dst, flow_id, ecmp, dist, true)
+    ) -> Result<(Vec<LinkId>, usize), TopologyError> {
+        SCRATCH.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let [fwd, bwd, dist] = &mut *guard;
+            let n = self.components.len();
+            for c in [&mut *fwd, &mut *bwd, &mut *dist] {
+                c.start(n);
+            }
+            let settled = self.costs_on_paths(src, dst, fwd, bwd, dist);
+            let r = self.shortest_with(src, dst, flow_id, ecmp, |c| dist.get(c), true)?;
+            Ok((r, settled))
+        })
     }
 
     /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
@@ -182,10 +200,10 @@ impl Topology {
         dst: ComponentId,
         flow_id: u64,
         ecmp: bool,
-        dist: HashMap<u32, u64>,
+        dist: impl Fn(u32) -> u64,
         relays_only: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
-        let cost = |c: ComponentId| dist.get(&c.0).copied().unwrap_or(u64::MAX);
+        let cost = |c: ComponentId| dist(c.0);
         let no_route = || TopologyError::NoRoute {
             from: self.component(src).name.clone(),
             to: self.component(dst).name.clone(),
@@ -200,7 +218,8 @@ impl Topology {
             let d = cost(cur);
             // Only links into relays or `dst` can match (the reference scans all).
             let out = if relays_only {
-                let mut v = self.passable_out(cur, src, dst);
+                let mut v = Vec::new();
+                self.passable_out(cur, src, dst, |l| v.push(l));
                 v.sort_unstable();
                 v
             } else {
@@ -373,50 +392,62 @@ impl Topology {
             }
         }
         let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
+        let dist = self.costs_to_until(dst, src);
         self.shortest_with(
             src,
             dst,
             flow_id,
             ecmp,
-            self.costs_to_until(dst, src),
+            |c| dist.get(&c).copied().unwrap_or(u64::MAX),
             false,
         )
     }
 
-    /// The links out of `c` into components a route from `src` to `dst` may
-    /// enter: relays, and the two ends (each link once, any order).
-    fn passable_out(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
-        let mut v = self.relay_out[c.0 as usize].clone();
+    /// Each link out of `c` into a component a route from `src` to `dst` may
+    /// enter: relays, and the two ends (each link once, any order; read in
+    /// place, nothing allocated: a search visits these once per component).
+    fn passable_out(
+        &self,
+        c: ComponentId,
+        src: ComponentId,
+        dst: ComponentId,
+        mut visit: impl FnMut(LinkId),
+    ) {
+        self.relay_out[c.0 as usize].iter().for_each(|&l| visit(l));
         let pair = [src, dst];
         let ends = if src == dst { &pair[..1] } else { &pair[..] };
         for &end in ends {
             if !self.component(end).forwards {
-                v.extend(
-                    self.in_links(end)
-                        .into_iter()
-                        .filter(|&l| self.link(l).from == c),
-                );
+                self.graph
+                    .edges_directed(NodeIndex::new(end.0 as usize), Direction::Incoming)
+                    .map(|e| *e.weight())
+                    .filter(|&l| self.link(l).from == c)
+                    .for_each(&mut visit);
             }
         }
-        v
     }
 
-    /// The links into `c` from components a route from `src` to `dst` may
+    /// Each link into `c` from a component a route from `src` to `dst` may
     /// leave: relays, and the two ends (each link once, any order).
-    fn passable_in(&self, c: ComponentId, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
-        let mut v = self.relay_in[c.0 as usize].clone();
+    fn passable_in(
+        &self,
+        c: ComponentId,
+        src: ComponentId,
+        dst: ComponentId,
+        mut visit: impl FnMut(LinkId),
+    ) {
+        self.relay_in[c.0 as usize].iter().for_each(|&l| visit(l));
         let pair = [src, dst];
         let ends = if src == dst { &pair[..1] } else { &pair[..] };
         for &end in ends {
             if !self.component(end).forwards {
-                v.extend(
-                    self.out_links(end)
-                        .into_iter()
-                        .filter(|&l| self.link(l).to == c),
-                );
+                self.graph
+                    .edges_directed(NodeIndex::new(end.0 as usize), Direction::Outgoing)
+                    .map(|e| *e.weight())
+                    .filter(|&l| self.link(l).to == c)
+                    .for_each(&mut visit);
             }
         }
-        v
     }
 
     /// May a least-cost route pass through `c` from `src` to `dst`? Only
@@ -434,19 +465,29 @@ impl Topology {
     /// settles is exact, and it settles only components within the least
     /// cost `D` by cost-to-`dst` + estimate. On a fat tree of thousands of
     /// devices that is the spines and the two ends' surroundings instead of
-    /// every component within `D` of `dst`. Looked up by key only.
-    fn costs_on_paths(&self, src: ComponentId, dst: ComponentId) -> HashMap<u32, u64> {
-        let (ahead, radius) = self.forward_half(src, dst);
-        let estimate = |c: u32| ahead.get(&c).map_or(radius, |&d| d.min(radius));
-        let mut dist: HashMap<u32, u64> = HashMap::new();
-        dist.insert(dst.0, 0);
+    /// every component within `D` of `dst`. Costs land in `dist` (`fwd` and
+    /// `bwd` are the forward half's scratch), all three started empty; returns
+    /// how many heap entries both searches took (their work).
+    fn costs_on_paths(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        fwd: &mut Costs,
+        bwd: &mut Costs,
+        dist: &mut Costs,
+    ) -> usize {
+        let (radius, mut popped) = self.forward_half(src, dst, fwd, bwd);
+        let ahead = &*fwd;
+        let estimate = |c: u32| ahead.get(c).min(radius);
+        dist.set(dst.0, 0);
         let mut heap = BinaryHeap::from([Reverse((estimate(dst.0), 0u64, dst))]);
         let mut limit = u64::MAX;
         while let Some(Reverse((f, g, c))) = heap.pop() {
+            popped += 1;
             if f > limit {
                 break;
             }
-            if g > dist.get(&c.0).copied().unwrap_or(u64::MAX) {
+            if g > dist.get(c.0) {
                 continue;
             }
             if c == src {
@@ -456,30 +497,37 @@ impl Topology {
                 continue;
             }
             // Relaxation order does not matter: the heap's order is total.
-            for l in self.passable_in(c, src, dst) {
+            self.passable_in(c, src, dst, |l| {
                 let from = self.link(l).from;
                 if !self.passable(from, src, dst) {
-                    continue;
+                    return;
                 }
                 let ng = g + self.link_cost(l);
-                let old = dist.entry(from.0).or_insert(u64::MAX);
-                if ng < *old {
-                    *old = ng;
+                if ng < dist.get(from.0) {
+                    dist.set(from.0, ng);
                     heap.push(Reverse((ng.saturating_add(estimate(from.0)), ng, from)));
                 }
-            }
+            });
         }
-        dist
+        popped
     }
 
     /// The forward half of a bidirectional least-cost search from `src` to
     /// `dst`, run until the two halves prove the least cost: costs from
-    /// `src` (tentative entries are at least the true cost) and the radius
-    /// below which every cost from `src` is settled (`u64::MAX` when the
-    /// forward half ran out: everything reachable is settled).
-    fn forward_half(&self, src: ComponentId, dst: ComponentId) -> (HashMap<u32, u64>, u64) {
-        let mut fwd: HashMap<u32, u64> = HashMap::from([(src.0, 0)]);
-        let mut bwd: HashMap<u32, u64> = HashMap::from([(dst.0, 0)]);
+    /// `src` in `fwd` (tentative entries are at least the true cost; `bwd`
+    /// is the backward half's scratch), and the radius below which every
+    /// cost from `src` is settled (`u64::MAX` when the forward half ran out:
+    /// everything reachable is settled), and how many heap entries it took.
+    fn forward_half(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        fwd: &mut Costs,
+        bwd: &mut Costs,
+    ) -> (u64, usize) {
+        let mut popped = 0;
+        fwd.set(src.0, 0);
+        bwd.set(dst.0, 0);
         let mut fheap = BinaryHeap::from([Reverse((0u64, src))]);
         let mut bheap = BinaryHeap::from([Reverse((0u64, dst))]);
         let mut best = if src == dst { 0 } else { u64::MAX };
@@ -490,44 +538,45 @@ impl Topology {
             }
             let forward = tf <= tb;
             let (heap, own, other) = if forward {
-                (&mut fheap, &mut fwd, &bwd)
+                (&mut fheap, &mut *fwd, &*bwd)
             } else {
-                (&mut bheap, &mut bwd, &fwd)
+                (&mut bheap, &mut *bwd, &*fwd)
             };
             let Some(Reverse((d, c))) = heap.pop() else {
                 break;
             };
-            if d > own.get(&c.0).copied().unwrap_or(u64::MAX) {
+            popped += 1;
+            if d > own.get(c.0) {
                 continue;
             }
             let start = if forward { src } else { dst };
             if c != start && !self.component(c).forwards {
                 continue;
             }
-            let links = if forward {
-                self.passable_out(c, src, dst)
-            } else {
-                self.passable_in(c, src, dst)
-            };
-            for l in links {
+            let mut relax = |l: LinkId| {
                 let link = self.link(l);
                 let next = if forward { link.to } else { link.from };
                 if !self.passable(next, src, dst) {
-                    continue;
+                    return;
                 }
                 let nd = d + self.link_cost(l);
-                let old = own.entry(next.0).or_insert(u64::MAX);
-                if nd < *old {
-                    *old = nd;
+                if nd < own.get(next.0) {
+                    own.set(next.0, nd);
                     heap.push(Reverse((nd, next)));
-                    if let Some(&o) = other.get(&next.0) {
+                    // An entry never holds u64::MAX: absent and MAX read alike.
+                    let o = other.get(next.0);
+                    if o != u64::MAX {
                         best = best.min(nd.saturating_add(o));
                     }
                 }
+            };
+            if forward {
+                self.passable_out(c, src, dst, &mut relax);
+            } else {
+                self.passable_in(c, src, dst, &mut relax);
             }
         }
-        let radius = fheap.peek().map_or(u64::MAX, |&Reverse((d, _))| d);
-        (fwd, radius)
+        (fheap.peek().map_or(u64::MAX, |&Reverse((d, _))| d), popped)
     }
 
     /// Routing cost of a link: inversely proportional to its bandwidth, four
@@ -542,6 +591,56 @@ impl Topology {
             base
         }
     }
+}
+
+/// Routes whose searches took fewer heap entries than this are not cached.
+const CACHE_MIN_SETTLED: usize = 16;
+
+/// Least costs by component for one search, in place of a map per route: an
+/// entry is current when its stamp is the search's epoch, so starting a
+/// search clears nothing and a search touches only what it reaches. Absent
+/// entries read as `u64::MAX` (a map's `unwrap_or(u64::MAX)`).
+#[derive(Default)]
+struct Costs {
+    stamp: Vec<u32>,
+    value: Vec<u64>,
+    epoch: u32,
+}
+
+impl Costs {
+    /// Empty, for components `0..n`.
+    fn start(&mut self, n: usize) {
+        if self.stamp.len() < n {
+            self.stamp.resize(n, 0);
+            self.value.resize(n, u64::MAX);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    fn get(&self, c: u32) -> u64 {
+        let i = c as usize;
+        if self.stamp[i] == self.epoch {
+            self.value[i]
+        } else {
+            u64::MAX
+        }
+    }
+
+    fn set(&mut self, c: u32, v: u64) {
+        let i = c as usize;
+        self.stamp[i] = self.epoch;
+        self.value[i] = v;
+    }
+}
+
+thread_local! {
+    /// Per thread (routes are searched from rayon workers too): the forward,
+    /// backward and final cost tables of `Topology::shortest`.
+    static SCRATCH: RefCell<[Costs; 3]> = RefCell::new(Default::default());
 }
 
 /// SplitMix64 finalizer: a fixed, platform-independent hash for ECMP.
