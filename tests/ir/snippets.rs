@@ -157,3 +157,15 @@ fn unknown_attributes_survive_and_are_sorted_like_mlir() {
     assert_eq!(f.op(f.body[0]).attrs.len(), 2);
     assert_eq!(f.result_attrs[0].len(), 2);
 }
+
+/// Shardy's `maximal_sharding_no_results`: an op without results carrying
+/// one maximal sharding parses, survives propagation and prints back as
+/// Shardy prints it (the lit case is counted in `propagate::lit`).
+#[test]
+fn a_result_less_op_keeps_its_maximal_sharding_through_propagation() {
+    let text = "sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2]>\nsdy.mesh @maximal_mesh = <[], device_ids=[0]>\nfunc.func @maximal_sharding_no_results(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {\n  stablehlo.custom_call @xla_python_cpu_callback(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, []>]>} : (tensor<8x8xf32>) -> ()\n  return %arg0 : tensor<8x8xf32>\n}\n";
+    let mut m = parse_and_verify(text).unwrap();
+    shardsim::propagate::propagate_module(&mut m, shardsim::propagate::Strategy::UserPriority)
+        .unwrap();
+    assert_eq!(print_module(&m), text);
+}

@@ -16,7 +16,7 @@ use crate::ir::ops::{
 };
 use crate::ir::rule::OpShardingRule;
 use crate::mesh::{AxisRef, Mesh, SubAxis};
-use crate::sharding::{ShardingPerValue, TensorSharding};
+use crate::sharding::{MeshRef, ShardingPerValue, TensorSharding};
 
 use super::dense::parse_dense;
 use super::lex::{
@@ -721,7 +721,7 @@ impl<'a> Parser<'a> {
             loc,
         });
         let name_pos = self.here();
-        let (kind, operands, regions, attrs, result_types) = if self.c.peek() == Some('"') {
+        let (kind, operands, regions, mut attrs, result_types) = if self.c.peek() == Some('"') {
             self.generic_op(fb, id)?
         } else {
             let name = self.c.ident().map_err(|_| self.c.error("an op name"))?;
@@ -744,13 +744,25 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
+        // Shardy: an op without results (a side-effecting host callback) may
+        // carry one maximal sharding, which places it on one device; it is
+        // kept verbatim and nothing propagates along it.
+        if let Some((_, s)) = &attrs.sharding {
+            if nres == 0 && s.0.len() == 1 && self.is_maximal_sharding(&s.0[0]) {
+                let (_, s) = attrs.sharding.take().expect("checked above");
+                attrs.raw.push(RawAttr {
+                    name: "sdy.sharding".into(),
+                    value: s.to_string(),
+                });
+            }
+        }
         if let Some((spos, s)) = &attrs.sharding {
             if s.0.len() != nres {
-                return Err(self.c.error_with(
-                    *spos,
-                    format!("{nres} sharding(s), one per result"),
-                    format!("{}", s.0.len()),
-                ));
+                let expected = match nres {
+                    0 => "no sharding, or one maximal sharding (`<@mesh, []>` on a mesh without axes), on an op without results".to_string(),
+                    _ => format!("{nres} sharding(s), one per result"),
+                };
+                return Err(self.c.error_with(*spos, expected, format!("{}", s.0.len())));
             }
         }
         let mut results = Vec::with_capacity(nres);
@@ -793,6 +805,15 @@ impl<'a> Parser<'a> {
         op.rule = attrs.rule;
         op.attrs = attrs.raw;
         Ok(id)
+    }
+
+    /// Whether `s` is a dim-less sharding on a maximal mesh (one device).
+    fn is_maximal_sharding(&self, s: &TensorSharding) -> bool {
+        let maximal = match &s.mesh {
+            MeshRef::Inline(m) => m.is_maximal(),
+            MeshRef::Symbol(name) => self.meshes.iter().any(|(n, m)| n == name && m.is_maximal()),
+        };
+        maximal && s.dims.is_empty()
     }
 
     /// An op's `{...}` dictionary (optional).
