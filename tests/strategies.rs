@@ -147,6 +147,7 @@ pub fn arb_sharded(uneven: bool) -> impl Strategy<Value = (Mesh, Vec<u64>, Tenso
                         dims,
                         replicated,
                         unreduced: Vec::new(),
+                        reduction: shardsim::sharding::Reduction::Sum,
                     };
                     (mesh, shape, sharding)
                 },

@@ -124,6 +124,7 @@ impl Builder {
             let sharding = TensorSharding {
                 dims,
                 unreduced: Vec::new(),
+                reduction: crate::sharding::Reduction::Sum,
                 ..v.sharding.clone()
             };
             let mut global = v.global.clone();
@@ -167,6 +168,7 @@ impl Builder {
             let v = self.values[slot].clone();
             let sharding = TensorSharding {
                 unreduced: Vec::new(),
+                reduction: crate::sharding::Reduction::Sum,
                 ..v.sharding.clone()
             };
             let name = format!("{}.combined", v.name);

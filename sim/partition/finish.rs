@@ -102,6 +102,7 @@ impl Builder {
         }
         let after = TensorSharding {
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
             ..partial.clone()
         };
         let step = PlannedStep {
@@ -125,6 +126,7 @@ impl Builder {
         let bytes = |s: &TensorSharding| -> Result<u64, PartitionError> {
             let geometry = TensorSharding {
                 unreduced: Vec::new(),
+                reduction: crate::sharding::Reduction::Sum,
                 ..s.clone()
             };
             Ok(ShardLayout::new(mesh, &geometry, &ty.shape)

@@ -28,6 +28,34 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
 }
 
 /// [`partition`] with the user's choices.
+/// Partial results are combined here by all-reduce sums: a value whose
+/// sharding says `unreduced=max{...}` or `min{...}` (propagated as Shardy
+/// does) is refused rather than summed.
+fn refuse_unsummed_partials(func: &Func) -> Result<(), PartitionError> {
+    let declared = func
+        .values
+        .iter()
+        .filter_map(|v| Some((v.name.clone(), v.sharding.as_ref()?)))
+        .chain(
+            func.result_shardings
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| Some((format!("result {i}"), s.as_ref()?))),
+        );
+    for (name, s) in declared {
+        if !s.unreduced.is_empty() && s.reduction != crate::sharding::Reduction::Sum {
+            return Err(PartitionError::Value {
+                value: name,
+                message: format!(
+                    "unreduced={}{{...}}: only summed partial results (unreduced={{...}}) are partitioned",
+                    s.reduction.keyword()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 pub fn partition_with(
     module: &Module,
     opts: &PartitionOptions,
@@ -35,6 +63,7 @@ pub fn partition_with(
     let func = module
         .entry()
         .ok_or_else(|| PartitionError::Module("no function to partition".into()))?;
+    refuse_unsummed_partials(func)?;
     let (mesh_name, mesh) = pick_mesh(module, func)?;
     let mut b = Builder {
         mesh_name,
@@ -426,6 +455,7 @@ impl Builder {
     ) -> Result<Slot, PartitionError> {
         let geometry = TensorSharding {
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
             ..sharding.clone()
         };
         let layout = ShardLayout::new(&self.mesh, &geometry, &global.shape)

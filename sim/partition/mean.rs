@@ -117,6 +117,7 @@ impl Builder {
         // The broadcast count: laid out as the partial, nothing unreduced.
         let plain = TensorSharding {
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
             ..partial.sharding.clone()
         };
         let b = self.add_value(

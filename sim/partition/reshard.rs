@@ -54,6 +54,7 @@ fn with_dims(base: &TensorSharding, dims: &[Vec<AxisRef>]) -> TensorSharding {
             .collect(),
         replicated: Vec::new(),
         unreduced: Vec::new(),
+        reduction: crate::sharding::Reduction::Sum,
     }
 }
 

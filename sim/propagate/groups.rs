@@ -93,6 +93,7 @@ pub(super) fn decouple_conflicting_groups(func: &mut Func) {
             dims: vec![DimSharding::open(Vec::new()); common.dims.len()],
             replicated: Vec::new(),
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
         };
         let mut done: Vec<ValueId> = Vec::new();
         for &(_, member) in members {

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::mesh::{push_or_merge, AxisRef, Mesh};
-use crate::sharding::{DimSharding, MeshRef, TensorSharding};
+use crate::sharding::{DimSharding, MeshRef, Reduction, TensorSharding};
 
 /// How one factor of one tensor is sharded.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -34,6 +34,8 @@ pub struct TensorFactorShardings {
     pub factors: BTreeMap<usize, FactorSharding>,
     pub replicated: Vec<AxisRef>,
     pub unreduced: Vec<AxisRef>,
+    /// How the unreduced partial results combine.
+    pub reduction: Reduction,
 }
 
 /// An axis being handed out: its name, size left, and the pre-size where the
@@ -149,6 +151,7 @@ impl TensorFactorShardings {
         if let Some(s) = sharding {
             out.replicated = s.replicated.clone();
             out.unreduced = s.unreduced.clone();
+            out.reduction = s.reduction;
         }
         out
     }
@@ -204,6 +207,7 @@ impl TensorFactorShardings {
             dims,
             replicated: self.replicated.clone(),
             unreduced: self.unreduced.clone(),
+            reduction: self.reduction,
         }
     }
 

@@ -61,6 +61,28 @@ impl DimSharding {
     }
 }
 
+/// How a tensor's unreduced partial results combine (Shardy's `ReductionOp`:
+/// `unreduced={...}` sums, `unreduced=max{...}` / `min{...}` take the
+/// largest / smallest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+pub enum Reduction {
+    #[default]
+    Sum,
+    Max,
+    Min,
+}
+
+impl Reduction {
+    /// The keyword before `{` in `unreduced=...{...}` (empty for a sum).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Reduction::Sum => "",
+            Reduction::Max => "max",
+            Reduction::Min => "min",
+        }
+    }
+}
+
 /// Shardy's `TensorShardingAttr`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct TensorSharding {
@@ -70,6 +92,8 @@ pub struct TensorSharding {
     pub replicated: Vec<AxisRef>,
     /// Axes along which the tensor holds partial results still to be reduced.
     pub unreduced: Vec<AxisRef>,
+    /// How the unreduced partial results combine (a sum unless written).
+    pub reduction: Reduction,
 }
 
 impl TensorSharding {
@@ -80,6 +104,7 @@ impl TensorSharding {
             dims: vec![DimSharding::closed(Vec::new()); rank],
             replicated: Vec::new(),
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
         }
     }
 
@@ -93,6 +118,7 @@ impl TensorSharding {
                 .collect(),
             replicated: Vec::new(),
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
         }
     }
 

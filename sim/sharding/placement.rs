@@ -101,6 +101,7 @@ impl Placement {
             dims,
             replicated: Vec::new(),
             unreduced: Vec::new(),
+            reduction: crate::sharding::Reduction::Sum,
         })
     }
 

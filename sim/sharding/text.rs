@@ -8,7 +8,7 @@ use std::fmt;
 use crate::base::{Cursor, TextError};
 use crate::mesh::{AxisRef, Mesh, SubAxis};
 
-use super::{DimSharding, MeshRef, Site, TensorSharding};
+use super::{DimSharding, MeshRef, Reduction, Site, TensorSharding};
 
 /// Finds meshes by symbol name (a module's `sdy.mesh` table).
 pub trait MeshLookup {
@@ -139,6 +139,7 @@ impl TensorSharding {
         }
         let mut replicated = Vec::new();
         let mut unreduced = Vec::new();
+        let mut reduction = Reduction::Sum;
         while c.eat(",") {
             c.ws();
             let kw_pos = c.pos();
@@ -161,6 +162,12 @@ impl TensorSharding {
                     ));
                 }
                 c.expect("=")?;
+                c.ws();
+                if c.eat_keyword("max") {
+                    reduction = Reduction::Max;
+                } else if c.eat_keyword("min") {
+                    reduction = Reduction::Min;
+                }
                 (unreduced, sites.unreduced) = parse_axis_set(c)?;
             } else {
                 return Err(c.error("'replicated' or 'unreduced'"));
@@ -172,6 +179,7 @@ impl TensorSharding {
             dims,
             replicated,
             unreduced,
+            reduction,
         };
         let mesh = match (meshes, &sharding.mesh) {
             (_, MeshRef::Inline(m)) => Some(m),
@@ -333,7 +341,11 @@ impl TensorSharding {
             if !axes.is_empty() {
                 s.push_str(", ");
                 s.push_str(kw);
-                s.push_str("={");
+                s.push('=');
+                if kw == "unreduced" {
+                    s.push_str(self.reduction.keyword());
+                }
+                s.push('{');
                 let names: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
                 s.push_str(&names.join(", "));
                 s.push('}');

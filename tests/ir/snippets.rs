@@ -169,3 +169,46 @@ fn a_result_less_op_keeps_its_maximal_sharding_through_propagation() {
         .unwrap();
     assert_eq!(print_module(&m), text);
 }
+
+/// Shardy's `unreduced_custom_reduction_op`: `unreduced=max{...}` and
+/// `min{...}` parse and print back (a sum prints no keyword), a max stays
+/// on the dot's result through propagation as Shardy's CHECK line shows,
+/// and partitioning refuses it by name rather than summing the partials.
+#[test]
+fn custom_reduction_kinds_print_back_propagate_and_are_refused_by_the_partitioner() {
+    use shardsim::sharding::Reduction;
+    let program = |kind: &str| {
+        format!("sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2]>\nfunc.func @main(%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{\"a\", ?}}p1, {{?}}]>}}, %arg1: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{\"a\", ?}}p0, {{\"b\", ?}}p0]>}}) -> tensor<8x8xf32> {{\n  %0 = stablehlo.add %arg0, %arg0 : tensor<8x8xf32>\n  %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0] {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{{?}}p0, {{?}}], unreduced={kind}{{\"c\"}}>]>}} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>\n  return %1 : tensor<8x8xf32>\n}}\n")
+    };
+    for (kind, reduction) in [
+        ("", Reduction::Sum),
+        ("max", Reduction::Max),
+        ("min", Reduction::Min),
+    ] {
+        let text = program(kind);
+        let mut m = parse_and_verify(&text).unwrap();
+        assert_eq!(print_module(&m), text, "{kind}");
+        shardsim::propagate::propagate_module(&mut m, shardsim::propagate::Strategy::UserPriority)
+            .unwrap();
+        let f = &m.funcs[0];
+        let dot = f.values.iter().find(|v| v.name == "%1").unwrap();
+        let s = dot.sharding.as_ref().unwrap();
+        assert_eq!(s.reduction, reduction, "{kind}");
+        assert_eq!(s.unreduced.len(), 1, "{kind}");
+        assert!(
+            print_module(&m).contains(&format!("unreduced={kind}{{\"c\"}}>")),
+            "{kind}"
+        );
+        let partitioned = shardsim::partition::partition_with(&m, &Default::default());
+        match reduction {
+            Reduction::Sum => assert!(partitioned.is_ok(), "{:?}", partitioned.err()),
+            _ => {
+                let e = partitioned.expect_err("refused").to_string();
+                assert!(e.contains(&format!("unreduced={kind}{{...}}")), "{e}");
+            }
+        }
+    }
+    let bad = program("mux");
+    let e = parse_and_verify(&bad).unwrap_err().to_string();
+    assert!(e.contains("expected '{', found 'mux'"), "{e}");
+}
