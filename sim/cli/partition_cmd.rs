@@ -82,18 +82,21 @@ pub struct ExecArgs {
     timed: super::exec_timed::TimedArgs,
 }
 
-/// Read, propagate and partition a program file.
+/// Read, propagate and partition a program file; with `keep_original`, also
+/// the module as read (the interpreter's reference: a copy of the whole
+/// program, so only runs that compute numerics keep it).
 fn load(
     path: &Path,
     opts: &PartitionOptions,
-) -> anyhow::Result<(shardsim::ir::Module, SpmdProgram)> {
+    keep_original: bool,
+) -> anyhow::Result<(Option<shardsim::ir::Module>, SpmdProgram)> {
     let mut module = read_module(path)?;
     // Programs as JAX exports them call private functions: inline them as XLA does.
     if inline::has_calls(&module) {
         module = inline::inline_calls(&module)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
-    let original = module.clone();
+    let original = keep_original.then(|| module.clone());
     propagate_module(&mut module, Strategy::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let program =
@@ -102,7 +105,7 @@ fn load(
 }
 
 pub fn run_partition(args: PartitionArgs) -> anyhow::Result<()> {
-    let (_, program) = load(&args.input, &args.partition.options())?;
+    let (_, program) = load(&args.input, &args.partition.options(), false)?;
     let out = match args.format {
         PartitionFormat::Mlir => text::to_mlir(&program),
         PartitionFormat::Json => serde_json::to_string_pretty(&text::summary(&program))? + "\n",
@@ -166,7 +169,11 @@ impl ExecReport {
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     super::exec_timed::check_args(&args.timed)?;
-    let (original, program) = load(&args.input, &args.partition.options())?;
+    // A run that is shape-only whatever the program (flag, or timed without
+    // inputs) never interprets it.
+    let shape_only_anyway =
+        args.shape_only || (args.inputs.is_empty() && args.timed.topology.is_some());
+    let (original, program) = load(&args.input, &args.partition.options(), !shape_only_anyway)?;
     let data_bytes: u64 = program
         .values
         .iter()
@@ -191,7 +198,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
         );
     }
     let mut numerics = Vec::new();
-    if shape_only.is_none() {
+    if let (None, Some(original)) = (&shape_only, &original) {
         let inputs = read_inputs(&args.inputs)?;
         // Token arguments hold no data: inputs may leave them out, as for `interp`.
         let inputs = match original.entry() {
@@ -199,7 +206,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
             None => inputs,
         };
         let outs = execute(&program, &inputs)?;
-        let reference = interpret(&original, &inputs)?;
+        let reference = interpret(original, &inputs)?;
         if let Some(dir) = &args.out {
             write_outputs(dir, &outs)?;
         }
