@@ -169,28 +169,33 @@ impl ExecReport {
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     super::exec_timed::check_args(&args.timed)?;
-    // A run that is shape-only whatever the program (flag, or timed without
-    // inputs) never interprets it.
-    let shape_only_anyway =
-        args.shape_only || (args.inputs.is_empty() && args.timed.topology.is_some());
-    let (original, program) = load(&args.input, &args.partition.options(), !shape_only_anyway)?;
+    // Why the run is shape-only whatever the program (then it never
+    // interprets it, so the input module is not kept as a reference).
+    let shape_only_anyway = if args.shape_only {
+        Some("--shape-only".to_string())
+    } else if args.inputs.is_empty() && args.timed.topology.is_some() {
+        Some("no --inputs given".to_string())
+    } else {
+        None
+    };
+    let (original, program) = load(
+        &args.input,
+        &args.partition.options(),
+        shape_only_anyway.is_none(),
+    )?;
     let data_bytes: u64 = program
         .values
         .iter()
         .map(|v| v.local_bytes().saturating_mul(program.num_devices()))
         .fold(0, u64::saturating_add);
-    let shape_only = if args.shape_only {
-        Some("--shape-only".to_string())
-    } else if args.inputs.is_empty() && args.timed.topology.is_some() {
-        Some("no --inputs given".to_string())
-    } else if data_bytes > args.max_data_bytes {
-        Some(format!(
-            "device buffers would take {data_bytes} bytes (--max-data-bytes {})",
-            args.max_data_bytes
-        ))
-    } else {
-        None
-    };
+    let shape_only = shape_only_anyway.or_else(|| {
+        (data_bytes > args.max_data_bytes).then(|| {
+            format!(
+                "device buffers would take {data_bytes} bytes (--max-data-bytes {})",
+                args.max_data_bytes
+            )
+        })
+    });
     // Inputs a shape-only run would not read are an error, not silently dropped.
     if let (Some(why), false) = (&shape_only, args.inputs.is_empty()) {
         anyhow::bail!(

@@ -219,17 +219,9 @@ fn join(t: &[&TensorType]) -> String {
         .join(", ")
 }
 
-/// A sharding on a maximal mesh (`<@maximal, []>`: the whole value on one
-/// device) fits a tensor of any rank, as in Shardy.
-fn is_maximal(m: &Module, s: &TensorSharding) -> bool {
-    s.dims.is_empty()
-        && s.resolve_mesh(&m.meshes)
-            .is_some_and(|mesh| mesh.is_maximal())
-}
-
 /// [`check_sharding_rank`], maximal shardings aside.
 fn check_value_sharding(m: &Module, s: &TensorSharding, ty: &TensorType) -> Result<(), String> {
-    match is_maximal(m, s) {
+    match s.is_maximal(&m.meshes) {
         true => Ok(()),
         false => check_sharding_rank(s, ty),
     }

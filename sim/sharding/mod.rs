@@ -143,6 +143,12 @@ impl TensorSharding {
         }
     }
 
+    /// A maximal sharding (`<@maximal, []>` on a mesh without axes: the whole
+    /// value on one device), which fits a tensor of any rank, as in Shardy.
+    pub fn is_maximal(&self, meshes: &dyn MeshLookup) -> bool {
+        self.dims.is_empty() && self.resolve_mesh(meshes).is_some_and(Mesh::is_maximal)
+    }
+
     /// True when no dim is sharded and nothing is unreduced.
     pub fn is_fully_replicated(&self) -> bool {
         self.dims.iter().all(|d| d.axes.is_empty()) && self.unreduced.is_empty()

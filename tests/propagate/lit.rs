@@ -204,44 +204,39 @@ fn axes(s: Option<&TensorSharding>, rank: usize) -> String {
     dims.join(" | ")
 }
 
-/// One expectation line's answer from the propagated modules.
-fn ours(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+/// A value's (or `resultN`'s) sharding in the propagated modules, with its
+/// rank.
+fn sharding_of<'m>(
+    ms: &'m [Module],
+    func: &str,
+    value: &str,
+) -> Result<(Option<&'m TensorSharding>, usize), String> {
     let f = ms
         .iter()
         .find_map(|m| m.func(func))
         .ok_or_else(|| format!("no @{func}"))?;
     if let Some(i) = value.strip_prefix("result") {
         let i: usize = i.parse().map_err(|_| format!("bad result index {value}"))?;
-        return Ok(axes(
-            f.result_shardings[i].as_ref(),
-            f.result_types[i].rank(),
-        ));
+        return Ok((f.result_shardings[i].as_ref(), f.result_types[i].rank()));
     }
     let v = f
         .values
         .iter()
         .find(|v| v.name == value)
         .ok_or_else(|| format!("no {value} in @{func}"))?;
-    Ok(axes(v.sharding.as_ref(), v.ty.rank()))
+    Ok((v.sharding.as_ref(), v.ty.rank()))
+}
+
+/// One expectation line's answer from the propagated modules.
+fn ours(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+    let (s, rank) = sharding_of(ms, func, value)?;
+    Ok(axes(s, rank))
 }
 
 /// Whether a value (or `resultN`) has no sharding at all (Shardy gives a
 /// token none).
 fn unsharded(ms: &[Module], func: &str, value: &str) -> Result<bool, String> {
-    let f = ms
-        .iter()
-        .find_map(|m| m.func(func))
-        .ok_or_else(|| format!("no @{func}"))?;
-    if let Some(i) = value.strip_prefix("result") {
-        let i: usize = i.parse().map_err(|_| format!("bad result index {value}"))?;
-        return Ok(f.result_shardings[i].is_none());
-    }
-    let v = f
-        .values
-        .iter()
-        .find(|v| v.name == value)
-        .ok_or_else(|| format!("no {value} in @{func}"))?;
-    Ok(v.sharding.is_none())
+    Ok(sharding_of(ms, func, value)?.0.is_none())
 }
 
 /// Per case, the mismatches (empty: Shardy's answer).

@@ -4,13 +4,14 @@
 //! (see [`super::classes`]); with every device its own class it is the full
 //! per-device run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use std::rc::Rc;
 
+use crate::collective::CollectiveError;
 use crate::engine::{component_rng, ComponentRng, Engine, Time};
 use crate::ir::RawAttr;
-use crate::partition::{CollectiveKind, Slot, SpmdProgram, Step};
+use crate::partition::{Collective, CollectiveKind, Slot, SpmdProgram, Step};
 use crate::topology::Topology;
 
 use super::classes::{ClassGroups, Classes};
@@ -253,6 +254,15 @@ pub fn run_timed_classes(
     })
 }
 
+/// Collective step `i`'s (`c`'s) timing failure as the run reports it.
+fn collective_error(i: usize, c: &Collective, source: CollectiveError) -> TimedError {
+    TimedError::Collective {
+        step: i,
+        what: c.kind.name(),
+        cause: Box::new(source),
+    }
+}
+
 impl<'a> Run<'a> {
     fn new(
         program: &'a SpmdProgram,
@@ -350,21 +360,17 @@ impl<'a> Run<'a> {
         if !singletons && comm.has_faults() {
             // A group a link fault may reach is its own: its devices carry
             // (grouping, group) in their keys.
-            let mut done: BTreeMap<(usize, String), ()> = BTreeMap::new();
+            let mut done: BTreeSet<(usize, String)> = BTreeSet::new();
             for (&i, &gi) in &grouping_of {
                 let Step::Collective(c) = &program.steps[i] else {
                     unreachable!("comm steps are collectives")
                 };
-                if done.insert((gi, comm_key(program, c)), ()).is_some() {
+                if !done.insert((gi, comm_key(program, c))) {
                     continue;
                 }
-                let touched =
-                    comm.touched(program, c)
-                        .map_err(|source| TimedError::Collective {
-                            step: i,
-                            what: c.kind.name(),
-                            cause: Box::new(source),
-                        })?;
+                let touched = comm
+                    .touched(program, c)
+                    .map_err(|source| collective_error(i, c, source))?;
                 for g in touched {
                     for &p in &groupings[gi][g] {
                         keys[p].4.push((gi, g));
@@ -693,11 +699,7 @@ impl<'a> Run<'a> {
         let timing = self
             .comm
             .time(self.program, c, now, first)
-            .map_err(|source| TimedError::Collective {
-                step: i,
-                what: c.kind.name(),
-                cause: Box::new(source),
-            })?;
+            .map_err(|source| collective_error(i, c, source))?;
         let mut dur = timing.time;
         let members = self.groups[&i].members[g].clone();
         if let Some(j) = &self.opts.jitter {

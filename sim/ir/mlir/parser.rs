@@ -16,7 +16,7 @@ use crate::ir::ops::{
 };
 use crate::ir::rule::OpShardingRule;
 use crate::mesh::{AxisRef, Mesh, SubAxis};
-use crate::sharding::{MeshRef, ShardingPerValue, TensorSharding};
+use crate::sharding::{ShardingPerValue, TensorSharding};
 
 use super::dense::parse_dense;
 use super::lex::{
@@ -748,7 +748,7 @@ impl<'a> Parser<'a> {
         // carry one maximal sharding, which places it on one device; it is
         // kept verbatim and nothing propagates along it.
         if let Some((_, s)) = &attrs.sharding {
-            if nres == 0 && s.0.len() == 1 && self.is_maximal_sharding(&s.0[0]) {
+            if nres == 0 && s.0.len() == 1 && s.0[0].is_maximal(&self.meshes) {
                 let (_, s) = attrs.sharding.take().expect("checked above");
                 attrs.raw.push(RawAttr {
                     name: "sdy.sharding".into(),
@@ -805,15 +805,6 @@ impl<'a> Parser<'a> {
         op.rule = attrs.rule;
         op.attrs = attrs.raw;
         Ok(id)
-    }
-
-    /// Whether `s` is a dim-less sharding on a maximal mesh (one device).
-    fn is_maximal_sharding(&self, s: &TensorSharding) -> bool {
-        let maximal = match &s.mesh {
-            MeshRef::Inline(m) => m.is_maximal(),
-            MeshRef::Symbol(name) => self.meshes.iter().any(|(n, m)| n == name && m.is_maximal()),
-        };
-        maximal && s.dims.is_empty()
     }
 
     /// An op's `{...}` dictionary (optional).
