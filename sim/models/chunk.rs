@@ -528,6 +528,64 @@ pub fn chunk_weights(
         .collect()
 }
 
+/// Elements of a weight on one device: split over `tensor` and over the
+/// expert replicas where its sharding says so.
+pub fn local_elements(shape: &[u64], dims: &[&str], strategy: &Strategy) -> u64 {
+    let n: u64 = shape.iter().product();
+    let n = if dims.contains(&EXPERT_AXIS) {
+        n / strategy.ep
+    } else {
+        n
+    };
+    if dims.contains(&"tensor") {
+        n / strategy.tp
+    } else {
+        n
+    }
+}
+
+/// Elements on one device of each unit ZeRO-3 gathers whole before use
+/// (FSDP's wrapped modules): each layer's, then the others' (the embedding,
+/// its table with the learned positions, and a separate output table).
+pub fn chunk_gather_units(
+    model: &ModelSpec,
+    strategy: &Strategy,
+    kind: ChunkKind,
+) -> (Vec<u64>, Vec<u64>) {
+    let weights = chunk_weights(model, strategy, kind);
+    let c = Ctx::new(model, strategy);
+    let mut scratch = emitter(strategy, 1);
+    let args = chunk_args(&mut scratch, model, &c, kind, true);
+    let local = |w: &[(Vec<u64>, Vec<&'static str>)]| -> u64 {
+        w.iter()
+            .map(|(shape, dims)| local_elements(shape, dims, strategy))
+            .sum()
+    };
+    let mut units = Vec::new();
+    let mut at = 0;
+    for layer in &args.layers {
+        let n = layer.mats.len();
+        units.push(local(&weights[at..at + n]));
+        at += n;
+    }
+    // The rest in [`ChunkArgs::weights`]' order: embedding table, output
+    // table, positions.
+    let mut next = |present: bool| {
+        let n = usize::from(present);
+        let u = local(&weights[at..at + n]);
+        at += n;
+        u
+    };
+    let embed = next(args.embed_table.is_some());
+    let head = next(args.head_table.is_some());
+    let positions = next(args.positions.is_some());
+    let others = [embed + positions, head]
+        .into_iter()
+        .filter(|&u| u > 0)
+        .collect();
+    (units, others)
+}
+
 /// The chunks of a pipeline in model order: `pp x virtual_stages` of
 /// `layers / (pp x virtual_stages)` layers; the first embeds, the last ends
 /// in the loss.

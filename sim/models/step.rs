@@ -22,7 +22,10 @@ use crate::propagate::{propagate_module, Strategy as Propagation};
 use crate::topology::Topology;
 
 use super::analytic;
-use super::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program, ChunkKind};
+use super::chunk::{
+    backward_program, chunk_gather_units, chunk_kinds, chunk_weights, forward_program,
+    local_elements, ChunkKind,
+};
 use super::optimizer::{gather_program, optimizer_buffers, optimizer_program, reduce_program};
 use super::pipeline::{run_schedule, schedule_order, PassTimes};
 use super::spec::ModelSpec;
@@ -86,6 +89,12 @@ pub struct ChunkTiming {
     /// Bytes of the whole parameters (compute type) of the chunk on one
     /// device, as a pass uses them.
     pub whole_param_bytes: u64,
+    /// Elements on one device of the two largest units ZeRO-3 gathers
+    /// whole (a layer, the embedding, a separate output table), largest
+    /// first.
+    pub largest_units: [u64; 2],
+    /// Elements on one device of the chunk's largest layer.
+    pub largest_layer: u64,
 }
 
 /// Memory of the fullest device.
@@ -283,13 +292,7 @@ pub fn simulate_step(
             0
         };
         step_time_ps = step_time_ps.max(reduced + sync + optimize);
-        let mem = stage_memory(
-            &chunks,
-            run.max_in_flight[s as usize],
-            s,
-            strategy.zero,
-            topo,
-        );
+        let mem = stage_memory(&chunks, run.max_in_flight[s as usize], s, strategy, topo);
         if memory
             .as_ref()
             .map_or(true, |m| mem.peak_bytes > m.peak_bytes)
@@ -422,7 +425,25 @@ fn extended(
             one.whole_param_bytes,
             two.whole_param_bytes,
         ),
+        // The `n` added layers are like `two`'s (two of them at most can
+        // be among the largest).
+        largest_units: largest_two(
+            base.largest_units
+                .into_iter()
+                .chain(std::iter::repeat(two.largest_layer).take(n.min(2) as usize)),
+        ),
+        largest_layer: base.largest_layer.max(two.largest_layer),
     }
+}
+
+/// The two largest of `units`, largest first (0 where there are fewer).
+fn largest_two(units: impl IntoIterator<Item = u64>) -> [u64; 2] {
+    let mut all: Vec<u64> = units.into_iter().collect();
+    all.sort_unstable_by(|a, b| b.cmp(a));
+    [
+        all.first().copied().unwrap_or(0),
+        all.get(1).copied().unwrap_or(0),
+    ]
 }
 
 /// Bytes of the activations the forward of chunk `kind` keeps for its
@@ -469,23 +490,12 @@ fn time_chunk(
         .step_by(4)
         .map(|&s| o.values[s].local_bytes())
         .sum();
+    let (units, others) = chunk_gather_units(model, strategy, kind);
     // Results of the forward after its output (or loss): the kept activations.
     let kept_bytes = bytes_of(&f, &f.results[1..]);
     let params = weights
         .iter()
-        .map(|(shape, dims)| {
-            let n: u64 = shape.iter().product();
-            let n = if dims.contains(&super::moe::EXPERT_AXIS) {
-                n / strategy.ep
-            } else {
-                n
-            };
-            if dims.contains(&"tensor") {
-                n / strategy.tp
-            } else {
-                n
-            }
-        })
+        .map(|(shape, dims)| local_elements(shape, dims, strategy))
         .sum();
     Ok(ChunkTiming {
         layers: kind.layers,
@@ -515,6 +525,8 @@ fn time_chunk(
             whole_param_bytes
         },
         whole_param_bytes,
+        largest_units: largest_two(units.iter().chain(&others).copied()),
+        largest_layer: units.iter().copied().max().unwrap_or(0),
     })
 }
 
@@ -526,9 +538,14 @@ fn stage_memory(
     chunks: &[&ChunkTiming],
     in_flight: u64,
     s: u64,
-    zero: u8,
+    strategy: &Strategy,
     topo: &Topology,
 ) -> StepMemory {
+    let zero = strategy.zero;
+    let (param_b, grad_b) = (
+        strategy.dtype().size_bytes(),
+        strategy.grad_dtype().size_bytes(),
+    );
     let params: u64 = chunks.iter().map(|c| c.params).sum();
     let states: u64 = chunks.iter().map(|c| c.model_state_bytes()).sum();
     let kept = chunks.iter().map(|c| c.kept_bytes).max().unwrap_or(0);
@@ -545,14 +562,15 @@ fn stage_memory(
                 .peak_bytes
                 .saturating_sub(c.forward.arg_bytes)
                 .saturating_sub(c.kept_bytes);
-            // Sharded states: a layer's gradient bucket before its
-            // reduce-scatter (ZeRO-2, 3) and two layers' gathered
-            // parameters, the one in use and the one prefetched (ZeRO-3).
-            let layer = c.whole_param_bytes / c.layers.max(1);
+            // Sharded states: the largest unit's gradients before their
+            // reduce-scatter (ZeRO-2, 3) and two units' gathered
+            // parameters, the one in use and the one prefetched (ZeRO-3):
+            // at most the two largest (the embedding table is often one).
+            let [first, second] = c.largest_units;
             let sharded = match zero {
                 0 | 1 => 0,
-                2 => layer,
-                _ => 3 * layer,
+                2 => first * grad_b,
+                _ => first * grad_b + (first + second) * param_b,
             };
             b.max(f) + sharded
         })
