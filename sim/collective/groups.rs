@@ -50,7 +50,41 @@ pub fn time_groups(
     cal: &Calibration,
     faults: &[LinkFault],
 ) -> Result<GroupsTiming, CollectiveError> {
-    time_groups_with(topo, groups, ops, total, elem_bytes, cal, faults, true)
+    time_groups_with(
+        topo, groups, ops, total, elem_bytes, cal, faults, true, None,
+    )
+}
+
+/// [`time_groups`] (no faults) with `algo` asked for by name where it
+/// applies to the groups, NCCL's choice where it does not: for collectives
+/// a program runs with kernels of its own rather than NCCL's (Transformer
+/// Engine's userbuffers read and write every peer's buffer over NVLink in
+/// one step: `direct`).
+pub fn time_groups_using(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+) -> Result<GroupsTiming, CollectiveError> {
+    match time_groups_with(
+        topo,
+        groups,
+        ops,
+        total,
+        elem_bytes,
+        cal,
+        &[],
+        true,
+        Some(algo),
+    ) {
+        Err(CollectiveError::NotApplicable { .. }) => {
+            time_groups(topo, groups, ops, total, elem_bytes, cal, &[])
+        }
+        other => other,
+    }
 }
 
 /// The links each group's moves use when every group runs `algo` (as
@@ -97,7 +131,7 @@ pub fn time_groups_merged(
     elem_bytes: u64,
     cal: &Calibration,
 ) -> Result<GroupsTiming, CollectiveError> {
-    time_groups_with(topo, groups, ops, total, elem_bytes, cal, &[], false)
+    time_groups_with(topo, groups, ops, total, elem_bytes, cal, &[], false, None)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -110,6 +144,7 @@ fn time_groups_with(
     cal: &Calibration,
     faults: &[LinkFault],
     decompose: bool,
+    algo: Option<Algorithm>,
 ) -> Result<GroupsTiming, CollectiveError> {
     if groups.is_empty() || groups.len() != ops.len() {
         return Err(CollectiveError::EmptyGroup);
@@ -127,7 +162,7 @@ fn time_groups_with(
         total,
         elem_bytes,
         cal,
-        None,
+        algo,
         None,
     )?;
     let first = match cand {

@@ -491,6 +491,16 @@ fn time_chunk(
         .map(|&s| o.values[s].local_bytes())
         .sum();
     let (units, others) = chunk_gather_units(model, strategy, kind);
+    // With tensor-parallel overlap, Transformer Engine's userbuffers run the
+    // layers' tensor-parallel all-gathers and reduce-scatters: one-shot
+    // reads and writes of every peer's buffer over NVLink, not NCCL rings
+    // (the embedding's and output layer's, NCCL's in Megatron-Core, are
+    // timed so too: two of a chunk's).
+    let userbuffers = strategy.tp_comm_overlap && strategy.sequence_parallel && strategy.tp > 1;
+    let pass_opts = TimedOptions {
+        node_local_algorithm: userbuffers.then_some(crate::collective::Algorithm::Direct),
+        ..opts.clone()
+    };
     // Results of the forward after its output (or loss): the kept activations.
     let kept_bytes = bytes_of(&f, &f.results[1..]);
     let params = weights
@@ -501,7 +511,7 @@ fn time_chunk(
         layers: kind.layers,
         embed: kind.embed,
         head: kind.head,
-        forward: timed(&f, topo, opts, "chunk forward")?,
+        forward: timed(&f, topo, &pass_opts, "chunk forward")?,
         // The backward updates its gradient accumulators (its last
         // arguments) in place, as Megatron-LM's fused accumulation does.
         backward: timed(
@@ -509,7 +519,7 @@ fn time_chunk(
             topo,
             &TimedOptions {
                 donated_args: (b.args.len().saturating_sub(weights.len())..b.args.len()).collect(),
-                ..opts.clone()
+                ..pass_opts.clone()
             },
             "chunk backward",
         )?,

@@ -153,3 +153,53 @@ fn the_same_seed_gives_the_same_bytes_and_another_seed_other_times() {
     };
     assert_eq!(plain(1), plain(2));
 }
+
+/// A program that runs its node-local all-gathers and reduce-scatters with
+/// kernels of its own (`node_local_algorithm`, Transformer Engine's
+/// userbuffers: one-shot over NVLink) gets the collectives layer's time for
+/// that algorithm inside a node, and NCCL's choice for the groups that
+/// span nodes: the reduce-scatter inside each DGX H100 node takes what
+/// `direct` takes for its 16 MiB on the node's 8 GPUs (faster than the
+/// ring), the all-gather between the 2 nodes is unchanged.
+#[test]
+fn node_local_collectives_run_the_algorithm_asked_for_the_others_nccls_choice() {
+    use shardsim::collective::Algorithm;
+    let p = program("timed/reduce_scatter_local_and_across.mlir");
+    let topo = shardsim::topology::load_nodes("dgx-h100", 2, &[]).unwrap();
+    let comm = |opts: &TimedOptions| {
+        let t = run_timed(&p, &topo, opts).unwrap();
+        let mut out: Vec<(String, u64, String)> = spans(&t, 0, StreamKind::Comm)
+            .into_iter()
+            .map(|s| (s.op.clone(), dur(s), s.detail.clone()))
+            .collect();
+        out.sort();
+        out
+    };
+    let nccl = comm(&TimedOptions::default());
+    let asked = comm(&TimedOptions {
+        node_local_algorithm: Some(Algorithm::Direct),
+        ..TimedOptions::default()
+    });
+    let ops: Vec<&str> = nccl.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(ops, ["all_gather", "reduce_scatter"]);
+    // Across nodes: the same, NCCL's ring.
+    assert_eq!(asked[0], nccl[0]);
+    assert!(nccl[0].2.starts_with("ring"), "{:?}", nccl[0]);
+    // Inside a node: direct, as the collectives layer times it.
+    let group = Group::first(&topo, 8).unwrap();
+    let cal = Calibration::for_model(&group.device_model(&topo)).unwrap();
+    let direct = run_collective(
+        &topo,
+        &group,
+        &CollectiveOp::ReduceScatter,
+        4096 * 2048,
+        2,
+        &cal,
+        Some(Algorithm::Direct),
+        None,
+    )
+    .unwrap();
+    assert!(asked[1].2.starts_with("direct"), "{:?}", asked[1]);
+    assert_eq!(asked[1].1, direct.time.0);
+    assert!(asked[1].1 < nccl[1].1, "{:?} vs {:?}", asked[1], nccl[1]);
+}

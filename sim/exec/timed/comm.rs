@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::collective::{
-    group_links, time_groups, Algorithm, Calibration, CollectiveError, CollectiveOp, GroupsTiming,
+    group_links, time_groups, time_groups_using, Algorithm, Calibration, CollectiveError,
+    CollectiveOp, GroupsTiming,
 };
 use crate::engine::{LinkFault, Time};
 use crate::partition::{window, Collective, CollectiveKind, SpmdProgram, Traffic};
@@ -116,7 +117,8 @@ type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 #[derive(Default)]
 pub struct CommMemo(std::sync::Mutex<BTreeMap<MemoKey, GroupsTiming>>);
 
-/// Groups, operations (as printed), elements per rank, bytes per element.
+/// Groups, operations and the algorithm asked for (as printed), elements
+/// per rank, bytes per element.
 type MemoKey = (Vec<Vec<u32>>, String, u64, u64);
 
 impl std::fmt::Debug for CommMemo {
@@ -132,12 +134,18 @@ impl CommMemo {
         (groups, ops, total): (&[Vec<u32>], &[CollectiveOp], u64),
         elem_bytes: u64,
         cal: &Calibration,
+        algo: Option<Algorithm>,
     ) -> Result<GroupsTiming, CollectiveError> {
-        let key = (groups.to_vec(), format!("{ops:?}"), total, elem_bytes);
+        let key = (
+            groups.to_vec(),
+            format!("{ops:?} {algo:?}"),
+            total,
+            elem_bytes,
+        );
         if let Some(t) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
             return Ok(t);
         }
-        let t = time_groups(topo, groups, ops, total, elem_bytes, cal, &[])?;
+        let t = time_round(topo, (groups, ops, total), elem_bytes, cal, algo)?;
         if let Ok(mut m) = self.0.lock() {
             m.insert(key, t.clone());
         }
@@ -158,6 +166,9 @@ pub struct CommModel<'t> {
     faulted: BTreeMap<(String, usize, Time), (Time, String)>,
     /// Shared with other runs on the same topology and calibration.
     memo: Option<std::sync::Arc<CommMemo>>,
+    /// Algorithm of node-local all-gathers and reduce-scatters
+    /// ([`super::TimedOptions::node_local_algorithm`]).
+    node_local: Option<Algorithm>,
 }
 
 impl<'t> CommModel<'t> {
@@ -191,6 +202,7 @@ impl<'t> CommModel<'t> {
             components: BTreeMap::new(),
             faulted: BTreeMap::new(),
             memo: None,
+            node_local: None,
         })
     }
 
@@ -199,6 +211,32 @@ impl<'t> CommModel<'t> {
     pub fn with_memo(mut self, memo: Option<std::sync::Arc<CommMemo>>) -> Self {
         self.memo = memo;
         self
+    }
+
+    /// Run all-gathers and reduce-scatters whose groups each lie within one
+    /// node with `algo` where it applies.
+    pub fn with_node_local_algorithm(mut self, algo: Option<Algorithm>) -> Self {
+        self.node_local = algo;
+        self
+    }
+
+    /// The algorithm asked for a round: the node-local one for all-gathers
+    /// and reduce-scatters whose every group sits in one node.
+    fn asked(&self, groups: &[Vec<u32>], ops: &[CollectiveOp]) -> Option<Algorithm> {
+        let algo = self.node_local?;
+        let kind_fits = ops
+            .iter()
+            .all(|o| matches!(o, CollectiveOp::AllGather | CollectiveOp::ReduceScatter));
+        let node = |d: u32| {
+            self.topo
+                .device(d)
+                .and_then(|c| self.topo.component(c).node)
+        };
+        let local = groups.iter().all(|g| {
+            let first = g.first().and_then(|&d| node(d));
+            first.is_some() && g.iter().all(|&d| node(d) == first)
+        });
+        (kind_fits && local).then_some(algo)
     }
 
     /// Whether any link fault is set for the run.
@@ -451,9 +489,22 @@ impl<'t> CommModel<'t> {
             if *total == 0 || groups.iter().all(|g| g.len() < 2) {
                 continue;
             }
+            let algo = self.asked(groups, ops);
             let t = match &self.memo {
-                Some(memo) => memo.time(self.topo, (groups, ops, *total), elem_bytes, &self.cal)?,
-                None => time_groups(self.topo, groups, ops, *total, elem_bytes, &self.cal, &[])?,
+                Some(memo) => memo.time(
+                    self.topo,
+                    (groups, ops, *total),
+                    elem_bytes,
+                    &self.cal,
+                    algo,
+                )?,
+                None => time_round(
+                    self.topo,
+                    (groups, ops, *total),
+                    elem_bytes,
+                    &self.cal,
+                    algo,
+                )?,
             };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
@@ -472,6 +523,20 @@ impl<'t> CommModel<'t> {
         }
         self.cache.insert(key, timing.clone());
         Ok(timing)
+    }
+}
+
+/// A round's fault-free time, with `algo` where asked for.
+fn time_round(
+    topo: &Topology,
+    (groups, ops, total): (&[Vec<u32>], &[CollectiveOp], u64),
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+) -> Result<GroupsTiming, CollectiveError> {
+    match algo {
+        Some(a) => time_groups_using(topo, groups, ops, total, elem_bytes, cal, a),
+        None => time_groups(topo, groups, ops, total, elem_bytes, cal, &[]),
     }
 }
 

@@ -91,6 +91,11 @@ pub struct TimedOptions {
     /// the same size into that buffer; otherwise it is freed after its last
     /// read.
     pub donated_args: Vec<usize>,
+    /// Algorithm of the all-gathers and reduce-scatters whose groups each
+    /// lie within one node, where it applies (`None`: NCCL's choice): a
+    /// program that runs them with kernels of its own (Transformer Engine's
+    /// userbuffers: one-shot reads and writes over NVLink, `direct`).
+    pub node_local_algorithm: Option<crate::collective::Algorithm>,
 }
 
 impl Default for TimedOptions {
@@ -112,6 +117,7 @@ impl Default for TimedOptions {
             comm_memo: None,
             progress: None,
             donated_args: Vec::new(),
+            node_local_algorithm: None,
         }
     }
 }
