@@ -270,10 +270,18 @@ pub fn infer_result_types(
         }
     };
     let same_as = |x: &TensorType| Ok(Some(vec![x.clone()]));
+    complex_allowed(&op.kind, t.iter().chain(result_types).copied())?;
     match &op.kind {
         OpKind::Unary(u) => {
             n(1)?;
             use super::ops::UnaryOp as U;
+            if matches!(u, U::Real | U::Imag) {
+                let part = t[0]
+                    .dtype
+                    .complex_part()
+                    .ok_or_else(|| format!("needs a complex operand, found {}", t[0]))?;
+                return Ok(Some(vec![TensorType::new(t[0].shape.clone(), part)]));
+            }
             let float_only = matches!(
                 u,
                 U::Exponential
@@ -320,6 +328,13 @@ pub fn infer_result_types(
                 ));
             }
             use super::ops::BinaryOp as B;
+            if matches!(b, B::Complex) {
+                let c = t[0]
+                    .dtype
+                    .complex_of()
+                    .ok_or_else(|| format!("needs f32 or f64 operands, found {}", t[0]))?;
+                return Ok(Some(vec![TensorType::new(t[0].shape.clone(), c)]));
+            }
             if matches!(
                 b,
                 B::And
@@ -816,6 +831,11 @@ pub fn infer_result_types(
             super::verify_structured::infer_structured(&op.kind, t, result_types)
                 .unwrap_or(Ok(None))
         }
+        OpKind::Fft { kind, length } => {
+            n(1)?;
+            let (shape, dtype) = kind.result_type(&t[0].shape, t[0].dtype, length)?;
+            Ok(Some(vec![TensorType::new(shape, dtype)]))
+        }
         OpKind::Cholesky { .. }
         | OpKind::TriangularSolve { .. }
         | OpKind::BatchNormInference { .. } => super::verify_linalg::infer_linalg(&op.kind, t)
@@ -823,6 +843,65 @@ pub fn infer_result_types(
             .map(Some),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
+}
+
+/// Complex element types only where shardsim computes them: `fft`, `real`,
+/// `imag`, `complex`, negate/add/subtract/multiply/divide, and ops that move
+/// or place values without computing on them (any other op on a complex
+/// value is refused here, with the op named, rather than in the kernel).
+fn complex_allowed<'t>(
+    kind: &OpKind,
+    mut types: impl Iterator<Item = &'t TensorType>,
+) -> Result<(), String> {
+    use super::ops::{BinaryOp as B, UnaryOp as U};
+    let Some(c) = types.find(|t| t.dtype.is_complex()) else {
+        return Ok(());
+    };
+    let ok = match kind {
+        OpKind::Unary(u) => matches!(u, U::Negate | U::Real | U::Imag),
+        OpKind::Binary(b) => matches!(
+            b,
+            B::Add | B::Subtract | B::Multiply | B::Divide | B::Complex
+        ),
+        OpKind::Fft { .. }
+        | OpKind::Convert
+        | OpKind::Select
+        | OpKind::BroadcastInDim { .. }
+        | OpKind::Reshape
+        | OpKind::Transpose { .. }
+        | OpKind::Slice { .. }
+        | OpKind::DynamicSlice { .. }
+        | OpKind::DynamicUpdateSlice
+        | OpKind::Concatenate { .. }
+        | OpKind::Reverse { .. }
+        | OpKind::ShardingConstraint { .. }
+        | OpKind::Reshard { .. }
+        | OpKind::ShardingGroup { .. }
+        | OpKind::PropagationBarrier { .. }
+        | OpKind::DataFlowEdge { .. }
+        | OpKind::NamedComputation { .. }
+        | OpKind::ManualComputation { .. }
+        | OpKind::AllGather { .. }
+        | OpKind::AllSlice { .. }
+        | OpKind::AllToAll { .. }
+        | OpKind::CollectivePermute { .. }
+        | OpKind::DeviceCopy { .. }
+        | OpKind::While
+        | OpKind::Case
+        | OpKind::If
+        | OpKind::OptimizationBarrier
+        | OpKind::Call { .. }
+        | OpKind::Return
+        | OpKind::StablehloReturn
+        | OpKind::SdyReturn => true,
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "does not take complex values in shardsim, found {c} (complex values go through fft, real, imag, complex, negate, add, subtract, multiply, divide and the ops that move values)"
+    ))
 }
 
 /// The result type of a device collective on `x`: groups of equal size,

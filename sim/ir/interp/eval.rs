@@ -223,6 +223,8 @@ pub(super) fn eval_op(
                 "square" => return one(tensor::multiply(x, x)),
                 "popcnt" => return one(tensor::popcnt(x)),
                 "count_leading_zeros" => return one(tensor::count_leading_zeros(x)),
+                "real" => return one(tensor::complex_part(x, tensor::ComplexPart::Real)),
+                "imag" => return one(tensor::complex_part(x, tensor::ComplexPart::Imag)),
                 _ => {}
             }
             let k = tensor::UnaryOp::from_name(short)
@@ -240,10 +242,14 @@ pub(super) fn eval_op(
             if let Some(kind) = shift {
                 return one(tensor::shift(kind, arg(0)?, arg(1)?));
             }
+            if short == "complex" {
+                return one(tensor::complex(arg(0)?, arg(1)?));
+            }
             let k = tensor::BinaryOp::from_name(short)
                 .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
             one(tensor::binary(k, arg(0)?, arg(1)?))
         }
+        OpKind::Fft { kind, length } => one(tensor::fft(arg(0)?, *kind, length)),
         OpKind::Compare { dir, cmp_type } => {
             let d = tensor::CompareDirection::from_name(dir.name())
                 .ok_or_else(|| InterpError::op(op.loc, name, "bad direction"))?;

@@ -753,6 +753,15 @@ impl Printer {
                 return self.generic(out, cx, op, props, &[], ind);
             }
             OpKind::Case | OpKind::If => return self.generic(out, cx, op, Vec::new(), &[], ind),
+            OpKind::Fft { kind, length } => {
+                let l = length.iter().map(u64::to_string).collect::<Vec<_>>();
+                format!(
+                    "{res}{name} {ops}, type = {}, length = [{}]{attrs}{}",
+                    kind.name(),
+                    l.join(", "),
+                    full(self)
+                )
+            }
             OpKind::Cholesky { lower } => {
                 let props = vec![("lower".to_string(), lower.to_string())];
                 return self.generic(out, cx, op, props, &[], ind);
