@@ -289,10 +289,10 @@ fn max_and_min_partials_are_combined_by_all_reduce_max_and_min() {
             "combine by min but its sharding declares unreduced={...}",
         ),
     ] {
-        let e = run(&program(declared, body, init))
-            .err()
-            .expect("refused")
-            .to_string();
+        let Err(e) = run(&program(declared, body, init)) else {
+            panic!("{declared} on {body}: accepted");
+        };
+        let e = e.to_string();
         assert!(e.contains(found) && e.contains("4:3"), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
