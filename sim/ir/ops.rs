@@ -190,6 +190,52 @@ impl BinaryOp {
     }
 }
 
+/// `#stablehlo.channel_handle<handle = H, type = T>` of a send or recv
+/// (type 1: device to device, 2: device to host, 3: host to device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Channel {
+    pub handle: i64,
+    pub kind: i64,
+}
+
+impl Channel {
+    pub const DEVICE_TO_DEVICE: i64 = 1;
+    pub const DEVICE_TO_HOST: i64 = 2;
+    pub const HOST_TO_DEVICE: i64 = 3;
+
+    /// Parse `#stablehlo.channel_handle<handle = 1, type = 2>`.
+    pub fn parse(text: &str) -> Option<Channel> {
+        let inner = text
+            .trim()
+            .strip_prefix("#stablehlo.channel_handle<")?
+            .strip_suffix('>')?;
+        let (mut handle, mut kind) = (None, None);
+        for part in inner.split(',') {
+            let (k, v) = part.split_once('=')?;
+            let v: i64 = v.trim().parse().ok()?;
+            match k.trim() {
+                "handle" => handle = Some(v),
+                "type" => kind = Some(v),
+                _ => return None,
+            }
+        }
+        Some(Channel {
+            handle: handle?,
+            kind: kind?,
+        })
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "#stablehlo.channel_handle<handle = {}, type = {}>",
+            self.handle, self.kind
+        )
+    }
+}
+
 /// `stablehlo.compare` direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CompareDir {
@@ -593,6 +639,19 @@ pub enum OpKind {
     SelectAndScatter {
         window: WindowAttrs,
     },
+    /// `stablehlo.after_all`: one token after all of its operand tokens.
+    AfterAll,
+    /// `stablehlo.send`: its values (then a token) out through a channel;
+    /// a token out.
+    Send {
+        channel: Channel,
+        is_host_transfer: bool,
+    },
+    /// `stablehlo.recv`: a token in; values from a channel, then a token.
+    Recv {
+        channel: Channel,
+        is_host_transfer: bool,
+    },
     /// `stablehlo.fft`: the DFT over the last `length.len()` dims.
     Fft {
         kind: crate::tensor::FftKind,
@@ -696,6 +755,9 @@ impl OpKind {
             OpKind::CustomCall { .. } => "stablehlo.custom_call",
             OpKind::Cholesky { .. } => "stablehlo.cholesky",
             OpKind::Fft { .. } => "stablehlo.fft",
+            OpKind::AfterAll => "stablehlo.after_all",
+            OpKind::Send { .. } => "stablehlo.send",
+            OpKind::Recv { .. } => "stablehlo.recv",
             OpKind::SelectAndScatter { .. } => "stablehlo.select_and_scatter",
             OpKind::TriangularSolve { .. } => "stablehlo.triangular_solve",
             OpKind::BatchNormInference { .. } => "stablehlo.batch_norm_inference",

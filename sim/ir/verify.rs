@@ -6,7 +6,7 @@ use crate::base::{DType, TensorType};
 use crate::sharding::TensorSharding;
 
 use super::model::{Func, Module, Op, OpId, Region};
-use super::ops::{checked_elements, DenseValue, OpKind};
+use super::ops::{checked_elements, Channel, DenseValue, OpKind};
 use super::IrError;
 
 /// Verify every function of a module.
@@ -831,6 +831,51 @@ pub fn infer_result_types(
             super::verify_structured::infer_structured(&op.kind, t, result_types)
                 .unwrap_or(Ok(None))
         }
+        OpKind::AfterAll => {
+            if let Some(x) = t.iter().find(|x| !x.is_token()) {
+                return Err(format!("takes only !stablehlo.token operands, found {x}"));
+            }
+            Ok(Some(vec![TensorType::token()]))
+        }
+        OpKind::Send {
+            channel,
+            is_host_transfer,
+        } => {
+            let Some((token, values)) = t.split_last() else {
+                return Err(
+                    "takes its values and then a !stablehlo.token, found no operands".into(),
+                );
+            };
+            if !token.is_token() {
+                return Err(format!("takes a !stablehlo.token last, found {token}"));
+            }
+            if let Some(x) = values.iter().find(|x| x.is_token()) {
+                return Err(format!("sends tensors, found {x} before the last operand"));
+            }
+            check_channel(*channel, *is_host_transfer, Channel::DEVICE_TO_HOST)?;
+            Ok(Some(vec![TensorType::token()]))
+        }
+        OpKind::Recv {
+            channel,
+            is_host_transfer,
+        } => {
+            n(1)?;
+            if !t[0].is_token() {
+                return Err(format!("takes one !stablehlo.token, found {}", t[0]));
+            }
+            match result_types.split_last() {
+                Some((last, values)) if last.is_token() && !values.iter().any(|x| x.is_token()) => {
+                }
+                _ => {
+                    return Err(format!(
+                        "results must be tensors and then one !stablehlo.token, found ({})",
+                        join(result_types)
+                    ))
+                }
+            }
+            check_channel(*channel, *is_host_transfer, Channel::HOST_TO_DEVICE)?;
+            Ok(None)
+        }
         OpKind::Fft { kind, length } => {
             n(1)?;
             let (shape, dtype) = kind.result_type(&t[0].shape, t[0].dtype, length)?;
@@ -843,6 +888,24 @@ pub fn infer_result_types(
             .map(Some),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
+}
+
+/// A send's or recv's channel type follows `is_host_transfer` (StableHLO's
+/// constraint): `host` (device to host for a send, host to device for a
+/// recv) when it is set, device to device otherwise.
+fn check_channel(channel: Channel, is_host_transfer: bool, host: i64) -> Result<(), String> {
+    let want = if is_host_transfer {
+        host
+    } else {
+        Channel::DEVICE_TO_DEVICE
+    };
+    if channel.kind != want {
+        return Err(format!(
+            "with is_host_transfer = {is_host_transfer} needs a channel of type {want}, found type {}",
+            channel.kind
+        ));
+    }
+    Ok(())
 }
 
 /// Complex element types only where shardsim computes them: `fft`, `real`,
@@ -983,8 +1046,8 @@ fn check_indices(t: &[&TensorType]) -> Result<(), String> {
 
 /// Ops a `!stablehlo.token` may flow through: it orders side effects and
 /// holds no data, so only ops that pass values on (terminators, calls,
-/// control flow, optimization barriers, computations) or custom calls (host
-/// callbacks) take one.
+/// control flow, optimization barriers, computations), custom calls (host
+/// callbacks) and the ops made for tokens (after_all, send, recv) take one.
 fn takes_tokens(kind: &OpKind) -> bool {
     matches!(
         kind,
@@ -999,6 +1062,9 @@ fn takes_tokens(kind: &OpKind) -> bool {
             | OpKind::CustomCall { .. }
             | OpKind::NamedComputation { .. }
             | OpKind::ManualComputation { .. }
+            | OpKind::AfterAll
+            | OpKind::Send { .. }
+            | OpKind::Recv { .. }
     )
 }
 
@@ -1010,7 +1076,7 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
                 op,
                 format!(
                     "{} is a !stablehlo.token, which this op does not take (a token only flows through \
-                     calls, control flow, optimization barriers, custom calls and computations)",
+                     calls, control flow, optimization barriers, custom calls, computations, after_all, send and recv)",
                     f.value(v).name
                 ),
             ));

@@ -250,6 +250,21 @@ pub(super) fn eval_op(
             one(tensor::binary(k, arg(0)?, arg(1)?))
         }
         OpKind::Fft { kind, length } => one(tensor::fft(arg(0)?, *kind, length)),
+        // Tokens order side effects and hold no data.
+        OpKind::AfterAll => Ok(vec![Tensor::token()]),
+        // What a send hands to its channel leaves the program: no value the
+        // program computes depends on it, so it only passes a token on.
+        OpKind::Send { .. } => Ok(vec![Tensor::token()]),
+        // A received value comes from outside the program (the host, or a
+        // device running another program): nothing here defines it.
+        OpKind::Recv { channel, .. } => Err(InterpError::op(
+            op.loc,
+            name,
+            format!(
+                "the value received on channel {} (type {}) comes from outside the program; shardsim cannot simulate it",
+                channel.handle, channel.kind
+            ),
+        )),
         OpKind::Compare { dir, cmp_type } => {
             let d = tensor::CompareDirection::from_name(dir.name())
                 .ok_or_else(|| InterpError::op(op.loc, name, "bad direction"))?;

@@ -1188,6 +1188,7 @@ impl<'a> Parser<'a> {
                     (OpKind::OptimizationBarrier, self.operand_list(fb)?)
                 }
                 "stablehlo.bitcast_convert" => (OpKind::BitcastConvert, self.operand_list(fb)?),
+                "stablehlo.after_all" => (OpKind::AfterAll, self.operand_list(fb)?),
                 "stablehlo.fft" => {
                     // `stablehlo.fft %a, type = FFT, length = [32, 64]`
                     let ops = self.operand_list(fb)?;
@@ -2063,6 +2064,29 @@ impl<'a> Parser<'a> {
             "stablehlo.cholesky" => OpKind::Cholesky {
                 lower: flag(raw, "lower")?,
             },
+            "stablehlo.after_all" => OpKind::AfterAll,
+            "stablehlo.send" | "stablehlo.recv" => {
+                let t = text(raw, "channel_handle")?;
+                let channel = crate::ir::Channel::parse(&t).ok_or_else(|| {
+                    self.c.error_with(
+                        pos,
+                        "#stablehlo.channel_handle<handle = N, type = T>",
+                        t.clone(),
+                    )
+                })?;
+                let is_host_transfer = flag(raw, "is_host_transfer")?;
+                if name == "stablehlo.send" {
+                    OpKind::Send {
+                        channel,
+                        is_host_transfer,
+                    }
+                } else {
+                    OpKind::Recv {
+                        channel,
+                        is_host_transfer,
+                    }
+                }
+            }
             "stablehlo.fft" => {
                 // `fft_type = #stablehlo<fft_type RFFT>, fft_length = array<i64: 64>`
                 let t = text(raw, "fft_type")?;
