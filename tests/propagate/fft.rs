@@ -232,16 +232,7 @@ fn fft_programs_with_bad_types_are_located_errors() {
     super::custom_calls::check_bad_programs("fft_bad.mlir", 9);
 }
 
-const SHARDED: &str = r#"sdy.mesh @mesh = <["x"=2, "y"=2]>
-func.func @main(%a: tensor<4x6x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}]>}) -> (tensor<4x6x8xf32>, tensor<4x6x5xcomplex<f32>>) {
-  %s = stablehlo.fft %a, type = RFFT, length = [8] : (tensor<4x6x8xf32>) -> tensor<4x6x5xcomplex<f32>>
-  %p = stablehlo.multiply %s, %s : tensor<4x6x5xcomplex<f32>>
-  %f = stablehlo.fft %p, type = FFT, length = [6, 5] : (tensor<4x6x5xcomplex<f32>>) -> tensor<4x6x5xcomplex<f32>>
-  %g = stablehlo.fft %f, type = IFFT, length = [6, 5] : (tensor<4x6x5xcomplex<f32>>) -> tensor<4x6x5xcomplex<f32>>
-  %b = stablehlo.fft %s, type = IRFFT, length = [8] : (tensor<4x6x5xcomplex<f32>>) -> tensor<4x6x8xf32>
-  return %b, %g : tensor<4x6x8xf32>, tensor<4x6x5xcomplex<f32>>
-}
-"#;
+const SHARDED: &str = include_str!("../fixtures/shardy_lit/fft_batch_sharded.mlir");
 
 /// Batch dims sharded over "x", dim 1 over "y": RFFT/IRFFT of the last dim
 /// keep both (dim 1 is a batch dim for them); the 2-D FFT/IFFT need dim 1

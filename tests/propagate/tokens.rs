@@ -255,15 +255,7 @@ fn cli_runs_a_token_program_leaving_tokens_out_of_inputs_and_outputs() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-const SEND_RECV: &str = r#"sdy.mesh @mesh = <["x"=2, "y"=2]>
-func.func @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, %t: !stablehlo.token) -> (tensor<8x4xf32>, !stablehlo.token) {
-  %0 = stablehlo.after_all : !stablehlo.token
-  %1 = stablehlo.after_all %t, %0 : !stablehlo.token
-  %2 = "stablehlo.send"(%a, %a, %1) <{channel_handle = #stablehlo.channel_handle<handle = 3, type = 2>, is_host_transfer = true}> : (tensor<8x4xf32>, tensor<8x4xf32>, !stablehlo.token) -> !stablehlo.token
-  %3 = stablehlo.negate %a : tensor<8x4xf32>
-  return %3, %2 : tensor<8x4xf32>, !stablehlo.token
-}
-"#;
+const SEND_RECV: &str = include_str!("../fixtures/shardy_lit/send_after_all.mlir");
 
 /// `after_all`, `send` and `recv` (StableHLO's token ops): they print back
 /// byte for byte (Shardy's generic form for send/recv), never get a
