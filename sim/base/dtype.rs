@@ -21,6 +21,10 @@ pub enum DType {
     UI8,
     UI32,
     UI64,
+    /// `complex<f32>`: two f32 (real, imaginary), 8 bytes.
+    C64,
+    /// `complex<f64>`: two f64 (real, imaginary), 16 bytes.
+    C128,
     /// `!stablehlo.token`: orders side effects and holds no data. Always a
     /// rank-0 type (`TensorType::token()`), zero bytes, never sharded.
     Token,
@@ -29,7 +33,7 @@ pub enum DType {
 impl DType {
     /// Every element type a `tensor<...>` may hold, in a fixed order (the
     /// token is a type of its own, not an element type).
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 13] = [
         DType::F32,
         DType::F64,
         DType::BF16,
@@ -41,6 +45,8 @@ impl DType {
         DType::UI8,
         DType::UI32,
         DType::UI64,
+        DType::C64,
+        DType::C128,
     ];
 
     /// Size of one element in bytes as stored on a device (i1 takes a byte).
@@ -49,7 +55,8 @@ impl DType {
             DType::I1 | DType::I8 | DType::UI8 => 1,
             DType::BF16 | DType::F16 => 2,
             DType::F32 | DType::I32 | DType::UI32 => 4,
-            DType::F64 | DType::I64 | DType::UI64 => 8,
+            DType::F64 | DType::I64 | DType::UI64 | DType::C64 => 8,
+            DType::C128 => 16,
             DType::Token => 0,
         }
     }
@@ -57,6 +64,36 @@ impl DType {
     /// True for floating-point types.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::BF16 | DType::F16)
+    }
+
+    /// True for `complex<f32>` and `complex<f64>`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// True for the integer types and i1 (neither float nor complex).
+    pub fn is_integer_or_bool(self) -> bool {
+        !self.is_float() && !self.is_complex() && self != DType::Token
+    }
+
+    /// The type of one part of a complex element (`complex<f32>` -> f32);
+    /// `None` for a non-complex type.
+    pub fn complex_part(self) -> Option<DType> {
+        match self {
+            DType::C64 => Some(DType::F32),
+            DType::C128 => Some(DType::F64),
+            _ => None,
+        }
+    }
+
+    /// The complex type whose parts are `self` (f32 -> `complex<f32>`);
+    /// `None` unless `self` is f32 or f64 (StableHLO has no other complex type).
+    pub fn complex_of(self) -> Option<DType> {
+        match self {
+            DType::F32 => Some(DType::C64),
+            DType::F64 => Some(DType::C128),
+            _ => None,
+        }
     }
 
     /// The MLIR spelling (`f32`, `bf16`, `i1`, `ui32`, ...).
@@ -73,6 +110,8 @@ impl DType {
             DType::UI8 => "ui8",
             DType::UI32 => "ui32",
             DType::UI64 => "ui64",
+            DType::C64 => "complex<f32>",
+            DType::C128 => "complex<f64>",
             DType::Token => "token",
         }
     }
@@ -90,7 +129,7 @@ impl FromStr for DType {
         DType::ALL
             .into_iter()
             .find(|d| d.mlir_name() == s)
-            .ok_or_else(|| format!("unknown element type '{s}' (expected one of f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64)"))
+            .ok_or_else(|| format!("unknown element type '{s}' (expected one of f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64, complex<f32>, complex<f64>)"))
     }
 }
 
@@ -198,6 +237,11 @@ mod tests {
         assert_eq!(TensorType::token().to_string(), "!stablehlo.token");
         assert_eq!(TensorType::token().size_bytes(), 0);
         assert!("token".parse::<DType>().is_err());
+        let c = TensorType::new(vec![8, 33], DType::C64);
+        assert_eq!(c.to_string(), "tensor<8x33xcomplex<f32>>");
+        assert_eq!(c.size_bytes(), 8 * 33 * 8);
+        assert_eq!(TensorType::new(vec![3], DType::C128).size_bytes(), 48);
+        assert!("complex<i32>".parse::<DType>().is_err());
     }
 
     #[test]

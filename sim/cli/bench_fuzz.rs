@@ -208,6 +208,9 @@ fn targets() -> Vec<Target> {
                 include_bytes!("../../tests/fixtures/jax/add_relu/lowered.mlir").to_vec(),
                 include_bytes!("../../tests/fixtures/jax/megatron_mlp/lowered.mlir").to_vec(),
                 include_bytes!("../../tests/fixtures/jax/shard_map_psum/lowered.mlir").to_vec(),
+                // complex types and fft; tokens with after_all and send.
+                include_bytes!("../../tests/fixtures/shardy_lit/fft_batch_sharded.mlir").to_vec(),
+                include_bytes!("../../tests/fixtures/shardy_lit/send_after_all.mlir").to_vec(),
             ],
             run: mlir,
         },
@@ -302,6 +305,7 @@ fn targets() -> Vec<Target> {
             seeds: vec![
                 include_bytes!("../../tests/fixtures/jax/add_relu/in0.npy").to_vec(),
                 include_bytes!("../../tests/fixtures/jax/argmax_sharded/out1.npy").to_vec(),
+                include_bytes!("../../tests/fixtures/tensor/npy/c8_arange.npy").to_vec(),
             ],
             run: |b| shardsim::tensor::npy::parse_npy(b).is_ok(),
         },

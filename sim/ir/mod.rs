@@ -20,8 +20,8 @@ pub use model::{
     Func, Loc, Module, Op, OpId, RawAttr, Region, Value, ValueDef, ValueId, Visibility,
 };
 pub use ops::{
-    AllToAllParam, BinaryOp, CompareDir, CompareType, DenseValue, DeviceCollective, DotDims,
-    OpKind, PropagationDirection, Scalar, TransposeA, UnaryOp,
+    AllToAllParam, BinaryOp, Channel, CompareDir, CompareType, DenseValue, DeviceCollective,
+    DotDims, OpKind, PropagationDirection, Scalar, TransposeA, UnaryOp,
 };
 pub use rule::OpShardingRule;
 pub use verify::{infer_result_types, verify_module};

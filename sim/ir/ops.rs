@@ -42,10 +42,14 @@ pub enum UnaryOp {
     Erfc,
     /// `chlo.erf_inv`.
     ErfInv,
+    /// `stablehlo.real`: the real part of a complex tensor (a float result).
+    Real,
+    /// `stablehlo.imag`: the imaginary part of a complex tensor.
+    Imag,
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 27] = [
+    pub const ALL: [UnaryOp; 29] = [
         UnaryOp::Negate,
         UnaryOp::Abs,
         UnaryOp::Exponential,
@@ -73,6 +77,8 @@ impl UnaryOp {
         UnaryOp::Erf,
         UnaryOp::Erfc,
         UnaryOp::ErfInv,
+        UnaryOp::Real,
+        UnaryOp::Imag,
     ];
 
     /// Full op name as printed.
@@ -105,6 +111,8 @@ impl UnaryOp {
             UnaryOp::Erf => "chlo.erf",
             UnaryOp::Erfc => "chlo.erfc",
             UnaryOp::ErfInv => "chlo.erf_inv",
+            UnaryOp::Real => "stablehlo.real",
+            UnaryOp::Imag => "stablehlo.imag",
         }
     }
 
@@ -117,7 +125,8 @@ impl UnaryOp {
     }
 }
 
-/// Elementwise ops with two operands of the same type.
+/// Elementwise ops with two operands of the same type (`complex` alone has
+/// a result type of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BinaryOp {
     Add,
@@ -135,10 +144,12 @@ pub enum BinaryOp {
     ShiftRightLogical,
     ShiftRightArithmetic,
     Atan2,
+    /// `stablehlo.complex`: `lhs + i rhs` from two f32 or f64 tensors.
+    Complex,
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 15] = [
+    pub const ALL: [BinaryOp; 16] = [
         BinaryOp::Add,
         BinaryOp::Subtract,
         BinaryOp::Multiply,
@@ -154,6 +165,7 @@ impl BinaryOp {
         BinaryOp::ShiftRightLogical,
         BinaryOp::ShiftRightArithmetic,
         BinaryOp::Atan2,
+        BinaryOp::Complex,
     ];
 
     pub fn name(self) -> &'static str {
@@ -173,7 +185,54 @@ impl BinaryOp {
             BinaryOp::ShiftRightLogical => "stablehlo.shift_right_logical",
             BinaryOp::ShiftRightArithmetic => "stablehlo.shift_right_arithmetic",
             BinaryOp::Atan2 => "stablehlo.atan2",
+            BinaryOp::Complex => "stablehlo.complex",
         }
+    }
+}
+
+/// `#stablehlo.channel_handle<handle = H, type = T>` of a send or recv
+/// (type 1: device to device, 2: device to host, 3: host to device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Channel {
+    pub handle: i64,
+    pub kind: i64,
+}
+
+impl Channel {
+    pub const DEVICE_TO_DEVICE: i64 = 1;
+    pub const DEVICE_TO_HOST: i64 = 2;
+    pub const HOST_TO_DEVICE: i64 = 3;
+
+    /// Parse `#stablehlo.channel_handle<handle = 1, type = 2>`.
+    pub fn parse(text: &str) -> Option<Channel> {
+        let inner = text
+            .trim()
+            .strip_prefix("#stablehlo.channel_handle<")?
+            .strip_suffix('>')?;
+        let (mut handle, mut kind) = (None, None);
+        for part in inner.split(',') {
+            let (k, v) = part.split_once('=')?;
+            let v: i64 = v.trim().parse().ok()?;
+            match k.trim() {
+                "handle" => handle = Some(v),
+                "type" => kind = Some(v),
+                _ => return None,
+            }
+        }
+        Some(Channel {
+            handle: handle?,
+            kind: kind?,
+        })
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "#stablehlo.channel_handle<handle = {}, type = {}>",
+            self.handle, self.kind
+        )
     }
 }
 
@@ -343,7 +402,7 @@ fn decode_le(b: &[u8], dtype: crate::base::DType) -> Option<f64> {
         D::I32 => f64::from(u as u32 as i32),
         D::I64 => u as i64 as f64,
         D::UI8 | D::UI32 | D::UI64 => u as f64,
-        D::Token => return None,
+        D::C64 | D::C128 | D::Token => return None,
     })
 }
 
@@ -580,6 +639,24 @@ pub enum OpKind {
     SelectAndScatter {
         window: WindowAttrs,
     },
+    /// `stablehlo.after_all`: one token after all of its operand tokens.
+    AfterAll,
+    /// `stablehlo.send`: its values (then a token) out through a channel;
+    /// a token out.
+    Send {
+        channel: Channel,
+        is_host_transfer: bool,
+    },
+    /// `stablehlo.recv`: a token in; values from a channel, then a token.
+    Recv {
+        channel: Channel,
+        is_host_transfer: bool,
+    },
+    /// `stablehlo.fft`: the DFT over the last `length.len()` dims.
+    Fft {
+        kind: crate::tensor::FftKind,
+        length: Vec<u64>,
+    },
     /// `stablehlo.cholesky`: the Cholesky factor of each matrix in the last
     /// two dims (lower or upper triangle).
     Cholesky {
@@ -677,6 +754,10 @@ impl OpKind {
             OpKind::Convolution { .. } => "stablehlo.convolution",
             OpKind::CustomCall { .. } => "stablehlo.custom_call",
             OpKind::Cholesky { .. } => "stablehlo.cholesky",
+            OpKind::Fft { .. } => "stablehlo.fft",
+            OpKind::AfterAll => "stablehlo.after_all",
+            OpKind::Send { .. } => "stablehlo.send",
+            OpKind::Recv { .. } => "stablehlo.recv",
             OpKind::SelectAndScatter { .. } => "stablehlo.select_and_scatter",
             OpKind::TriangularSolve { .. } => "stablehlo.triangular_solve",
             OpKind::BatchNormInference { .. } => "stablehlo.batch_norm_inference",

@@ -6,7 +6,7 @@ use crate::base::{DType, TensorType};
 use crate::sharding::TensorSharding;
 
 use super::model::{Func, Module, Op, OpId, Region};
-use super::ops::{checked_elements, DenseValue, OpKind};
+use super::ops::{checked_elements, Channel, DenseValue, OpKind};
 use super::IrError;
 
 /// Verify every function of a module.
@@ -270,10 +270,18 @@ pub fn infer_result_types(
         }
     };
     let same_as = |x: &TensorType| Ok(Some(vec![x.clone()]));
+    complex_allowed(&op.kind, t.iter().chain(result_types).copied())?;
     match &op.kind {
         OpKind::Unary(u) => {
             n(1)?;
             use super::ops::UnaryOp as U;
+            if matches!(u, U::Real | U::Imag) {
+                let part = t[0]
+                    .dtype
+                    .complex_part()
+                    .ok_or_else(|| format!("needs a complex operand, found {}", t[0]))?;
+                return Ok(Some(vec![TensorType::new(t[0].shape.clone(), part)]));
+            }
             let float_only = matches!(
                 u,
                 U::Exponential
@@ -320,6 +328,13 @@ pub fn infer_result_types(
                 ));
             }
             use super::ops::BinaryOp as B;
+            if matches!(b, B::Complex) {
+                let c = t[0]
+                    .dtype
+                    .complex_of()
+                    .ok_or_else(|| format!("needs f32 or f64 operands, found {}", t[0]))?;
+                return Ok(Some(vec![TensorType::new(t[0].shape.clone(), c)]));
+            }
             if matches!(
                 b,
                 B::And
@@ -816,6 +831,56 @@ pub fn infer_result_types(
             super::verify_structured::infer_structured(&op.kind, t, result_types)
                 .unwrap_or(Ok(None))
         }
+        OpKind::AfterAll => {
+            if let Some(x) = t.iter().find(|x| !x.is_token()) {
+                return Err(format!("takes only !stablehlo.token operands, found {x}"));
+            }
+            Ok(Some(vec![TensorType::token()]))
+        }
+        OpKind::Send {
+            channel,
+            is_host_transfer,
+        } => {
+            let Some((token, values)) = t.split_last() else {
+                return Err(
+                    "takes its values and then a !stablehlo.token, found no operands".into(),
+                );
+            };
+            if !token.is_token() {
+                return Err(format!("takes a !stablehlo.token last, found {token}"));
+            }
+            if let Some(x) = values.iter().find(|x| x.is_token()) {
+                return Err(format!("sends tensors, found {x} before the last operand"));
+            }
+            check_channel(*channel, *is_host_transfer, Channel::DEVICE_TO_HOST)?;
+            Ok(Some(vec![TensorType::token()]))
+        }
+        OpKind::Recv {
+            channel,
+            is_host_transfer,
+        } => {
+            n(1)?;
+            if !t[0].is_token() {
+                return Err(format!("takes one !stablehlo.token, found {}", t[0]));
+            }
+            match result_types.split_last() {
+                Some((last, values)) if last.is_token() && !values.iter().any(|x| x.is_token()) => {
+                }
+                _ => {
+                    return Err(format!(
+                        "results must be tensors and then one !stablehlo.token, found ({})",
+                        join(result_types)
+                    ))
+                }
+            }
+            check_channel(*channel, *is_host_transfer, Channel::HOST_TO_DEVICE)?;
+            Ok(None)
+        }
+        OpKind::Fft { kind, length } => {
+            n(1)?;
+            let (shape, dtype) = kind.result_type(&t[0].shape, t[0].dtype, length)?;
+            Ok(Some(vec![TensorType::new(shape, dtype)]))
+        }
         OpKind::Cholesky { .. }
         | OpKind::TriangularSolve { .. }
         | OpKind::BatchNormInference { .. } => super::verify_linalg::infer_linalg(&op.kind, t)
@@ -823,6 +888,83 @@ pub fn infer_result_types(
             .map(Some),
         OpKind::Return | OpKind::StablehloReturn | OpKind::SdyReturn => Ok(Some(vec![])),
     }
+}
+
+/// A send's or recv's channel type follows `is_host_transfer` (StableHLO's
+/// constraint): `host` (device to host for a send, host to device for a
+/// recv) when it is set, device to device otherwise.
+fn check_channel(channel: Channel, is_host_transfer: bool, host: i64) -> Result<(), String> {
+    let want = if is_host_transfer {
+        host
+    } else {
+        Channel::DEVICE_TO_DEVICE
+    };
+    if channel.kind != want {
+        return Err(format!(
+            "with is_host_transfer = {is_host_transfer} needs a channel of type {want}, found type {}",
+            channel.kind
+        ));
+    }
+    Ok(())
+}
+
+/// Complex element types only where shardsim computes them: `fft`, `real`,
+/// `imag`, `complex`, negate/add/subtract/multiply/divide, and ops that move
+/// or place values without computing on them (any other op on a complex
+/// value is refused here, with the op named, rather than in the kernel).
+fn complex_allowed<'t>(
+    kind: &OpKind,
+    mut types: impl Iterator<Item = &'t TensorType>,
+) -> Result<(), String> {
+    use super::ops::{BinaryOp as B, UnaryOp as U};
+    let Some(c) = types.find(|t| t.dtype.is_complex()) else {
+        return Ok(());
+    };
+    let ok = match kind {
+        OpKind::Unary(u) => matches!(u, U::Negate | U::Real | U::Imag),
+        OpKind::Binary(b) => matches!(
+            b,
+            B::Add | B::Subtract | B::Multiply | B::Divide | B::Complex
+        ),
+        OpKind::Fft { .. }
+        | OpKind::Convert
+        | OpKind::Select
+        | OpKind::BroadcastInDim { .. }
+        | OpKind::Reshape
+        | OpKind::Transpose { .. }
+        | OpKind::Slice { .. }
+        | OpKind::DynamicSlice { .. }
+        | OpKind::DynamicUpdateSlice
+        | OpKind::Concatenate { .. }
+        | OpKind::Reverse { .. }
+        | OpKind::ShardingConstraint { .. }
+        | OpKind::Reshard { .. }
+        | OpKind::ShardingGroup { .. }
+        | OpKind::PropagationBarrier { .. }
+        | OpKind::DataFlowEdge { .. }
+        | OpKind::NamedComputation { .. }
+        | OpKind::ManualComputation { .. }
+        | OpKind::AllGather { .. }
+        | OpKind::AllSlice { .. }
+        | OpKind::AllToAll { .. }
+        | OpKind::CollectivePermute { .. }
+        | OpKind::DeviceCopy { .. }
+        | OpKind::While
+        | OpKind::Case
+        | OpKind::If
+        | OpKind::OptimizationBarrier
+        | OpKind::Call { .. }
+        | OpKind::Return
+        | OpKind::StablehloReturn
+        | OpKind::SdyReturn => true,
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "does not take complex values in shardsim, found {c} (complex values go through fft, real, imag, complex, negate, add, subtract, multiply, divide and the ops that move values)"
+    ))
 }
 
 /// The result type of a device collective on `x`: groups of equal size,
@@ -904,8 +1046,8 @@ fn check_indices(t: &[&TensorType]) -> Result<(), String> {
 
 /// Ops a `!stablehlo.token` may flow through: it orders side effects and
 /// holds no data, so only ops that pass values on (terminators, calls,
-/// control flow, optimization barriers, computations) or custom calls (host
-/// callbacks) take one.
+/// control flow, optimization barriers, computations), custom calls (host
+/// callbacks) and the ops made for tokens (after_all, send, recv) take one.
 fn takes_tokens(kind: &OpKind) -> bool {
     matches!(
         kind,
@@ -920,6 +1062,9 @@ fn takes_tokens(kind: &OpKind) -> bool {
             | OpKind::CustomCall { .. }
             | OpKind::NamedComputation { .. }
             | OpKind::ManualComputation { .. }
+            | OpKind::AfterAll
+            | OpKind::Send { .. }
+            | OpKind::Recv { .. }
     )
 }
 
@@ -931,7 +1076,7 @@ fn verify_op(m: &Module, f: &Func, op: &Op) -> Result<(), IrError> {
                 op,
                 format!(
                     "{} is a !stablehlo.token, which this op does not take (a token only flows through \
-                     calls, control flow, optimization barriers, custom calls and computations)",
+                     calls, control flow, optimization barriers, custom calls, computations, after_all, send and recv)",
                     f.value(v).name
                 ),
             ));

@@ -27,35 +27,54 @@ pub fn partition(module: &Module) -> Result<SpmdProgram, PartitionError> {
     partition_with(module, &PartitionOptions::default())
 }
 
-/// [`partition`] with the user's choices.
-/// Partial results are combined here by all-reduce sums: a value whose
-/// sharding says `unreduced=max{...}` or `min{...}` (propagated as Shardy
-/// does) is refused rather than summed.
-fn refuse_unsummed_partials(func: &Func) -> Result<(), PartitionError> {
-    let declared = func
-        .values
-        .iter()
-        .filter_map(|v| Some((v.name.clone(), v.sharding.as_ref()?)))
-        .chain(
-            func.result_shardings
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| Some((format!("result {i}"), s.as_ref()?))),
-        );
-    for (name, s) in declared {
-        if !s.unreduced.is_empty() && s.reduction != crate::sharding::Reduction::Sum {
-            return Err(PartitionError::Value {
-                value: name,
-                message: format!(
-                    "unreduced={}{{...}}: only summed partial results (unreduced={{...}}) are partitioned",
-                    s.reduction.keyword()
-                ),
-            });
-        }
+/// The collective reduction a declared `unreduced=<kind>{...}` combines by.
+fn declared_kind(r: crate::sharding::Reduction) -> CollectiveReduction {
+    match r {
+        crate::sharding::Reduction::Sum => CollectiveReduction::Sum,
+        crate::sharding::Reduction::Max => CollectiveReduction::Max,
+        crate::sharding::Reduction::Min => CollectiveReduction::Min,
     }
-    Ok(())
 }
 
+/// A partial result is combined by what its op computes (`kind`: a dot's
+/// partials sum, a max-reduce's take their max). Where the value's sharding
+/// declares the same axes unreduced with another kind (`unreduced=max{"x"}`
+/// on a dot contracting over "x"), that combination would not be the op's
+/// value: refused by name rather than combined either way.
+fn check_declared_kind(
+    op: &Op,
+    partial: &TensorSharding,
+    target: &TensorSharding,
+    kind: CollectiveReduction,
+) -> Result<(), PartitionError> {
+    let overlap: Vec<String> = target
+        .unreduced
+        .iter()
+        .filter(|a| partial.unreduced.contains(a))
+        .map(|a| format!("{a}"))
+        .collect();
+    let declared = declared_kind(target.reduction);
+    let same = declared == kind
+        || (declared == CollectiveReduction::Sum && kind == CollectiveReduction::Avg);
+    if overlap.is_empty() || same {
+        return Ok(());
+    }
+    Err(op_error(
+        op,
+        format!(
+            "its partial results over {} combine by {} but its sharding declares unreduced={}{{...}} ({} of those partials is not the op's value)",
+            overlap.join(", "),
+            kind.name(),
+            target.reduction.keyword(),
+            declared.name()
+        ),
+    ))
+}
+
+/// [`partition`] with the user's choices. Partial results are combined by
+/// their op's reduction (all-reduce or reduce-scatter sum, max, min...);
+/// a declared `unreduced=max{...}`/`min{...}` is honoured where it is that
+/// reduction (see [`check_declared_kind`]).
 pub fn partition_with(
     module: &Module,
     opts: &PartitionOptions,
@@ -63,7 +82,6 @@ pub fn partition_with(
     let func = module
         .entry()
         .ok_or_else(|| PartitionError::Module("no function to partition".into()))?;
-    refuse_unsummed_partials(func)?;
     let (mesh_name, mesh) = pick_mesh(module, func)?;
     let mut b = Builder {
         mesh_name,
@@ -673,6 +691,7 @@ impl Builder {
             if !self.values[slot].sharding.unreduced.is_empty() {
                 let kind =
                     reduction.ok_or_else(|| op_error(op, "partial result of a non-reducing op"))?;
+                check_declared_kind(op, &self.values[slot].sharding, &targets[i], kind)?;
                 slot = self.finish_partial(slot, kind, &targets[i], &name)?;
             }
             slot = self.reshard(slot, &targets[i], &name)?;

@@ -455,6 +455,28 @@ pub fn rule_for_types(
         OpKind::CustomCall { target } => {
             return super::custom_call::custom_call_rule(target, operands, results, false)
         }
+        OpKind::Fft { kind, length } => {
+            // Batch dims pass through; the transformed dims need replication,
+            // and RFFT/IRFFT's last dim (n vs n/2 + 1 elements) is blocked.
+            // Each factor is sized by the operand's dim, as Shardy does.
+            let shape = &operands.first()?.shape;
+            let first = shape.len().checked_sub(length.len())?;
+            let real = matches!(
+                kind,
+                crate::tensor::FftKind::Rfft | crate::tensor::FftKind::Irfft
+            );
+            for (d, &size) in shape.iter().enumerate() {
+                let f = if d < first {
+                    FactorKind::Default
+                } else {
+                    FactorKind::NeedReplication
+                };
+                let f = b.factor(&[Some(d)], &[Some(d)], size, f);
+                if real && d + 1 == shape.len() {
+                    b.block(f);
+                }
+            }
+        }
         OpKind::Cholesky { .. } => {
             // Batch dims pass through; the decomposed matrix dims need
             // replication.

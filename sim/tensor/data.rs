@@ -1,13 +1,15 @@
 //! Typed element storage (`Data`) and the macros that dispatch over its variants,
 //! so kernels are written once for every element type.
 
+use num_complex::{Complex32, Complex64};
+
 use crate::base::DType;
 
 use super::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, f64_to_bf16, f64_to_f16};
 use super::Scalar;
 
 /// The elements of a tensor, row-major, one vector per element type.
-/// bf16 and f16 are kept as raw IEEE bits.
+/// bf16 and f16 are kept as raw IEEE bits; complex elements as (re, im) pairs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Data {
     F32(Vec<f32>),
@@ -21,6 +23,8 @@ pub enum Data {
     UI8(Vec<u8>),
     UI32(Vec<u32>),
     UI64(Vec<u64>),
+    C64(Vec<Complex32>),
+    C128(Vec<Complex64>),
 }
 
 /// Apply `$e` (using the bound vector `$v`) to whichever variant `$data` is, and
@@ -39,6 +43,8 @@ macro_rules! map_data {
             Data::UI8($v) => Data::UI8($e),
             Data::UI32($v) => Data::UI32($e),
             Data::UI64($v) => Data::UI64($e),
+            Data::C64($v) => Data::C64($e),
+            Data::C128($v) => Data::C128($e),
         }
     };
 }
@@ -58,6 +64,8 @@ macro_rules! with_data {
             Data::UI8($v) => $e,
             Data::UI32($v) => $e,
             Data::UI64($v) => $e,
+            Data::C64($v) => $e,
+            Data::C128($v) => $e,
         }
     };
 }
@@ -77,6 +85,8 @@ impl Data {
             Data::UI8(_) => DType::UI8,
             Data::UI32(_) => DType::UI32,
             Data::UI64(_) => DType::UI64,
+            Data::C64(_) => DType::C64,
+            Data::C128(_) => DType::C128,
         }
     }
 
@@ -104,6 +114,8 @@ impl Data {
             Scalar::UI8(x) => Data::UI8(vec![x; n]),
             Scalar::UI32(x) => Data::UI32(vec![x; n]),
             Scalar::UI64(x) => Data::UI64(vec![x; n]),
+            Scalar::C64(x) => Data::C64(vec![x; n]),
+            Scalar::C128(x) => Data::C128(vec![x; n]),
         }
     }
 
@@ -121,6 +133,8 @@ impl Data {
             Data::UI8(v) => Scalar::UI8(*v.get(i)?),
             Data::UI32(v) => Scalar::UI32(*v.get(i)?),
             Data::UI64(v) => Scalar::UI64(*v.get(i)?),
+            Data::C64(v) => Scalar::C64(*v.get(i)?),
+            Data::C128(v) => Scalar::C128(*v.get(i)?),
         })
     }
 
@@ -149,6 +163,8 @@ impl Data {
             (Data::UI8(v), Scalar::UI8(x)) => put!(v, x),
             (Data::UI32(v), Scalar::UI32(x)) => put!(v, x),
             (Data::UI64(v), Scalar::UI64(x)) => put!(v, x),
+            (Data::C64(v), Scalar::C64(x)) => put!(v, x),
+            (Data::C128(v), Scalar::C128(x)) => put!(v, x),
             _ => false,
         }
     }
@@ -188,6 +204,8 @@ impl Data {
             (Data::UI8(s), Data::UI8(d)) => go!(s, d),
             (Data::UI32(s), Data::UI32(d)) => go!(s, d),
             (Data::UI64(s), Data::UI64(d)) => go!(s, d),
+            (Data::C64(s), Data::C64(d)) => go!(s, d),
+            (Data::C128(s), Data::C128(d)) => go!(s, d),
             _ => {}
         }
         out
@@ -215,6 +233,8 @@ impl Data {
             (Data::UI8(d), Data::UI8(s)) => go!(d, s),
             (Data::UI32(d), Data::UI32(s)) => go!(d, s),
             (Data::UI64(d), Data::UI64(s)) => go!(d, s),
+            (Data::C64(d), Data::C64(s)) => go!(d, s),
+            (Data::C128(d), Data::C128(s)) => go!(d, s),
             _ => false,
         }
     }
@@ -233,6 +253,8 @@ impl Data {
             (Data::UI8(d), Data::UI8(s)) => d.extend_from_slice(s),
             (Data::UI32(d), Data::UI32(s)) => d.extend_from_slice(s),
             (Data::UI64(d), Data::UI64(s)) => d.extend_from_slice(s),
+            (Data::C64(d), Data::C64(s)) => d.extend_from_slice(s),
+            (Data::C128(d), Data::C128(s)) => d.extend_from_slice(s),
             _ => return false,
         }
         true
@@ -254,6 +276,9 @@ impl Data {
             DType::UI8 => Data::UI8(v.iter().map(|&x| x as u8).collect()),
             DType::UI32 => Data::UI32(v.iter().map(|&x| x as u32).collect()),
             DType::UI64 => Data::UI64(v.iter().map(|&x| x as u64).collect()),
+            // A real value converts to a complex one with a zero imaginary part.
+            DType::C64 => Data::C64(v.iter().map(|&x| Complex32::new(x as f32, 0.0)).collect()),
+            DType::C128 => Data::C128(v.iter().map(|&x| Complex64::new(x, 0.0)).collect()),
             // A token holds no data.
             DType::Token => Data::I1(Vec::new()),
         }
@@ -286,14 +311,22 @@ impl Data {
             DType::UI8 => Data::UI8(v.iter().map(|&i| i as u8).collect()),
             DType::UI32 => Data::UI32(v.iter().map(|&i| i as u32).collect()),
             DType::UI64 => Data::UI64(v.iter().map(|&i| i as u64).collect()),
+            DType::C64 => Data::C64(v.iter().map(|&i| Complex32::new(i as f32, 0.0)).collect()),
+            DType::C128 => Data::C128(v.iter().map(|&i| Complex64::new(i as f64, 0.0)).collect()),
             DType::Token => Data::I1(Vec::new()),
         }
     }
 
-    /// Every integer or bool element as i128 (exact); `None` for float storage.
+    /// Every integer or bool element as i128 (exact); `None` for float and
+    /// complex storage.
     pub fn to_i128_vec(&self) -> Option<Vec<i128>> {
         Some(match self {
-            Data::F32(_) | Data::F64(_) | Data::BF16(_) | Data::F16(_) => return None,
+            Data::F32(_)
+            | Data::F64(_)
+            | Data::BF16(_)
+            | Data::F16(_)
+            | Data::C64(_)
+            | Data::C128(_) => return None,
             Data::I1(v) => v.iter().map(|&x| x as i128).collect(),
             Data::I8(v) => v.iter().map(|&x| x as i128).collect(),
             Data::I32(v) => v.iter().map(|&x| x as i128).collect(),
@@ -304,7 +337,8 @@ impl Data {
         })
     }
 
-    /// Every element as f64 (floats exactly; integers rounded past 2^53; bool as 0/1).
+    /// Every element as f64 (floats exactly; integers rounded past 2^53; bool as
+    /// 0/1; a complex element as its real part, as `convert` to a real type does).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
@@ -318,6 +352,38 @@ impl Data {
             Data::UI8(v) => v.iter().map(|&x| x as f64).collect(),
             Data::UI32(v) => v.iter().map(|&x| x as f64).collect(),
             Data::UI64(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::C64(v) => v.iter().map(|x| x.re as f64).collect(),
+            Data::C128(v) => v.iter().map(|x| x.re).collect(),
+        }
+    }
+
+    /// Every element as a complex f64 pair (real types with a zero imaginary part).
+    pub fn to_c128_vec(&self) -> Vec<Complex64> {
+        match self {
+            Data::C64(v) => v
+                .iter()
+                .map(|x| Complex64::new(x.re as f64, x.im as f64))
+                .collect(),
+            Data::C128(v) => v.clone(),
+            other => other
+                .to_f64_vec()
+                .into_iter()
+                .map(|x| Complex64::new(x, 0.0))
+                .collect(),
+        }
+    }
+
+    /// Complex f64 values as `dtype`: rounded once to `complex<f32>`, kept for
+    /// `complex<f64>`, the real part (rounded once) for a real type.
+    pub fn from_c128s(dtype: DType, v: &[Complex64]) -> Data {
+        match dtype {
+            DType::C64 => Data::C64(
+                v.iter()
+                    .map(|x| Complex32::new(x.re as f32, x.im as f32))
+                    .collect(),
+            ),
+            DType::C128 => Data::C128(v.to_vec()),
+            other => Data::from_f64s(other, &v.iter().map(|x| x.re).collect::<Vec<_>>()),
         }
     }
 
@@ -334,6 +400,15 @@ impl Data {
             Data::UI8(v) => v.clone(),
             Data::UI32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::UI64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            // numpy's complex64/complex128: the real part, then the imaginary part.
+            Data::C64(v) => v
+                .iter()
+                .flat_map(|x| x.re.to_le_bytes().into_iter().chain(x.im.to_le_bytes()))
+                .collect(),
+            Data::C128(v) => v
+                .iter()
+                .flat_map(|x| x.re.to_le_bytes().into_iter().chain(x.im.to_le_bytes()))
+                .collect(),
         }
     }
 }

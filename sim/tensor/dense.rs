@@ -161,6 +161,24 @@ impl Tensor {
             DType::UI8 => Data::UI8(bytes.to_vec()),
             DType::UI32 => Data::UI32(decode!(u32, 4)),
             DType::UI64 => Data::UI64(decode!(u64, 8)),
+            DType::C64 => {
+                let parts: Vec<f32> = decode!(f32, 4);
+                Data::C64(
+                    parts
+                        .chunks_exact(2)
+                        .map(|p| num_complex::Complex32::new(p[0], p[1]))
+                        .collect(),
+                )
+            }
+            DType::C128 => {
+                let parts: Vec<f64> = decode!(f64, 8);
+                Data::C128(
+                    parts
+                        .chunks_exact(2)
+                        .map(|p| num_complex::Complex64::new(p[0], p[1]))
+                        .collect(),
+                )
+            }
             DType::Token => return Ok(Tensor::token()),
         };
         Tensor::new(shape, data)
@@ -313,7 +331,7 @@ fn same_shape(op: &str, a: &Tensor, b: &Tensor) -> Result<(), TensorError> {
 pub fn max_abs_rel_error(a: &Tensor, b: &Tensor) -> Result<(f64, f64), TensorError> {
     same_shape("max_abs_rel_error", a, b)?;
     let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
-    for (x, y) in a.to_f64_vec().into_iter().zip(b.to_f64_vec()) {
+    for (x, y) in parts_f64(a).into_iter().zip(parts_f64(b)) {
         let (abs, rel) = if x.is_nan() && y.is_nan() || x == y {
             (0.0, 0.0)
         } else if x.is_nan() || y.is_nan() || x.is_infinite() || y.is_infinite() {
@@ -328,20 +346,31 @@ pub fn max_abs_rel_error(a: &Tensor, b: &Tensor) -> Result<(f64, f64), TensorErr
     Ok((max_abs, max_rel))
 }
 
+/// Every element as f64; a complex element as its two parts, so the
+/// comparisons here weigh the imaginary part too.
+fn parts_f64(t: &Tensor) -> Vec<f64> {
+    if t.dtype().is_complex() {
+        t.data()
+            .to_c128_vec()
+            .into_iter()
+            .flat_map(|c| [c.re, c.im])
+            .collect()
+    } else {
+        t.to_f64_vec()
+    }
+}
+
 /// numpy's `allclose(a, b, rtol, atol, equal_nan=True)`: every element satisfies
 /// |a - b| <= atol + rtol * |b|; infinities must match exactly; NaN matches NaN.
 pub fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<bool, TensorError> {
     same_shape("allclose", a, b)?;
-    Ok(a.to_f64_vec()
-        .into_iter()
-        .zip(b.to_f64_vec())
-        .all(|(x, y)| {
-            if x.is_nan() || y.is_nan() {
-                x.is_nan() && y.is_nan()
-            } else if x.is_infinite() || y.is_infinite() {
-                x == y
-            } else {
-                (x - y).abs() <= atol + rtol * y.abs()
-            }
-        }))
+    Ok(parts_f64(a).into_iter().zip(parts_f64(b)).all(|(x, y)| {
+        if x.is_nan() || y.is_nan() {
+            x.is_nan() && y.is_nan()
+        } else if x.is_infinite() || y.is_infinite() {
+            x == y
+        } else {
+            (x - y).abs() <= atol + rtol * y.abs()
+        }
+    }))
 }

@@ -3,7 +3,8 @@
 //!
 //! f32 computes in f32, f64 in f64, bf16/f16 in f32 rounded once to the result.
 //! Integer ops wrap and follow XLA for division by zero (see `int_elem`); on i1,
-//! add/maximum are OR and multiply/minimum are AND, as in StableHLO.
+//! add/maximum are OR and multiply/minimum are AND, as in StableHLO. Complex
+//! elements take negate, add, subtract, multiply and divide (the rest refused).
 
 use crate::base::DType;
 
@@ -273,6 +274,19 @@ fn int_binary<T: IntElem>(op: BinaryOp, a: &[T], b: &[T]) -> Vec<T> {
     a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
 }
 
+/// add/subtract/multiply/divide of complex elements (num-complex's
+/// arithmetic, in the element's own precision as XLA computes it).
+fn complex_binary<T: num_complex::ComplexFloat>(op: BinaryOp, a: &[T], b: &[T]) -> Vec<T> {
+    let f: fn(T, T) -> T = match op {
+        BinaryOp::Add => |x, y| x + y,
+        BinaryOp::Subtract => |x, y| x - y,
+        BinaryOp::Multiply => |x, y| x * y,
+        // Divide (the only other op check_binary lets through).
+        _ => |x, y| x / y,
+    };
+    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+}
+
 fn map16(v: &[u16], dec: fn(u16) -> f32, enc: fn(f32) -> u16, f: impl Fn(f32) -> f32) -> Vec<u16> {
     v.iter().map(|&x| enc(f(dec(x)))).collect()
 }
@@ -292,6 +306,13 @@ fn zip16(
 
 /// Check that `op` is defined on `dtype`.
 fn check_unary(op: UnaryOp, dtype: DType) -> Result<(), TensorError> {
+    if dtype.is_complex() {
+        // Of the complex unary ops StableHLO defines, shardsim computes negate.
+        return match op {
+            UnaryOp::Negate => Ok(()),
+            _ => Err(TensorError::dtype(op.name(), dtype, "a real type")),
+        };
+    }
     let ok = match op {
         UnaryOp::Not => !dtype.is_float(),
         UnaryOp::Negate => dtype != DType::I1,
@@ -334,6 +355,9 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor, TensorError> {
             Data::UI8(v) => Data::UI8(int_unary(op, v)),
             Data::UI32(v) => Data::UI32(int_unary(op, v)),
             Data::UI64(v) => Data::UI64(int_unary(op, v)),
+            // Negate only (checked above).
+            Data::C64(v) => Data::C64(v.iter().map(|&a| -a).collect()),
+            Data::C128(v) => Data::C128(v.iter().map(|&a| -a).collect()),
         }
     };
     Tensor::new(x.shape().to_vec(), data)
@@ -362,6 +386,13 @@ pub(crate) fn check_same(op: &str, a: &Tensor, b: &Tensor) -> Result<(), TensorE
 
 fn check_binary(op: BinaryOp, dtype: DType) -> Result<(), TensorError> {
     let (ok, expected) = match (op, dtype) {
+        (_, d) if d.is_complex() => (
+            matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide
+            ),
+            "a real type",
+        ),
         (BinaryOp::Atan2, d) => (d.is_float(), "a float type"),
         (o, d) if o.is_bitwise() => (!d.is_float(), "i1 or an integer type"),
         (
@@ -416,6 +447,8 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErro
         (Data::UI8(x), Data::UI8(y)) => Data::UI8(int_binary(op, x, y)),
         (Data::UI32(x), Data::UI32(y)) => Data::UI32(int_binary(op, x, y)),
         (Data::UI64(x), Data::UI64(y)) => Data::UI64(int_binary(op, x, y)),
+        (Data::C64(x), Data::C64(y)) => Data::C64(complex_binary(op, x, y)),
+        (Data::C128(x), Data::C128(y)) => Data::C128(complex_binary(op, x, y)),
         _ => {
             return Err(TensorError::invalid(
                 op.name(),

@@ -9,8 +9,8 @@
 //!
 //! Numerics: f32 computes in f32 and f64 in f64; bf16/f16 compute in f32 and round
 //! once to the result. `dot_general` and `reduce` accumulate floats in f64 and round
-//! once (so do `convolution` and `reduce_window`'s fast paths); integers wrap
-//! (two's complement) as XLA does.
+//! once (so do `convolution` and `reduce_window`'s fast paths), and so does
+//! `fft` (complex f64); integers wrap (two's complement) as XLA does.
 
 mod data;
 mod dense;
@@ -20,11 +20,13 @@ mod scalar;
 
 mod bits;
 mod buffers;
+mod complex;
 mod convert;
 mod convolution;
 mod dim_numbers;
 mod dot;
 mod elementwise;
+mod fft;
 mod gather;
 mod int_elem;
 pub mod npy;
@@ -45,6 +47,7 @@ pub use buffers::{
     accumulate_into, concat_pieces, extract_block, insert_block, pad_to_shape, reduce_buffers,
     reduce_buffers_wide, split, CollectiveReduction,
 };
+pub use complex::{complex, part as complex_part, ComplexPart};
 pub use convert::convert;
 pub use convolution::{convolution, ConvParams};
 pub use data::Data;
@@ -56,6 +59,7 @@ pub use elementwise::{
     multiply, negate, not, or, power, remainder, round_nearest_afz, round_nearest_even, rsqrt,
     sign, sine, sqrt, subtract, tan, tanh, unary, xor, BinaryOp, UnaryOp,
 };
+pub use fft::{fft, FftKind};
 pub use gather::{gather, GatherParams};
 pub use index::{for_each_index, row_major_strides, MAX_ELEMENTS};
 pub use reduce::{reduce, reduce_with, ReduceBody, ReduceKind};

@@ -82,6 +82,8 @@ pub fn descr_of(dtype: DType) -> Option<&'static str> {
         DType::UI8 => "|u1",
         DType::UI32 => "<u4",
         DType::UI64 => "<u8",
+        DType::C64 => "<c8",
+        DType::C128 => "<c16",
         DType::BF16 | DType::Token => return None,
     })
 }
@@ -108,6 +110,8 @@ pub fn dtype_of(descr: &str) -> Result<DType, NpyError> {
         "i8" => DType::I64,
         "u4" => DType::UI32,
         "u8" => DType::UI64,
+        "c8" => DType::C64,
+        "c16" => DType::C128,
         _ => return Err(NpyError::UnsupportedDType(descr.to_string())),
     };
     match order {

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use num_complex::{Complex32, Complex64};
+
 use crate::base::DType;
 
 use super::data::Data;
@@ -22,6 +24,8 @@ pub enum Scalar {
     UI8(u8),
     UI32(u32),
     UI64(u64),
+    C64(Complex32),
+    C128(Complex64),
 }
 
 /// An element widened without loss: every float fits f64, every integer fits i128.
@@ -30,6 +34,8 @@ pub(crate) enum Wide {
     F(f64),
     I(i128),
     B(bool),
+    /// A complex element: (real, imaginary).
+    C(f64, f64),
 }
 
 impl Scalar {
@@ -47,6 +53,8 @@ impl Scalar {
             Scalar::UI8(_) => DType::UI8,
             Scalar::UI32(_) => DType::UI32,
             Scalar::UI64(_) => DType::UI64,
+            Scalar::C64(_) => DType::C64,
+            Scalar::C128(_) => DType::C128,
         }
     }
 
@@ -63,6 +71,8 @@ impl Scalar {
             Scalar::UI8(x) => Wide::I(x as i128),
             Scalar::UI32(x) => Wide::I(x as i128),
             Scalar::UI64(x) => Wide::I(x as i128),
+            Scalar::C64(x) => Wide::C(x.re as f64, x.im as f64),
+            Scalar::C128(x) => Wide::C(x.re, x.im),
         }
     }
 
@@ -71,13 +81,18 @@ impl Scalar {
             Wide::F(x) => Scalar::from_f64(to, x),
             Wide::I(i) => Scalar::from_i128(to, i),
             Wide::B(b) => Scalar::from_i128(to, b as i128),
+            // To a real type, `convert` keeps the real part.
+            Wide::C(re, im) => Data::from_c128s(to, &[Complex64::new(re, im)])
+                .get(0)
+                .unwrap_or(Scalar::F64(re)),
         }
     }
 
-    /// The value as f64 (exact for floats and bool; integers past 2^53 round).
+    /// The value as f64 (exact for floats and bool; integers past 2^53 round;
+    /// a complex value's real part).
     pub fn to_f64(self) -> f64 {
         match self.wide() {
-            Wide::F(x) => x,
+            Wide::F(x) | Wide::C(x, _) => x,
             Wide::I(i) => i as f64,
             Wide::B(b) => b as u8 as f64,
         }
@@ -86,7 +101,7 @@ impl Scalar {
     /// The value as i128 for integer and bool scalars; `None` for floats.
     pub fn to_i128(self) -> Option<i128> {
         match self.wide() {
-            Wide::F(_) => None,
+            Wide::F(_) | Wide::C(..) => None,
             Wide::I(i) => Some(i),
             Wide::B(b) => Some(b as i128),
         }
@@ -111,6 +126,10 @@ impl Scalar {
             DType::BF16 => Scalar::BF16(bits as u16),
             DType::F16 => Scalar::F16(bits as u16),
             DType::I1 => Scalar::I1(bits != 0),
+            // The real part's bits (a 64-bit hex splat cannot hold both parts of
+            // a complex<f64>).
+            DType::C64 => Scalar::C64(Complex32::new(f32::from_bits(bits as u32), 0.0)),
+            DType::C128 => Scalar::C128(Complex64::new(f64::from_bits(bits), 0.0)),
             _ => Scalar::from_i128(dtype, bits as i128),
         }
     }
@@ -147,7 +166,11 @@ impl Scalar {
 
     /// True when this is a NaN.
     pub fn is_nan(self) -> bool {
-        matches!(self.wide(), Wide::F(x) if x.is_nan())
+        match self.wide() {
+            Wide::F(x) => x.is_nan(),
+            Wide::C(re, im) => re.is_nan() || im.is_nan(),
+            _ => false,
+        }
     }
 }
 
@@ -157,6 +180,7 @@ impl fmt::Display for Scalar {
             Wide::F(x) => write!(f, "{x:?}")?,
             Wide::I(i) => write!(f, "{i}")?,
             Wide::B(b) => write!(f, "{b}")?,
+            Wide::C(re, im) => write!(f, "({re:?}, {im:?})")?,
         }
         write!(f, " : {}", self.dtype())
     }

@@ -6,10 +6,16 @@ use proptest::prelude::*;
 use shardsim::ir::mlir::{parse_and_verify, print_module};
 
 fn corpus() -> Vec<String> {
-    super::fixtures::fixture_files()
+    let mut texts: Vec<String> = super::fixtures::fixture_files()
         .iter()
         .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect()
+        .collect();
+    // Complex types with fft, and the token ops (after_all, send, recv).
+    for name in ["fft_batch_sharded.mlir", "send_after_all.mlir"] {
+        let path = crate::common::fixture("shardy_lit").join(name);
+        texts.push(std::fs::read_to_string(path).unwrap());
+    }
+    texts
 }
 
 /// Parse; on success print and parse again; on failure the error has a real location.

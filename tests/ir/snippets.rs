@@ -172,14 +172,27 @@ fn a_result_less_op_keeps_its_maximal_sharding_through_propagation() {
 
 /// Shardy's `unreduced_custom_reduction_op`: `unreduced=max{...}` and
 /// `min{...}` parse and print back (a sum prints no keyword), a max stays
-/// on the dot's result through propagation as Shardy's CHECK line shows,
-/// and partitioning refuses it by name rather than summing the partials.
+/// on the dot's result through propagation as Shardy's CHECK line shows, and
+/// the program partitions and runs on 8 devices as the interpreter computes
+/// it ("c" splits none of the dot's factors: every device along "c" holds
+/// the whole product, which any of the three reductions leaves as it is).
 #[test]
-fn custom_reduction_kinds_print_back_propagate_and_are_refused_by_the_partitioner() {
+fn custom_reduction_kinds_print_back_propagate_partition_and_run() {
     use shardsim::sharding::Reduction;
+    use shardsim::tensor::{Data, Tensor};
     let program = |kind: &str| {
         format!("sdy.mesh @mesh = <[\"a\"=2, \"b\"=2, \"c\"=2]>\nfunc.func @main(%arg0: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{\"a\", ?}}p1, {{?}}]>}}, %arg1: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{\"a\", ?}}p0, {{\"b\", ?}}p0]>}}) -> tensor<8x8xf32> {{\n  %0 = stablehlo.add %arg0, %arg0 : tensor<8x8xf32>\n  %1 = stablehlo.dot_general %0, %arg1, contracting_dims = [1] x [0] {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{{?}}p0, {{?}}], unreduced={kind}{{\"c\"}}>]>}} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>\n  return %1 : tensor<8x8xf32>\n}}\n")
     };
+    let x = Tensor::new(
+        vec![8, 8],
+        Data::F32((0..64).map(|i| (i % 7) as f32 - 3.0).collect()),
+    )
+    .unwrap();
+    let y = Tensor::new(
+        vec![8, 8],
+        Data::F32((0..64).map(|i| (i % 5) as f32 * 0.5).collect()),
+    )
+    .unwrap();
     for (kind, reduction) in [
         ("", Reduction::Sum),
         ("max", Reduction::Max),
@@ -188,6 +201,7 @@ fn custom_reduction_kinds_print_back_propagate_and_are_refused_by_the_partitione
         let text = program(kind);
         let mut m = parse_and_verify(&text).unwrap();
         assert_eq!(print_module(&m), text, "{kind}");
+        let reference = shardsim::ir::interp::interpret(&m, &[x.clone(), y.clone()]).unwrap();
         shardsim::propagate::propagate_module(&mut m, shardsim::propagate::Strategy::UserPriority)
             .unwrap();
         let f = &m.funcs[0];
@@ -199,16 +213,87 @@ fn custom_reduction_kinds_print_back_propagate_and_are_refused_by_the_partitione
             print_module(&m).contains(&format!("unreduced={kind}{{\"c\"}}>")),
             "{kind}"
         );
-        let partitioned = shardsim::partition::partition_with(&m, &Default::default());
-        match reduction {
-            Reduction::Sum => assert!(partitioned.is_ok(), "{:?}", partitioned.err()),
-            _ => {
-                let e = partitioned.expect_err("refused").to_string();
-                assert!(e.contains(&format!("unreduced={kind}{{...}}")), "{e}");
-            }
-        }
+        let program = shardsim::partition::partition_with(&m, &Default::default())
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let got = shardsim::exec::execute(&program, &[x.clone(), y.clone()]).unwrap();
+        assert_eq!(got, reference, "{kind}");
     }
     let bad = program("mux");
     let e = parse_and_verify(&bad).unwrap_err().to_string();
     assert!(e.contains("expected '{', found 'mux'"), "{e}");
+}
+
+/// Partial results declared `unreduced=max{"x"}` / `min{"x"}` on a max- or
+/// min-reduce over a dim sharded on "x" are combined by an all-reduce max /
+/// min over "x" (the same bytes as a sum's), giving the interpreter's values
+/// exactly on 4 devices; a declaration whose kind is not the op's reduction
+/// (max on a sum, a sum on a max) is refused by name, never combined.
+#[test]
+fn max_and_min_partials_are_combined_by_all_reduce_max_and_min() {
+    use shardsim::partition::CollectiveKind;
+    use shardsim::tensor::{CollectiveReduction, Data, Tensor};
+    let program = |declared: &str, body: &str, init: &str| {
+        format!("sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\nfunc.func @main(%a: tensor<4x8xf32> {{sdy.sharding = #sdy.sharding<@mesh, [{{\"y\"}}, {{\"x\"}}]>}}) -> tensor<4xf32> {{\n  %c = stablehlo.constant dense<{init}> : tensor<f32>\n  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.{body} across dimensions = [1] {{sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{{\"y\"}}], unreduced={declared}{{\"x\"}}>]>}} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n  %1 = stablehlo.negate %0 : tensor<4xf32>\n  return %1 : tensor<4xf32>\n}}\n")
+    };
+    // Distinct values, so a max, a min and a sum of the halves all differ.
+    let a = Tensor::new(
+        vec![4, 8],
+        Data::F32((0..32).map(|i| ((i * 13) % 32) as f32 - 9.5).collect()),
+    )
+    .unwrap();
+    let run = |text: &str| {
+        let mut m = parse_and_verify(text).unwrap();
+        let reference = shardsim::ir::interp::interpret(&m, std::slice::from_ref(&a)).unwrap();
+        shardsim::propagate::propagate_module(&mut m, shardsim::propagate::Strategy::UserPriority)
+            .unwrap();
+        shardsim::partition::partition(&m).map(|p| (p, reference))
+    };
+    let mut bytes = Vec::new();
+    for (declared, body, init, want) in [
+        ("max", "maximum", "0xFF800000", CollectiveReduction::Max),
+        ("min", "minimum", "0x7F800000", CollectiveReduction::Min),
+        ("", "add", "0.000000e+00", CollectiveReduction::Sum),
+    ] {
+        let (p, reference) = run(&program(declared, body, init)).unwrap();
+        let reductions: Vec<(CollectiveReduction, u64)> = p
+            .collectives()
+            .filter_map(|c| match c.kind {
+                CollectiveKind::AllReduce(r) => Some((r, c.bytes)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reductions.len(), 1, "{declared}: {reductions:?}");
+        assert_eq!(reductions[0].0, want, "{declared}");
+        bytes.push(reductions[0].1);
+        let got = shardsim::exec::execute(&p, std::slice::from_ref(&a)).unwrap();
+        assert_eq!(got, reference, "{declared}");
+    }
+    assert!(bytes.iter().all(|&b| b == bytes[0]), "{bytes:?}");
+    for (declared, body, init, found) in [
+        (
+            "max",
+            "add",
+            "0.000000e+00",
+            "combine by sum but its sharding declares unreduced=max{...}",
+        ),
+        (
+            "min",
+            "maximum",
+            "0xFF800000",
+            "combine by max but its sharding declares unreduced=min{...}",
+        ),
+        (
+            "",
+            "minimum",
+            "0x7F800000",
+            "combine by min but its sharding declares unreduced={...}",
+        ),
+    ] {
+        let Err(e) = run(&program(declared, body, init)) else {
+            panic!("{declared} on {body}: accepted");
+        };
+        let e = e.to_string();
+        assert!(e.contains(found) && e.contains("4:3"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
 }

@@ -363,11 +363,14 @@ fn shardy_lit_behaviours_give_shardys_answers() {
 /// (programs of our own, one function per lit case) and `<name>.expect`
 /// (`case %value: #sdy.op_sharding_rule<...>`: Shardy's rule for the op that
 /// defines `%value`, as the lit file's CHECK line gives it for that behaviour).
-const RULE_GROUPS: &[(&str, &str, usize, usize)] = &[(
+/// The last number counts fixtures beyond the lit cases (one scatter
+/// behaviour the lit file checks within another case has its own).
+const RULE_GROUPS: &[(&str, &str, usize, usize, usize)] = &[(
     "op_sharding_rules",
     "op_sharding_rule_registry.mlir",
     123,
     47,
+    1,
 )];
 
 /// Rule cases that differ from Shardy today, with the reason.
@@ -437,16 +440,16 @@ fn shardy_rule_lit_behaviours_give_shardys_rules() {
         "group", "Shardy lit file", "lit cases", "before", "covered", "match"
     )];
     let mut wrong = Vec::new();
-    for &(group, lit, total, before) in RULE_GROUPS {
+    for &(group, lit, total, before, extra) in RULE_GROUPS {
         let cases = run_rule_group(group);
-        let matching = cases.values().filter(|f| f.is_empty()).count();
+        let matching = cases.values().filter(|f| f.is_empty()).count() - extra;
         assert!(
-            cases.len() <= total,
+            cases.len() <= total + extra,
             "{group}: more cases than the lit file"
         );
         table.push(format!(
             "{group:<18} {lit:<42} {total:>9} {before:>8} {:>8} {matching:>8}",
-            cases.len()
+            cases.len() - extra
         ));
         for (case, failures) in &cases {
             let listed = RULE_DIFFERS

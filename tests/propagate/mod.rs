@@ -3,6 +3,7 @@
 mod cases;
 mod core;
 mod custom_calls;
+mod fft;
 mod fixtures;
 mod linalg;
 mod lit;

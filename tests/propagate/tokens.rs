@@ -254,3 +254,47 @@ fn cli_runs_a_token_program_leaving_tokens_out_of_inputs_and_outputs() {
     assert_eq!(err.matches("os error 2").count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+const SEND_RECV: &str = include_str!("../fixtures/shardy_lit/send_after_all.mlir");
+
+/// `after_all`, `send` and `recv` (StableHLO's token ops): they print back
+/// byte for byte (Shardy's generic form for send/recv), never get a
+/// sharding from propagation, and the verifier's channel and operand rules
+/// are located one-line errors (`send_recv_bad.mlir`). The interpreter's
+/// choice: a send only passes its token on (what it hands to its channel
+/// leaves the program; no result depends on it), and a recv, whose value
+/// comes from outside the program, is refused by name. A program with a
+/// send partitions and runs on 4 devices as the interpreter computes it.
+#[test]
+fn after_all_send_and_recv_print_back_verify_and_run() {
+    let m = parse_and_verify(SEND_RECV).unwrap();
+    assert_eq!(shardsim::ir::mlir::print_module(&m), SEND_RECV);
+    let a = Tensor::new(
+        vec![8, 4],
+        shardsim::tensor::Data::F32((0..32).map(|i| i as f32).collect()),
+    )
+    .unwrap();
+    let reference = interpret(&m, &[a.clone(), Tensor::token()]).unwrap();
+    assert_eq!(
+        reference[0].to_f64_vec(),
+        (0..32).map(|i| -(i as f64)).collect::<Vec<_>>()
+    );
+    assert_eq!(reference[1].dtype(), DType::Token);
+    let mut pm = m.clone();
+    propagate_module(&mut pm, Strategy::UserPriority).unwrap();
+    for v in pm.funcs[0].values.iter().filter(|v| v.ty.is_token()) {
+        assert!(v.sharding.is_none(), "{} got a sharding", v.name);
+    }
+    let program = shardsim::partition::partition(&pm).unwrap();
+    let outs = shardsim::exec::execute(&program, &[a, Tensor::token()]).unwrap();
+    assert_eq!(outs[0], reference[0]);
+    super::custom_calls::check_bad_programs("send_recv_bad.mlir", 6);
+    let recv = "func.func @main(%t: !stablehlo.token) -> tensor<2xi32> {\n  %r:2 = \"stablehlo.recv\"(%t) <{channel_handle = #stablehlo.channel_handle<handle = 5, type = 3>, is_host_transfer = true}> : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)\n  return %r#0 : tensor<2xi32>\n}\n";
+    let m = parse_and_verify(recv).unwrap();
+    assert_eq!(shardsim::ir::mlir::print_module(&m), recv);
+    let e = interpret(&m, &[Tensor::token()]).unwrap_err().to_string();
+    assert!(
+        e.contains("stablehlo.recv") && e.contains("channel 5") && e.contains("2:3"),
+        "{e}"
+    );
+}

@@ -109,8 +109,8 @@ fn npy_inputs_are_checked_magic_first_then_header_then_size() {
         ),
         (
             "dtype.npy",
-            npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }"),
-            "'<c8' is not supported",
+            npy_bytes("{'descr': '<c32', 'fortran_order': False, 'shape': (2,), }"),
+            "'<c32' is not supported",
         ),
         (
             "huge.npy",

@@ -23,8 +23,17 @@ fn npy_path(entry: &Value) -> PathBuf {
     fixture(&format!("tensor/npy/{}", entry["file"].as_str().unwrap()))
 }
 
-/// Element `i` equals numpy's listed value (floats bit-exact through f64, NaN matches NaN).
+/// Element `i` equals numpy's listed value (floats bit-exact through f64, NaN matches NaN;
+/// a complex value listed as its `[real, imag]` parts).
 fn same_value(got: Scalar, want: &Value) -> bool {
+    let part = |g: f64, w: &Value| {
+        let w: f64 = w.as_str().unwrap().parse().unwrap();
+        (g.is_nan() && w.is_nan()) || g == w
+    };
+    if let Scalar::C64(c) = got {
+        let w = want.as_array().unwrap();
+        return part(c.re as f64, &w[0]) && part(c.im as f64, &w[1]);
+    }
     match got.to_i128() {
         Some(i) if !got.dtype().is_float() => {
             want.as_i64()

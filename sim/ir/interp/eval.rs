@@ -223,6 +223,8 @@ pub(super) fn eval_op(
                 "square" => return one(tensor::multiply(x, x)),
                 "popcnt" => return one(tensor::popcnt(x)),
                 "count_leading_zeros" => return one(tensor::count_leading_zeros(x)),
+                "real" => return one(tensor::complex_part(x, tensor::ComplexPart::Real)),
+                "imag" => return one(tensor::complex_part(x, tensor::ComplexPart::Imag)),
                 _ => {}
             }
             let k = tensor::UnaryOp::from_name(short)
@@ -240,10 +242,29 @@ pub(super) fn eval_op(
             if let Some(kind) = shift {
                 return one(tensor::shift(kind, arg(0)?, arg(1)?));
             }
+            if short == "complex" {
+                return one(tensor::complex(arg(0)?, arg(1)?));
+            }
             let k = tensor::BinaryOp::from_name(short)
                 .ok_or_else(|| InterpError::op(op.loc, name, "no kernel for this op"))?;
             one(tensor::binary(k, arg(0)?, arg(1)?))
         }
+        OpKind::Fft { kind, length } => one(tensor::fft(arg(0)?, *kind, length)),
+        // Tokens order side effects and hold no data.
+        OpKind::AfterAll => Ok(vec![Tensor::token()]),
+        // What a send hands to its channel leaves the program: no value the
+        // program computes depends on it, so it only passes a token on.
+        OpKind::Send { .. } => Ok(vec![Tensor::token()]),
+        // A received value comes from outside the program (the host, or a
+        // device running another program): nothing here defines it.
+        OpKind::Recv { channel, .. } => Err(InterpError::op(
+            op.loc,
+            name,
+            format!(
+                "the value received on channel {} (type {}) comes from outside the program; shardsim cannot simulate it",
+                channel.handle, channel.kind
+            ),
+        )),
         OpKind::Compare { dir, cmp_type } => {
             let d = tensor::CompareDirection::from_name(dir.name())
                 .ok_or_else(|| InterpError::op(op.loc, name, "bad direction"))?;

@@ -96,15 +96,25 @@ pub fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, TextError> {
     }
     let pos = c.pos();
     let rest = c.rest();
-    let len = rest
+    let mut len = rest
         .bytes()
         .take_while(|b| b.is_ascii_alphanumeric())
         .count();
+    // `complex<f32>` is the one element type with its own angle brackets.
+    if &rest[..len] == "complex" && rest[len..].starts_with('<') {
+        let inner = rest[len + 1..]
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        if rest[len + 1 + inner..].starts_with('>') {
+            len += inner + 2;
+        }
+    }
     let name = &rest[..len];
     let dtype: DType = name.parse().map_err(|_| {
         c.error_with(
             pos,
-            "an element type (f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64)",
+            "an element type (f32, f64, bf16, f16, i1, i8, i32, i64, ui8, ui32, ui64, complex<f32>, complex<f64>)",
             format!("'{name}'"),
         )
     })?;

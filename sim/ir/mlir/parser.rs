@@ -1188,6 +1188,28 @@ impl<'a> Parser<'a> {
                     (OpKind::OptimizationBarrier, self.operand_list(fb)?)
                 }
                 "stablehlo.bitcast_convert" => (OpKind::BitcastConvert, self.operand_list(fb)?),
+                "stablehlo.after_all" => (OpKind::AfterAll, self.operand_list(fb)?),
+                "stablehlo.fft" => {
+                    // `stablehlo.fft %a, type = FFT, length = [32, 64]`
+                    let ops = self.operand_list(fb)?;
+                    self.c.expect(",")?;
+                    keyword(&mut self.c, "type")?;
+                    self.c.expect("=")?;
+                    let tpos = self.here();
+                    let t = self.c.ident()?;
+                    let kind = fft_kind(t).ok_or_else(|| {
+                        self.c.error_with(
+                            tpos,
+                            "an fft type (FFT, IFFT, RFFT, IRFFT)",
+                            format!("'{t}'"),
+                        )
+                    })?;
+                    self.c.expect(",")?;
+                    keyword(&mut self.c, "length")?;
+                    self.c.expect("=")?;
+                    let length = dim_list(&mut self.c)?;
+                    (OpKind::Fft { kind, length }, ops)
+                }
                 "stablehlo.cholesky" => {
                     // `stablehlo.cholesky %a, lower = true`
                     let ops = self.operand_list(fb)?;
@@ -2042,6 +2064,48 @@ impl<'a> Parser<'a> {
             "stablehlo.cholesky" => OpKind::Cholesky {
                 lower: flag(raw, "lower")?,
             },
+            "stablehlo.after_all" => OpKind::AfterAll,
+            "stablehlo.send" | "stablehlo.recv" => {
+                let t = text(raw, "channel_handle")?;
+                let channel = crate::ir::Channel::parse(&t).ok_or_else(|| {
+                    self.c.error_with(
+                        pos,
+                        "#stablehlo.channel_handle<handle = N, type = T>",
+                        t.clone(),
+                    )
+                })?;
+                let is_host_transfer = flag(raw, "is_host_transfer")?;
+                if name == "stablehlo.send" {
+                    OpKind::Send {
+                        channel,
+                        is_host_transfer,
+                    }
+                } else {
+                    OpKind::Recv {
+                        channel,
+                        is_host_transfer,
+                    }
+                }
+            }
+            "stablehlo.fft" => {
+                // `fft_type = #stablehlo<fft_type RFFT>, fft_length = array<i64: 64>`
+                let t = text(raw, "fft_type")?;
+                let kind = t
+                    .strip_prefix("#stablehlo<fft_type ")
+                    .and_then(|x| x.strip_suffix('>'))
+                    .and_then(|x| fft_kind(x.trim()))
+                    .ok_or_else(|| {
+                        self.c.error_with(
+                            pos,
+                            "#stablehlo<fft_type FFT|IFFT|RFFT|IRFFT>",
+                            t.clone(),
+                        )
+                    })?;
+                OpKind::Fft {
+                    kind,
+                    length: dims(raw, "fft_length")?,
+                }
+            }
             "stablehlo.select_and_scatter" => {
                 let padding = match take_attr(raw, "padding") {
                     None => None,
@@ -2379,4 +2443,11 @@ fn num_partitions_of(a: &RawAttr) -> Option<u64> {
     let v = a.value.trim();
     let n = v.split(':').next()?.trim().parse::<u64>().ok()?;
     (n > 0).then_some(n)
+}
+
+/// The fft type named `t` (`FFT`, `IFFT`, `RFFT`, `IRFFT`).
+fn fft_kind(t: &str) -> Option<crate::tensor::FftKind> {
+    crate::tensor::FftKind::ALL
+        .into_iter()
+        .find(|k| k.name() == t)
 }

@@ -753,6 +753,33 @@ impl Printer {
                 return self.generic(out, cx, op, props, &[], ind);
             }
             OpKind::Case | OpKind::If => return self.generic(out, cx, op, Vec::new(), &[], ind),
+            OpKind::AfterAll => {
+                let sep = if op.operands.is_empty() { "" } else { " " };
+                format!("{res}{name}{sep}{ops}{attrs}{}", self.bare_result(cx, op))
+            }
+            OpKind::Send {
+                channel,
+                is_host_transfer,
+            }
+            | OpKind::Recv {
+                channel,
+                is_host_transfer,
+            } => {
+                let mut props = vec![("channel_handle".to_string(), channel.to_string())];
+                if *is_host_transfer {
+                    props.push(("is_host_transfer".to_string(), "true".to_string()));
+                }
+                return self.generic(out, cx, op, props, &[], ind);
+            }
+            OpKind::Fft { kind, length } => {
+                let l = length.iter().map(u64::to_string).collect::<Vec<_>>();
+                format!(
+                    "{res}{name} {ops}, type = {}, length = [{}]{attrs}{}",
+                    kind.name(),
+                    l.join(", "),
+                    full(self)
+                )
+            }
             OpKind::Cholesky { lower } => {
                 let props = vec![("lower".to_string(), lower.to_string())];
                 return self.generic(out, cx, op, props, &[], ind);
