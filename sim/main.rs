@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let msg = format!("{e:#}").replace('\n', " ");
+            let msg = error_line(&e);
             eprintln!("error: {msg}");
             ExitCode::from(if e.downcast_ref::<cli::Failed>().is_some() {
                 1
@@ -47,6 +47,24 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// An error and its causes on one line. A cause whose text its parent's
+/// message already carries (`#[error("topology: {0}")]` with `#[from]`) is
+/// not repeated.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg.replace('\n', " ")
 }
 
 /// A clap usage error on one line: its message and tips, without the usage

@@ -32,9 +32,14 @@ fn zero_rates_capacities_and_latencies_are_refused_with_the_field_named() {
         for cmd in [
             vec!["topology", "show", "dgx-h100", "--set", set],
             vec!["exec", &add_relu(), "--topology", "dgx-h100", "--set", set],
+            vec!["run", "--set", set],
+            vec!["train", "llama3-8b", "--tp", "8", "--set", set],
+            vec!["collective", "--topology", "dgx-h100", "--set", set],
         ] {
             let err = user_error(&cmd, field);
-            assert!(err.contains("must be positive"), "{err}");
+            // Said once: an error whose message carries its cause (`topology:
+            // {0}`) is not followed by that cause again.
+            assert_eq!(err.matches("must be positive").count(), 1, "{cmd:?}: {err}");
         }
     }
     // Negative and non-finite values do not parse as quantities at all.
