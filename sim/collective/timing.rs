@@ -331,28 +331,34 @@ impl TaskSink for Schedule {
 /// dependencies, per rank) and the sender's sends of its previous step (NCCL's
 /// buffer slots: a rank issues step s+1 once step s has left).
 pub(crate) struct Deps {
-    /// Per rank: receipts `(offset, len, task)` sorted by `(offset, len)`; a
-    /// write removes the ones it covers (a write of the same range replaces
-    /// it). Ordered by offset, so a send looks only at receipts that can
-    /// overlap what it reads. A sorted vector, not a map: most ranks hold a
-    /// few receipts, and 65,536 maps' nodes cost more than the rest of a run.
-    writes: Vec<Vec<(u64, u64, TaskId)>>,
-    /// Per rank, the longest receipt so far (how far back an overlap starts).
-    longest: Vec<u64>,
-    last_sends: Vec<Vec<TaskId>>,
+    /// Per rank (one record: a run reaches 65,536 ranks in no order).
+    ranks: Vec<RankDeps>,
+}
+
+#[derive(Clone, Default)]
+struct RankDeps {
+    /// Receipts `(offset, len, task)` sorted by `(offset, len)`; a write
+    /// removes the ones it covers (a write of the same range replaces it).
+    /// Ordered by offset, so a send looks only at receipts that can overlap
+    /// what it reads. A sorted vector, not a map: most ranks hold a few
+    /// receipts, and 65,536 maps' nodes cost more than the rest of a run.
+    writes: Vec<(u64, u64, TaskId)>,
+    /// The longest receipt so far (how far back an overlap starts).
+    longest: u64,
+    /// The sends of the last step this slot sent in (by rank, or by class in
+    /// a quotient run).
+    last_sends: Vec<TaskId>,
 }
 
 impl Deps {
     pub(crate) fn new(n: usize) -> Deps {
         Deps {
-            writes: vec![Vec::new(); n],
-            longest: vec![0; n],
-            last_sends: vec![Vec::new(); n],
+            ranks: vec![RankDeps::default(); n],
         }
     }
 
     fn write(&mut self, r: usize, off: u64, len: u64, t: TaskId) {
-        let w = &mut self.writes[r];
+        let w = &mut self.ranks[r].writes;
         // The receipts starting in [off, off + len) that end by its end.
         let end = off.saturating_add(len);
         let lo = w.partition_point(|&(o, _, _)| o < off);
@@ -371,7 +377,8 @@ impl Deps {
             Some(e) if (e.0, e.1) == (off, len) => e.2 = t,
             _ => w.insert(at, (off, len, t)),
         }
-        self.longest[r] = self.longest[r].max(len);
+        let rd = &mut self.ranks[r];
+        rd.longest = rd.longest.max(len);
     }
 
     /// Tasks a send of `[off, off + len)` from `r` waits for, behind a
@@ -388,8 +395,8 @@ impl Deps {
         len: u64,
         hop: Time,
     ) -> Result<Vec<TaskId>, CollectiveError> {
-        let from = (off + 1).saturating_sub(self.longest[r]);
-        let w = &self.writes[r];
+        let from = (off + 1).saturating_sub(self.ranks[r].longest);
+        let w = &self.ranks[r].writes;
         let lo = w.partition_point(|&(o, _, _)| o < from);
         let end = off.saturating_add(len);
         let mut d: Vec<TaskId> = w[lo..]
@@ -398,7 +405,7 @@ impl Deps {
             .filter(|&&(o, l, _)| o + l > off)
             .map(|&(_, _, t)| t)
             .collect();
-        d.extend_from_slice(&self.last_sends[key]);
+        d.extend_from_slice(&self.ranks[key].last_sends);
         behind_hop(sched, r, hop, d)
     }
 }
@@ -584,7 +591,7 @@ impl StepCtx<'_, '_> {
             self.deps.write(r, off, len, t);
         }
         for (r, tasks) in sent {
-            self.deps.last_sends[r] = tasks;
+            self.deps.ranks[r].last_sends = tasks;
         }
         Ok(flows)
     }
