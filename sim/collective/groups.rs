@@ -207,62 +207,16 @@ fn time_independent(
     choice: &super::tuner::Choice,
     cal: &Calibration,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
-    let mut t = LINK_TABLES.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    let n = topo.links().len();
-    if t.owned.len() < n {
-        t.owned.resize(n, (usize::MAX, 0));
-        t.names.resize(n, (usize::MAX, 0));
-    }
-    let mut used = Vec::new();
-    let r = time_independent_with(
-        topo, groups, plans, elem_bytes, choice, cal, &mut t, &mut used,
-    );
-    for &l in &used {
-        t.owned[l] = (usize::MAX, 0);
-    }
-    LINK_TABLES.with(|c| *c.borrow_mut() = t);
-    r
-}
-
-/// `time_independent`'s per-link tables, kept between calls on a thread: a
-/// fresh pair per call cost a page fault per 4 KiB of a 16,384-GPU
-/// topology's links, every collective of `bench scale`. Between calls every
-/// `owned` entry is unset; `names` entries carry the stamp of the group that
-/// set them, and stamps never repeat.
-#[derive(Default)]
-struct LinkTables {
-    /// Per link: (the group whose moves use it, their bytes on it).
-    owned: Vec<(usize, u64)>,
-    /// Per link: (stamp of the group that last named it, its name there).
-    names: Vec<(usize, u64)>,
-    /// The next group's stamp.
-    stamp: usize,
-}
-
-thread_local! {
-    static LINK_TABLES: std::cell::RefCell<LinkTables> = std::cell::RefCell::default();
-}
-
-/// [`time_independent`] on the tables `t`; `used` gets the links set in
-/// `t.owned` (for the caller to unset).
-#[allow(clippy::too_many_arguments)]
-fn time_independent_with(
-    topo: &Topology,
-    groups: &[Group],
-    plans: &[Plan],
-    elem_bytes: u64,
-    choice: &super::tuner::Choice,
-    cal: &Calibration,
-    t: &mut LinkTables,
-    used: &mut Vec<usize>,
-) -> Result<Option<GroupsTiming>, CollectiveError> {
-    let owned = &mut t.owned;
+    // Per link: (the group whose moves use it, their bytes on it); `used`
+    // lists the links set.
+    let mut owned = vec![(usize::MAX, 0u64); topo.links().len()];
+    let mut used: Vec<usize> = Vec::new();
     let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
     let mut class_of = Vec::with_capacity(groups.len());
-    let mut shape = Vec::new();
+    // Per link: (group that last named it, its name there); one table for all
+    // groups instead of a map per group.
+    let mut names = vec![(usize::MAX, 0u64); topo.links().len()];
     for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
-        let stamp = t.stamp;
-        t.stamp += 1;
         // One route cache for both passes over the plan.
         let mut routes = Routes::new(topo, group);
         let mut shared = false;
@@ -278,16 +232,8 @@ fn time_independent_with(
         if shared {
             return Ok(None);
         }
-        shape_of(topo, &mut routes, plan, (stamp, &mut t.names), &mut shape)?;
-        // One buffer for every group's shape; a copy only for a new class.
-        let rep = match classes.get(&shape) {
-            Some(&r) => r,
-            None => {
-                classes.insert(shape.clone(), g);
-                g
-            }
-        };
-        class_of.push(rep);
+        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
+        class_of.push(*classes.entry(shape).or_insert(g));
     }
     let mut time = Time::ZERO;
     let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
@@ -321,18 +267,16 @@ fn time_independent_with(
 
 /// A group's run up to renaming links: per step and move, the move and its
 /// route's links as (first-use index, bandwidth, latency, class), so equal
-/// shapes give isomorphic flow-level runs. `names` is (this group's stamp,
-/// a per-link table of (stamp, first-use index) shared by the groups).
+/// shapes give isomorphic flow-level runs. `names` is (this group's index,
+/// a per-link table of (group, first-use index) shared by the groups).
 fn shape_of(
     topo: &Topology,
     routes: &mut Routes,
     plan: &Plan,
     (g, names): (usize, &mut [(usize, u64)]),
-    out: &mut Vec<u64>,
-) -> Result<(), CollectiveError> {
+) -> Result<Vec<u64>, CollectiveError> {
     let mut next = 0u64;
-    out.clear();
-    out.extend([plan.ranks as u64, plan.buffer_len, plan.steps.len() as u64]);
+    let mut out = vec![plan.ranks as u64, plan.buffer_len, plan.steps.len() as u64];
     let mut link = |l: usize, out: &mut Vec<u64>| {
         let e = &mut names[l];
         if e.0 != g {
@@ -365,15 +309,15 @@ fn shape_of(
                         let r = routes.get(m.from, m.to)?;
                         out.push(r.len() as u64);
                         for &l in r {
-                            link(l, out);
+                            link(l, &mut out);
                         }
                     }
                 }
                 Via::SwitchReduce | Via::SwitchMulticast => {
                     let (up, _) = routes.switch_links(m.from)?;
                     let (_, down) = routes.switch_links(m.to)?;
-                    link(up, out);
-                    link(down, out);
+                    link(up, &mut out);
+                    link(down, &mut out);
                 }
             }
         }
@@ -381,7 +325,7 @@ fn shape_of(
     for (r, o, l) in &plan.reduced {
         out.extend([*r as u64, *o, *l]);
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Every group chosen and timed on its own; the slowest group's time.

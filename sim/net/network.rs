@@ -134,56 +134,6 @@ pub struct Network {
     held: Vec<Entry>,
 }
 
-/// The tables of a dropped network, kept for the next one on the same
-/// thread: a run builds thousands of networks (one per collective timing),
-/// and fresh tables cost the kernel's page clearing every time (twice the
-/// page faults of `bench scale`).
-#[derive(Default)]
-struct Tables {
-    links: Vec<LinkState>,
-    info: Vec<LinkInfo>,
-    lists: Arena,
-    flows: Vec<Flow>,
-    life: Vec<FlowLife>,
-    routes: Arena,
-    free: Vec<FlowSlot>,
-}
-
-impl Tables {
-    fn bytes(&self) -> usize {
-        self.links.capacity() * std::mem::size_of::<LinkState>()
-            + self.flows.capacity() * std::mem::size_of::<Flow>()
-            + self.lists.capacity() * 4
-            + self.routes.capacity() * 4
-    }
-}
-
-thread_local! {
-    static SPARE: std::cell::RefCell<Tables> = std::cell::RefCell::default();
-}
-
-impl Drop for Network {
-    fn drop(&mut self) {
-        let t = Tables {
-            links: std::mem::take(&mut self.links),
-            info: std::mem::take(&mut self.info),
-            lists: std::mem::take(&mut self.lists),
-            flows: std::mem::take(&mut self.flows),
-            life: std::mem::take(&mut self.life),
-            routes: std::mem::take(&mut self.routes),
-            free: std::mem::take(&mut self.free),
-        };
-        // Keep the larger set (networks may overlap on a thread).
-        let _ = SPARE.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                if t.bytes() >= s.bytes() {
-                    *s = t;
-                }
-            }
-        });
-    }
-}
-
 /// A water-filling event, in the order progressive filling over the whole
 /// component would meet it: (share bits, link id, kind, flow), packed into
 /// one integer that orders the same way (64, 31, 1 and 32 bits; `NONE` packs
@@ -238,27 +188,15 @@ impl Network {
                 });
             }
         }
-        let mut t = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        t.links.clear();
-        t.info.clear();
-        for l in links {
-            let (state, info) = LinkState::new(l);
-            t.links.push(state);
-            t.info.push(info);
-        }
-        t.lists.clear();
-        t.flows.clear();
-        t.life.clear();
-        t.routes.clear();
-        t.free.clear();
+        let (links, info) = links.iter().map(LinkState::new).unzip();
         Ok(Network {
-            links: t.links,
-            info: t.info,
-            lists: t.lists,
-            flows: t.flows,
-            life: t.life,
-            routes: t.routes,
-            free: t.free,
+            links,
+            info,
+            lists: Arena::default(),
+            flows: Vec::new(),
+            life: Vec::new(),
+            routes: Arena::default(),
+            free: Vec::new(),
             active: 0,
             epoch: 0,
             packet_bytes: None,

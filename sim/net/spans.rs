@@ -49,17 +49,6 @@ impl Arena {
         &self.items[s.at as usize..][..s.len as usize]
     }
 
-    /// Drop every list (keeps the allocation).
-    pub fn clear(&mut self) {
-        self.items.clear();
-        self.garbage = 0;
-    }
-
-    /// Items reserved (for sizing spare arenas).
-    pub fn capacity(&self) -> usize {
-        self.items.capacity()
-    }
-
     /// Item `k` of `s` (`k < s.len()`).
     pub fn at(&self, s: Span, k: usize) -> u32 {
         self.items[s.at as usize + k]
