@@ -188,11 +188,14 @@ impl Network {
                 });
             }
         }
+        let n = links.len();
         let (links, info) = links.iter().map(LinkState::new).unzip();
         Ok(Network {
             links,
             info,
-            lists: Arena::default(),
+            // Room for four flows a link: growth by doubling copied the
+            // arena and faulted in fresh pages for every network built.
+            lists: Arena::with_capacity(n * 4),
             flows: Vec::new(),
             life: Vec::new(),
             routes: Arena::default(),

@@ -45,6 +45,15 @@ pub(crate) struct Arena {
 const MIN_GARBAGE: usize = if cfg!(test) { 64 } else { 1 << 16 };
 
 impl Arena {
+    /// An arena with room for `n` items (reserved, not touched: pages
+    /// are only faulted in as spans fill them).
+    pub fn with_capacity(n: usize) -> Arena {
+        Arena {
+            items: Vec::with_capacity(n),
+            garbage: 0,
+        }
+    }
+
     pub fn get(&self, s: Span) -> &[u32] {
         &self.items[s.at as usize..][..s.len as usize]
     }
