@@ -66,7 +66,8 @@ struct Edge {
 struct StreamSchedule {
     base: TaskId,
     entries: VecDeque<Entry>,
-    links: VecDeque<usize>,
+    /// Network link ids (below 2^31: `Network::new` refuses more links).
+    links: VecDeque<u32>,
     links_base: u64,
     edges: Vec<Edge>,
     free: u32,
@@ -163,7 +164,11 @@ impl StreamSchedule {
             }
         }
         let route_at = self.links_base + self.links.len() as u64;
-        self.links.extend(route.iter().copied());
+        for &l in route {
+            let l = u32::try_from(l)
+                .map_err(|_| CollectiveError::Sizes(format!("link {l} past 2^32 - 1")))?;
+            self.links.push_back(l);
+        }
         let route_len = u16::try_from(route.len())
             .map_err(|_| CollectiveError::Sizes("a route of more than 65,535 links".into()))?;
         self.entries.push_back(Entry {
@@ -205,7 +210,7 @@ impl StreamSchedule {
             let len = e.route_len as usize;
             let mut route = std::mem::take(&mut self.route);
             route.clear();
-            route.extend(self.links.range(at..at + len).copied());
+            route.extend(self.links.range(at..at + len).map(|&l| l as usize));
             sim.start_flow(id as u64, &route, value)?;
             self.route = route;
         } else {

@@ -331,36 +331,54 @@ impl TaskSink for Schedule {
 /// dependencies, per rank) and the sender's sends of its previous step (NCCL's
 /// buffer slots: a rank issues step s+1 once step s has left).
 pub(crate) struct Deps {
-    /// Per rank: receipts by `(offset, len)`; a write removes the ones it
-    /// covers (a write of the same range replaces it). Ordered by offset, so
-    /// a send looks only at receipts that can overlap what it reads.
-    writes: Vec<BTreeMap<(u64, u64), TaskId>>,
-    /// Per rank, the longest receipt so far (how far back an overlap starts).
-    longest: Vec<u64>,
-    last_sends: Vec<Vec<TaskId>>,
+    /// Per rank (one record: a run reaches 65,536 ranks in no order).
+    ranks: Vec<RankDeps>,
+}
+
+#[derive(Clone, Default)]
+struct RankDeps {
+    /// Receipts `(offset, len, task)` sorted by `(offset, len)`; a write
+    /// removes the ones it covers (a write of the same range replaces it).
+    /// Ordered by offset, so a send looks only at receipts that can overlap
+    /// what it reads. A sorted vector, not a map: most ranks hold a few
+    /// receipts, and 65,536 maps' nodes cost more than the rest of a run.
+    writes: Vec<(u64, u64, TaskId)>,
+    /// The longest receipt so far (how far back an overlap starts).
+    longest: u64,
+    /// The sends of the last step this slot sent in (by rank, or by class in
+    /// a quotient run).
+    last_sends: Vec<TaskId>,
 }
 
 impl Deps {
     pub(crate) fn new(n: usize) -> Deps {
         Deps {
-            writes: vec![BTreeMap::new(); n],
-            longest: vec![0; n],
-            last_sends: vec![Vec::new(); n],
+            ranks: vec![RankDeps::default(); n],
         }
     }
 
     fn write(&mut self, r: usize, off: u64, len: u64, t: TaskId) {
-        let w = &mut self.writes[r];
-        let covered: Vec<(u64, u64)> = w
-            .range((off, 0)..(off.saturating_add(len), 0))
-            .map(|(&k, _)| k)
-            .filter(|&(o, l)| o + l <= off + len)
-            .collect();
-        for k in covered {
-            w.remove(&k);
+        let w = &mut self.ranks[r].writes;
+        // The receipts starting in [off, off + len) that end by its end.
+        let end = off.saturating_add(len);
+        let lo = w.partition_point(|&(o, _, _)| o < off);
+        let hi = lo + w[lo..].partition_point(|&(o, _, _)| o < end);
+        let mut keep = lo;
+        for i in lo..hi {
+            let (o, l, _) = w[i];
+            if o + l > off + len {
+                w[keep] = w[i];
+                keep += 1;
+            }
         }
-        w.insert((off, len), t);
-        self.longest[r] = self.longest[r].max(len);
+        w.drain(keep..hi);
+        let at = w.partition_point(|&(o, l, _)| (o, l) < (off, len));
+        match w.get_mut(at) {
+            Some(e) if (e.0, e.1) == (off, len) => e.2 = t,
+            _ => w.insert(at, (off, len, t)),
+        }
+        let rd = &mut self.ranks[r];
+        rd.longest = rd.longest.max(len);
     }
 
     /// Tasks a send of `[off, off + len)` from `r` waits for, behind a
@@ -377,13 +395,17 @@ impl Deps {
         len: u64,
         hop: Time,
     ) -> Result<Vec<TaskId>, CollectiveError> {
-        let from = (off + 1).saturating_sub(self.longest[r]);
-        let mut d: Vec<TaskId> = self.writes[r]
-            .range((from, 0)..(off.saturating_add(len), 0))
-            .filter(|&(&(o, l), _)| o + l > off)
-            .map(|(_, &t)| t)
+        let from = (off + 1).saturating_sub(self.ranks[r].longest);
+        let w = &self.ranks[r].writes;
+        let lo = w.partition_point(|&(o, _, _)| o < from);
+        let end = off.saturating_add(len);
+        let mut d: Vec<TaskId> = w[lo..]
+            .iter()
+            .take_while(|&&(o, _, _)| o < end)
+            .filter(|&&(o, l, _)| o + l > off)
+            .map(|&(_, _, t)| t)
             .collect();
-        d.extend_from_slice(&self.last_sends[key]);
+        d.extend_from_slice(&self.ranks[key].last_sends);
         behind_hop(sched, r, hop, d)
     }
 }
@@ -569,7 +591,7 @@ impl StepCtx<'_, '_> {
             self.deps.write(r, off, len, t);
         }
         for (r, tasks) in sent {
-            self.deps.last_sends[r] = tasks;
+            self.deps.ranks[r].last_sends = tasks;
         }
         Ok(flows)
     }

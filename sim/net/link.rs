@@ -3,6 +3,8 @@
 
 use crate::engine::Time;
 
+use super::spans::Span;
+
 /// Index of a link in the network's link list.
 pub type LinkId = usize;
 
@@ -24,44 +26,49 @@ impl Link {
     }
 }
 
-/// Per-link state the model keeps while running.
+/// What the model keeps of a link besides its running state (read when a
+/// flow starts or a link fails).
 #[derive(Debug, Clone)]
-pub(crate) struct LinkState {
+pub(crate) struct LinkInfo {
     pub nominal: f64,
-    pub capacity: f64,
     pub latency: Time,
     pub failed: bool,
-    /// Active flows (slots) crossing this link, in insertion order.
-    pub flows: Vec<u32>,
-    /// Sum of the current rates of `flows`, kept up to date as rates change
+}
+
+/// Per-link running state, the fields rate recomputation reads, packed in
+/// one record (it reaches links in no particular order).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LinkState {
+    pub capacity: f64,
+    /// Sum of the current rates of its flows, kept up to date as rates change
     /// (an estimate for the slack test; near capacity it is summed exactly).
     pub load: f64,
+    /// Scratch for the slack test of links outside the recomputed set.
+    pub delta: f64,
+    /// Active flows (slots) crossing this link, in insertion order, in the
+    /// network's list arena.
+    pub flows: Span,
+    /// Scratch for component search and water-filling (epoch marks, local index).
+    pub mark: u32,
+    pub local: u32,
+    pub pmark: u32,
     /// A bottleneck in the last recomputation that covered it: it froze at
     /// least one flow. A link that is not tight has slack, so no flow's rate
     /// depends on it, and recomputation does not spread through it.
     pub tight: bool,
-    /// Scratch for component search and water-filling (epoch marks, local index).
-    pub mark: u32,
-    pub local: u32,
-    /// Scratch for the slack test of links outside the recomputed set.
-    pub pmark: u32,
-    pub delta: f64,
 }
 
 impl LinkState {
-    pub fn new(l: &Link) -> LinkState {
-        LinkState {
-            nominal: l.capacity,
+    pub fn new(l: &Link) -> (LinkState, LinkInfo) {
+        let state = LinkState {
             capacity: l.capacity,
+            ..LinkState::default()
+        };
+        let info = LinkInfo {
+            nominal: l.capacity,
             latency: l.latency,
             failed: false,
-            flows: Vec::new(),
-            load: 0.0,
-            tight: false,
-            mark: 0,
-            local: 0,
-            pmark: 0,
-            delta: 0.0,
-        }
+        };
+        (state, info)
     }
 }

@@ -22,6 +22,7 @@ pub mod netsim;
 pub mod network;
 pub mod patterns;
 pub mod schedule;
+mod spans;
 
 pub use link::{Link, LinkId};
 pub use netsim::{NetSim, Occurrence, RerouteRequest, Undeliverable};

@@ -19,7 +19,8 @@ use std::collections::BinaryHeap;
 
 use crate::engine::{transfer_ps, Time, TimeOverflow, PS_PER_SEC};
 
-use super::link::{Link, LinkId, LinkState};
+use super::link::{Link, LinkId, LinkInfo, LinkState};
+use super::spans::{Arena, Span};
 use super::NetError;
 
 /// A flow's slot in the model (reused after the flow ends).
@@ -49,31 +50,39 @@ pub struct Blocked {
     pub route: Vec<LinkId>,
 }
 
-#[derive(Debug, Clone, Default)]
+/// A flow's fields that rate recomputation reads, in one record (it reaches
+/// flows in no particular order); the rest is in `FlowLife`.
+#[derive(Debug, Clone, Copy, Default)]
 struct Flow {
+    rate: f64,
+    /// Rate found by the recomputation in progress (scratch).
+    new_rate: f64,
+    /// Its links, in the network's route arena.
+    route: Span,
+    mark: u32,
+    /// The link that froze it in the last filling that covered it (`NONE`
+    /// until the first).
+    bottleneck: u32,
+    active: bool,
+    frozen: bool,
+    /// Held at its rate in the recomputation in progress (scratch).
+    fixed: bool,
+    /// Started (or re-routed) since the last flush: must be timed even if its
+    /// computed rate equals the stale one.
+    fresh: bool,
+}
+
+/// A flow's fields read when it starts, is re-timed or ends.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowLife {
     tag: u64,
-    route: Vec<LinkId>,
     bytes: f64,
     remaining: f64,
-    rate: f64,
     last: Time,
     /// Latency (and store-and-forward fill) added after transmission ends.
     deliver_delay: Time,
     version: u32,
-    active: bool,
     in_use: bool,
-    mark: u32,
-    frozen: bool,
-    /// Rate found by the recomputation in progress (scratch).
-    new_rate: f64,
-    /// Held at its rate in the recomputation in progress (scratch).
-    fixed: bool,
-    /// The link that froze it in the last filling that covered it (`NONE`
-    /// until the first).
-    bottleneck: u32,
-    /// Started (or re-routed) since the last flush: must be timed even if its
-    /// computed rate equals the stale one.
-    fresh: bool,
 }
 
 /// Counters for benchmarks and tests.
@@ -89,7 +98,13 @@ pub struct NetStats {
 /// Flow-level network with max-min fair sharing.
 pub struct Network {
     links: Vec<LinkState>,
+    info: Vec<LinkInfo>,
+    /// The links' flow lists.
+    lists: Arena,
     flows: Vec<Flow>,
+    life: Vec<FlowLife>,
+    /// The flows' routes (a slot keeps its span for its next flow).
+    routes: Arena,
     free: Vec<FlowSlot>,
     active: u64,
     epoch: u32,
@@ -173,9 +188,17 @@ impl Network {
                 });
             }
         }
+        let n = links.len();
+        let (links, info) = links.iter().map(LinkState::new).unzip();
         Ok(Network {
-            links: links.iter().map(LinkState::new).collect(),
+            links,
+            info,
+            // Room for four flows a link: growth by doubling copied the
+            // arena and faulted in fresh pages for every network built.
+            lists: Arena::with_capacity(n * 4),
             flows: Vec::new(),
+            life: Vec::new(),
+            routes: Arena::default(),
             free: Vec::new(),
             active: 0,
             epoch: 0,
@@ -237,17 +260,16 @@ impl Network {
     }
 
     pub fn is_failed(&self, link: LinkId) -> bool {
-        self.links[link].failed
+        self.info[link].failed
     }
 
     pub fn latency(&self, link: LinkId) -> Time {
-        self.links[link].latency
+        self.info[link].latency
     }
 
     /// Sum of the current rates of the flows on `link`.
     pub fn link_load(&self, link: LinkId) -> f64 {
-        self.links[link]
-            .flows
+        self.flows_on(link)
             .iter()
             .map(|&s| self.flows[s as usize].rate)
             .sum()
@@ -255,13 +277,20 @@ impl Network {
 
     /// Active flows on `link` (slots).
     pub fn flows_on(&self, link: LinkId) -> &[FlowSlot] {
-        &self.links[link].flows
+        self.lists.get(self.links[link].flows)
     }
 
     /// Rate, route and tag of an active flow.
-    pub fn flow_rate(&self, slot: FlowSlot) -> Option<(f64, &[LinkId], u64)> {
+    pub fn flow_rate(&self, slot: FlowSlot) -> Option<(f64, Vec<LinkId>, u64)> {
         let f = self.flows.get(slot as usize)?;
-        f.active.then_some((f.rate, f.route.as_slice(), f.tag))
+        f.active
+            .then(|| (f.rate, self.route_of(slot), self.life[slot as usize].tag))
+    }
+
+    /// The links of a flow's route.
+    fn route_of(&self, slot: FlowSlot) -> Vec<LinkId> {
+        let r = self.flows[slot as usize].route;
+        self.routes.get(r).iter().map(|&l| l as LinkId).collect()
     }
 
     /// Take the timers produced since the last call.
@@ -281,7 +310,7 @@ impl Network {
             if route[..i].contains(&l) {
                 return Err(NetError::RepeatedLink { link: l });
             }
-            if self.links[l].failed {
+            if self.info[l].failed {
                 return Err(NetError::FailedLink { link: l });
             }
         }
@@ -309,7 +338,7 @@ impl Network {
     pub fn route_latency(&self, route: &[LinkId]) -> Result<Time, TimeOverflow> {
         route
             .iter()
-            .try_fold(Time::ZERO, |acc, &l| acc.checked_add(self.links[l].latency))
+            .try_fold(Time::ZERO, |acc, &l| acc.checked_add(self.info[l].latency))
     }
 
     fn store_and_forward_fill(&self, route: &[LinkId], bytes: u64) -> Result<Time, TimeOverflow> {
@@ -317,7 +346,7 @@ impl Network {
             Some(p) if route.len() > 1 && bytes > 0 => {
                 let slowest = route
                     .iter()
-                    .map(|&l| self.links[l].nominal)
+                    .map(|&l| self.info[l].nominal)
                     .fold(f64::INFINITY, f64::min);
                 transfer_ps(p.min(bytes) as f64, slowest)?.checked_mul(route.len() as u64 - 1)
             }
@@ -338,43 +367,48 @@ impl Network {
             Some(s) => s,
             None => {
                 self.flows.push(Flow::default());
+                self.life.push(FlowLife::default());
                 (self.flows.len() - 1) as FlowSlot
             }
         };
+        let life = &mut self.life[slot as usize];
+        life.tag = tag;
+        life.bytes = bytes;
+        life.remaining = remaining;
+        life.last = now;
+        life.deliver_delay = deliver_delay;
+        life.version = life.version.wrapping_add(1);
+        life.in_use = true;
+        let version = life.version;
         let f = &mut self.flows[slot as usize];
-        f.tag = tag;
-        f.bytes = bytes;
-        f.remaining = remaining;
         f.rate = 0.0;
-        f.last = now;
-        f.deliver_delay = deliver_delay;
-        f.version = f.version.wrapping_add(1);
         f.active = true;
-        f.in_use = true;
         f.fresh = true;
         f.fixed = false;
         f.bottleneck = NONE;
-        f.route.clear();
-        f.route.extend_from_slice(route);
+        // Link ids fit in 31 bits (`new`) and the route was checked.
+        self.routes
+            .set(&mut f.route, route.iter().map(|&l| l as u32))?;
+        if self.routes.wants_compaction() {
+            self.routes
+                .compact(self.flows.iter_mut().map(|f| &mut f.route));
+        }
         self.active += 1;
         self.stats.flows_started += 1;
         self.stats.peak_active_flows = self.stats.peak_active_flows.max(self.active);
-        if self.flows[slot as usize].route.is_empty() {
+        if route.is_empty() {
             // A local copy: no link to share, done at once.
             self.flows[slot as usize].rate = f64::INFINITY;
-            self.timers.push((
-                now,
-                NetTimer {
-                    slot,
-                    version: self.flows[slot as usize].version,
-                },
-            ));
+            self.timers.push((now, NetTimer { slot, version }));
             self.stats.timers += 1;
             return Ok(slot);
         }
-        for i in 0..self.flows[slot as usize].route.len() {
-            let l = self.flows[slot as usize].route[i];
-            self.links[l].flows.push(slot);
+        for &l in route {
+            self.lists.push(&mut self.links[l].flows, slot)?;
+        }
+        if self.lists.wants_compaction() {
+            self.lists
+                .compact(self.links.iter_mut().map(|l| &mut l.flows));
         }
         self.fresh.push(slot);
         Ok(slot)
@@ -385,12 +419,13 @@ impl Network {
         let Some(f) = self.flows.get(t.slot as usize) else {
             return Ok(None);
         };
-        if !f.active || f.version != t.version {
+        let life = &self.life[t.slot as usize];
+        if !f.active || life.version != t.version {
             self.stats.stale_timers += 1;
             return Ok(None);
         }
-        let tag = f.tag;
-        let deliver_at = now.checked_add(f.deliver_delay)?;
+        let tag = life.tag;
+        let deliver_at = now.checked_add(life.deliver_delay)?;
         self.detach(t.slot);
         self.release(t.slot);
         Ok(Some(TxDone { tag, deliver_at }))
@@ -407,10 +442,10 @@ impl Network {
         if !(fraction > 0.0 && fraction <= 1.0) {
             return Err(NetError::BadFraction(fraction));
         }
-        if self.links[link].failed {
+        if self.info[link].failed {
             return Ok(());
         }
-        self.links[link].capacity = self.links[link].nominal * fraction;
+        self.links[link].capacity = self.info[link].nominal * fraction;
         self.dirty.push(link);
         Ok(())
     }
@@ -465,7 +500,7 @@ impl Network {
             // The flows this link froze move with it (a filling would find
             // them violating and start over): recompute them at once.
             for k in 0..self.links[l].flows.len() {
-                let s = self.links[l].flows[k];
+                let s = self.lists.at(self.links[l].flows, k);
                 if self.flows[s as usize].bottleneck == l as u32 {
                     self.recompute_flow(epoch, s, &mut comp_links);
                 }
@@ -552,15 +587,16 @@ impl Network {
             if f.mark != epoch || !(f.active && f.fresh) {
                 continue;
             }
-            let l = f.route[0];
+            let l = self.routes.at(f.route, 0) as usize;
             let ls = &mut self.links[l];
             if ls.mark == epoch {
                 continue;
             }
             ls.mark = epoch;
             // Every flow on the link is one of the new single-link flows.
-            if !ls
-                .flows
+            if !self
+                .lists
+                .get(ls.flows)
                 .iter()
                 .all(|&o| self.flows[o as usize].mark == epoch)
             {
@@ -585,7 +621,7 @@ impl Network {
             let (share, l) = (f64::from_bits((e >> 64) as u64), link_of(e));
             let ls = &mut self.links[l as usize];
             ls.tight = true;
-            for &s in &ls.flows {
+            for &s in self.lists.get(ls.flows) {
                 self.flows[s as usize].bottleneck = l;
                 new_rates.push((s, share));
             }
@@ -605,7 +641,7 @@ impl Network {
         }
         f.fixed = false;
         for j in 0..self.flows[s as usize].route.len() {
-            let m = self.flows[s as usize].route[j];
+            let m = self.routes.at(self.flows[s as usize].route, j) as usize;
             if self.links[m].tight {
                 self.join(epoch, m, comp_links);
             }
@@ -623,13 +659,14 @@ impl Network {
     /// route, else the one with the least headroom per flow (its likely
     /// bottleneck; the slack test adds any other it needs).
     fn seed_link(&self, s: FlowSlot) -> LinkId {
-        let route = &self.flows[s as usize].route;
-        if let Some(&l) = route.iter().find(|&&l| self.links[l].tight) {
-            return l;
+        let route = self.routes.get(self.flows[s as usize].route);
+        if let Some(&l) = route.iter().find(|&&l| self.links[l as usize].tight) {
+            return l as LinkId;
         }
-        let mut best = route[0];
+        let mut best = route[0] as LinkId;
         let mut best_room = f64::INFINITY;
         for &l in route {
+            let l = l as LinkId;
             let ls = &self.links[l];
             let room = (ls.capacity - ls.load) / ls.flows.len().max(1) as f64;
             if room < best_room {
@@ -649,15 +686,15 @@ impl Network {
                 links: self.links.len(),
             });
         }
-        if self.links[link].failed {
+        if self.info[link].failed {
             return Ok(Vec::new());
         }
-        let slots = self.links[link].flows.clone();
+        let slots = self.flows_on(link).to_vec();
         let mut blocked = Vec::with_capacity(slots.len());
         for s in slots {
             self.settle(now, s);
-            let f = &self.flows[s as usize];
-            let (tag, remaining, route) = (f.tag, f.remaining.max(0.0), f.route.clone());
+            let f = &self.life[s as usize];
+            let (tag, remaining, route) = (f.tag, f.remaining.max(0.0), self.route_of(s));
             self.detach(s);
             blocked.push(Blocked {
                 slot: s,
@@ -667,7 +704,7 @@ impl Network {
                 route,
             });
         }
-        self.links[link].failed = true;
+        self.info[link].failed = true;
         self.links[link].capacity = 0.0;
         Ok(blocked)
     }
@@ -681,7 +718,7 @@ impl Network {
         latency: Time,
     ) -> Result<FlowSlot, NetError> {
         self.check_route(route)?;
-        let bytes = self.flows[b.slot as usize].bytes;
+        let bytes = self.life[b.slot as usize].bytes;
         let fill = self.store_and_forward_fill(route, b.remaining_bytes.ceil() as u64)?;
         self.release(b.slot);
         self.insert_flow(
@@ -704,13 +741,13 @@ impl Network {
     fn detach(&mut self, slot: FlowSlot) {
         let f = &mut self.flows[slot as usize];
         f.active = false;
-        f.version = f.version.wrapping_add(1);
+        let life = &mut self.life[slot as usize];
+        life.version = life.version.wrapping_add(1);
         let rate = if f.rate.is_finite() { f.rate } else { 0.0 };
-        for &l in &f.route {
-            let ls = &mut self.links[l];
-            if let Some(pos) = ls.flows.iter().position(|&s| s == slot) {
-                ls.flows.remove(pos); // keep insertion order: it fixes iteration order
-            }
+        for &l in self.routes.get(f.route) {
+            let ls = &mut self.links[l as usize];
+            // Keeps insertion order: it fixes iteration order.
+            self.lists.remove(&mut ls.flows, slot);
             // An empty link's load is exactly zero (no drift carried over).
             ls.load = if ls.flows.is_empty() {
                 0.0
@@ -718,27 +755,29 @@ impl Network {
                 ls.load - rate
             };
             if ls.tight {
-                self.dirty.push(l);
+                self.dirty.push(l as LinkId);
             }
         }
         self.active -= 1;
     }
 
     fn release(&mut self, slot: FlowSlot) {
-        let f = &mut self.flows[slot as usize];
-        if f.in_use {
-            f.in_use = false;
-            f.route.clear(); // keeps its capacity for the slot's next flow
+        let life = &mut self.life[slot as usize];
+        if life.in_use {
+            life.in_use = false;
+            // Keeps its span for the slot's next flow.
+            self.flows[slot as usize].route.clear();
             self.free.push(slot);
         }
     }
 
     /// Integrate a flow's progress at its current rate up to `now`.
     fn settle(&mut self, now: Time, slot: FlowSlot) {
-        let f = &mut self.flows[slot as usize];
+        let rate = self.flows[slot as usize].rate;
+        let f = &mut self.life[slot as usize];
         if now > f.last {
             let dt = (now.0 - f.last.0) as f64 / PS_PER_SEC as f64;
-            f.remaining -= f.rate * dt;
+            f.remaining -= rate * dt;
             if f.remaining <= DONE_FRACTION * f.bytes {
                 f.remaining = 0.0;
             }
@@ -778,7 +817,7 @@ impl Network {
             let l = links[*scanned];
             *scanned += 1;
             for k in 0..self.links[l].flows.len() {
-                let s = self.links[l].flows[k];
+                let s = self.lists.at(self.links[l].flows, k);
                 let f = &mut self.flows[s as usize];
                 if f.mark != epoch {
                     f.mark = epoch;
@@ -812,7 +851,7 @@ impl Network {
                 let ls = &mut self.links[*l];
                 ls.tight = !ls.flows.is_empty();
                 let share = ls.capacity / ls.flows.len().max(1) as f64;
-                for &s in &ls.flows {
+                for &s in self.lists.get(ls.flows) {
                     let f = &mut self.flows[s as usize];
                     f.frozen = true;
                     f.new_rate = share;
@@ -845,12 +884,14 @@ impl Network {
             // A link whose flows are all recomputed and cross no other link of
             // the set keeps this share to the end: it needs no heap entry, only
             // its place in the heap's order (merged below).
-            let alone = ls.flows.iter().all(|&s| {
+            let alone = self.lists.get(ls.flows).iter().all(|&s| {
                 let f = &self.flows[s as usize];
                 !f.fixed
-                    && f.route
+                    && self
+                        .routes
+                        .get(f.route)
                         .iter()
-                        .all(|&m| m == l || self.links[m].mark != epoch)
+                        .all(|&m| m as LinkId == l || self.links[m as usize].mark != epoch)
             });
             let e = entry(share.to_bits(), l as u32, SHARE, 0);
             if alone {
@@ -891,7 +932,7 @@ impl Network {
                 let share = f64::from_bits(bits);
                 self.links[l].tight = true;
                 for k in 0..self.links[l].flows.len() {
-                    let s = self.links[l].flows[k];
+                    let s = self.lists.at(self.links[l].flows, k);
                     self.freeze(epoch, s, share, l as u32, l as u32, out);
                 }
                 continue;
@@ -931,7 +972,7 @@ impl Network {
             }
             self.links[l].tight = true;
             for k in 0..self.links[l].flows.len() {
-                let s = self.links[l].flows[k];
+                let s = self.lists.at(self.links[l].flows, k);
                 let f = &self.flows[s as usize];
                 if f.frozen {
                     continue;
@@ -981,7 +1022,7 @@ impl Network {
             out.push((s, share));
         }
         for j in 0..self.flows[s as usize].route.len() {
-            let m = self.flows[s as usize].route[j];
+            let m = self.routes.at(self.flows[s as usize].route, j) as usize;
             if self.links[m].mark != epoch {
                 continue; // outside the set: checked for slack after
             }
@@ -1010,7 +1051,8 @@ impl Network {
         for &(s, rate) in rates {
             let f = &self.flows[s as usize];
             let change = rate - f.rate;
-            for &m in &f.route {
+            for &m in self.routes.get(f.route) {
+                let m = m as LinkId;
                 let lm = &mut self.links[m];
                 if lm.mark == epoch {
                     continue;
@@ -1029,8 +1071,9 @@ impl Network {
             if lm.load + lm.delta <= lm.capacity * (1.0 - LOAD_ESTIMATE) {
                 continue;
             }
-            let exact: f64 = lm
-                .flows
+            let exact: f64 = self
+                .lists
+                .get(lm.flows)
                 .iter()
                 .map(|&o| {
                     let f = &self.flows[o as usize];
@@ -1058,12 +1101,13 @@ impl Network {
             if changed || self.flows[s as usize].fresh {
                 self.settle(now, s);
                 for j in 0..self.flows[s as usize].route.len() {
-                    let m = self.flows[s as usize].route[j];
+                    let m = self.routes.at(self.flows[s as usize].route, j) as usize;
                     self.links[m].load += rate - old;
                 }
                 let f = &mut self.flows[s as usize];
                 f.fresh = false;
                 f.rate = rate;
+                let f = &mut self.life[s as usize];
                 f.version = f.version.wrapping_add(1);
                 let d = if f.remaining <= 0.0 {
                     Time::ZERO
