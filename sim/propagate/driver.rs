@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use crate::ir::{Func, Module, OpId, OpKind, OpShardingRule, ValueId};
 use crate::mesh::Mesh;
-use crate::rules::rule_for;
+use crate::rules::rule_for_mode;
 use crate::sharding::{MeshRef, TensorSharding};
 
 use super::factor::{propagate_factors, Direction, FactorContext, FactorStrategy};
@@ -943,33 +943,12 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 }
             }
             _ => {
-                let mut rule = op.rule.clone().or_else(|| rule_for(func, op));
-                // Conservative rules (Shardy's registry with
-                // conservativePropagation): no propagation through dims a
-                // slice, pad or reduce_window reshapes, which would move data.
-                if let (true, Some(r)) = (st.conservative, rule.as_mut()) {
-                    if matches!(
-                        op.kind,
-                        OpKind::Slice { .. } | OpKind::Pad { .. } | OpKind::ReduceWindow { .. }
-                    ) {
-                        for &f in &r.permutation_factors {
-                            if !r.blocked_propagation_factors.contains(&f) {
-                                r.blocked_propagation_factors.push(f);
-                            }
-                        }
-                        r.blocked_propagation_factors.sort_unstable();
-                    }
-                    // Shardy blocks both of select_and_scatter's windowed
-                    // factors (the source's windows too).
-                    if matches!(op.kind, OpKind::SelectAndScatter { .. }) {
-                        let nr = r.need_replication_factors.clone();
-                        r.blocked_propagation_factors.extend(nr);
-                        r.blocked_propagation_factors
-                            .extend(r.permutation_factors.clone());
-                        r.blocked_propagation_factors.sort_unstable();
-                        r.blocked_propagation_factors.dedup();
-                    }
-                }
+                // Conservative: the rule Shardy's registry builds with
+                // conservativePropagation (a rule written on the op is kept).
+                let rule = op
+                    .rule
+                    .clone()
+                    .or_else(|| rule_for_mode(func, op, st.conservative));
                 if let Some(rule) = rule {
                     if rule.operand_mappings.len() == op.operands.len()
                         && rule.result_mappings.len() == op.results.len()

@@ -76,6 +76,19 @@ impl RuleBuilder {
         self.rule.blocked_propagation_factors.push(f);
     }
 
+    /// Mark every factor of `kind` so far as blocked for propagation too.
+    pub fn block_kind(&mut self, kind: FactorKind) {
+        let factors = match kind {
+            FactorKind::Default => return,
+            FactorKind::Reduction => &self.rule.reduction_factors,
+            FactorKind::NeedReplication => &self.rule.need_replication_factors,
+            FactorKind::Permutation => &self.rule.permutation_factors,
+        };
+        self.rule
+            .blocked_propagation_factors
+            .extend(factors.clone());
+    }
+
     /// Mark factor `f` as also needing replication.
     pub fn need_replication(&mut self, f: usize) {
         self.rule.need_replication_factors.push(f);
@@ -105,8 +118,22 @@ impl RuleBuilder {
         self
     }
 
-    /// The finished rule (kind lists sorted).
+    /// The finished rule (kind lists sorted). As Shardy's builder, a dim no
+    /// factor maps gets a size-1 factor of its own (operands first, then
+    /// results, in order).
     pub fn build(mut self) -> OpShardingRule {
+        let sizes = &mut self.rule.factor_sizes;
+        for dims in self
+            .rule
+            .operand_mappings
+            .iter_mut()
+            .chain(self.rule.result_mappings.iter_mut())
+        {
+            for dim in dims.iter_mut().filter(|d| d.is_empty()) {
+                dim.push(sizes.len());
+                sizes.push(1);
+            }
+        }
         for v in [
             &mut self.rule.reduction_factors,
             &mut self.rule.need_replication_factors,

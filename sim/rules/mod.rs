@@ -10,4 +10,4 @@ mod registry;
 mod structured;
 
 pub use builder::RuleBuilder;
-pub use registry::{rule_for, rule_for_types};
+pub use registry::{rule_for, rule_for_mode, rule_for_types};

@@ -17,6 +17,15 @@ use super::structured;
 /// The rule of `op` in `func`, or None for ops without one (constants,
 /// terminators, calls, region ops, collectives).
 pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
+    rule_for_mode(func, op, false)
+}
+
+/// [`rule_for`], or with `conservative` the rule Shardy's registry builds
+/// under `conservative-propagation`: no factor for a concatenated dim or a
+/// convolution's spatial dims (each such dim gets a size-1 factor of its
+/// own), and the dims a slice, pad, reduce_window or select_and_scatter
+/// reshapes blocked for propagation (they would move data).
+pub fn rule_for_mode(func: &Func, op: &Op, conservative: bool) -> Option<OpShardingRule> {
     let operands: Vec<&TensorType> = op.operands.iter().map(|&v| &func.value(v).ty).collect();
     let results: Vec<&TensorType> = op.results.iter().map(|&v| &func.value(v).ty).collect();
     if let OpKind::CustomCall { target } = &op.kind {
@@ -29,11 +38,11 @@ pub fn rule_for(func: &Func, op: &Op) -> Option<OpShardingRule> {
         });
         return super::custom_call::custom_call_rule(target, &operands, &results, feeds_rng_state);
     }
-    let mut rule = rule_for_types(&op.kind, &operands, &results)?;
+    let mut rule = rule_for_types_mode(&op.kind, &operands, &results, conservative)?;
     match &op.kind {
         // concat(slice(x), ..., slice(y)) and concat(slice(x), x, ...) only
         // permute the concatenated dim: Shardy marks it a permutation.
-        OpKind::Concatenate { dim } if concat_of_slices(func, op) => {
+        OpKind::Concatenate { dim } if !conservative && concat_of_slices(func, op) => {
             let f = *rule.result_mappings.first()?.get(*dim as usize)?.first()?;
             rule.need_replication_factors.retain(|&g| g != f);
             rule.permutation_factors.push(f);
@@ -149,6 +158,16 @@ pub fn rule_for_types(
     operands: &[&TensorType],
     results: &[&TensorType],
 ) -> Option<OpShardingRule> {
+    rule_for_types_mode(kind, operands, results, false)
+}
+
+/// [`rule_for_types`], conservative as [`rule_for_mode`] says.
+fn rule_for_types_mode(
+    kind: &OpKind,
+    operands: &[&TensorType],
+    results: &[&TensorType],
+    conservative: bool,
+) -> Option<OpShardingRule> {
     let op_ranks: Vec<usize> = operands.iter().map(|t| t.rank()).collect();
     let res_ranks: Vec<usize> = results.iter().map(|t| t.rank()).collect();
     let mut b = RuleBuilder::new(&op_ranks, &res_ranks);
@@ -199,6 +218,16 @@ pub fn rule_for_types(
                     FactorKind::Default
                 }
             });
+        }
+        OpKind::Concatenate { dim } if conservative => {
+            // No factor for the concatenated dim: build() gives it a size-1
+            // factor in each tensor.
+            let dim = *dim as usize;
+            for (d, &size) in out?.iter().enumerate().filter(|&(d, _)| d != dim) {
+                let ops: Vec<Option<usize>> =
+                    op_ranks.iter().map(|&r| (r > d).then_some(d)).collect();
+                b.factor(&ops, &[Some(d)], size, FactorKind::Default);
+            }
         }
         OpKind::Concatenate { dim } => {
             let dim = *dim as usize;
@@ -404,6 +433,7 @@ pub fn rule_for_types(
             ..
         } => structured::convolution_rule(
             &mut b,
+            conservative,
             operands.first()?,
             operands.get(1)?,
             out?,
@@ -534,6 +564,20 @@ pub fn rule_for_types(
             }
         }
         _ => return None,
+    }
+    if conservative {
+        // The dims these ops reshape would move data: blocked (Shardy's
+        // registry marks its mismatch factors blocked in this mode).
+        match kind {
+            OpKind::Slice { .. } | OpKind::Pad { .. } | OpKind::ReduceWindow { .. } => {
+                b.block_kind(FactorKind::Permutation)
+            }
+            OpKind::SelectAndScatter { .. } => {
+                b.block_kind(FactorKind::Permutation);
+                b.block_kind(FactorKind::NeedReplication);
+            }
+            _ => {}
+        }
     }
     Some(b.build())
 }

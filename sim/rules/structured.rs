@@ -250,11 +250,13 @@ pub fn select_and_scatter_rule(
 
 /// `stablehlo.convolution`, as Shardy builds it: batch groups, batch; per
 /// spatial dim the number of windows (a permutation) and the window size (a
-/// reduction with the kernel dim), the larger major; feature groups; input
-/// features (a reduction); output features per group.
+/// reduction with the kernel dim), the larger major (none with
+/// `conservative`); feature groups; input features (a reduction); output
+/// features per group.
 #[allow(clippy::too_many_arguments)]
 pub fn convolution_rule(
     b: &mut RuleBuilder,
+    conservative: bool,
     lhs: &TensorType,
     rhs: &TensorType,
     out: &[u64],
@@ -284,7 +286,14 @@ pub fn convolution_rule(
         *out.get(ob)?,
         FactorKind::Default,
     );
-    for i in 0..d.input_spatial.len() {
+    // Conservative: no spatial factors (build() gives each spatial dim a
+    // size-1 factor of its own), so nothing propagates through a window.
+    let spatial = if conservative {
+        0
+    } else {
+        d.input_spatial.len()
+    };
+    for i in 0..spatial {
         let (x, k, o) = (
             *d.input_spatial.get(i)? as usize,
             *d.kernel_spatial.get(i)? as usize,

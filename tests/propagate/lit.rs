@@ -363,22 +363,36 @@ fn shardy_lit_behaviours_give_shardys_answers() {
 /// (programs of our own, one function per lit case) and `<name>.expect`
 /// (`case %value: #sdy.op_sharding_rule<...>`: Shardy's rule for the op that
 /// defines `%value`, as the lit file's CHECK line gives it for that behaviour).
-/// The last number counts fixtures beyond the lit cases (one scatter
-/// behaviour the lit file checks within another case has its own).
-const RULE_GROUPS: &[(&str, &str, usize, usize, usize)] = &[(
-    "op_sharding_rules",
-    "op_sharding_rule_registry.mlir",
-    123,
-    47,
-    1,
-)];
+/// The last numbers count fixtures beyond the lit cases (one scatter
+/// behaviour the lit file checks within another case has its own; the
+/// conservative registry's concat of slices, which Shardy's source gives no
+/// concat-dim factor in that mode) and say whether the registry runs as
+/// `conservative-propagation=true` does.
+const RULE_GROUPS: &[(&str, &str, usize, usize, usize, bool)] = &[
+    (
+        "op_sharding_rules",
+        "op_sharding_rule_registry.mlir",
+        123,
+        47,
+        1,
+        false,
+    ),
+    (
+        "op_sharding_rules_conservative",
+        "op_sharding_rule_registry_conservative.mlir",
+        6,
+        0,
+        1,
+        true,
+    ),
+];
 
 /// Rule cases that differ from Shardy today, with the reason.
 const RULE_DIFFERS: &[(&str, &str, &str)] = &[];
 
-fn run_rule_group(group: &str) -> BTreeMap<String, Vec<String>> {
+fn run_rule_group(group: &str, conservative: bool) -> BTreeMap<String, Vec<String>> {
     use shardsim::ir::{OpShardingRule, ValueDef};
-    use shardsim::rules::rule_for;
+    use shardsim::rules::rule_for_mode;
     let dir = crate::common::fixture("shardy_lit");
     let text = std::fs::read_to_string(dir.join(format!("{group}.mlir"))).unwrap();
     let m = parse_and_verify(&text).unwrap_or_else(|e| panic!("{group}: {e}"));
@@ -412,7 +426,11 @@ fn run_rule_group(group: &str) -> BTreeMap<String, Vec<String>> {
         };
         // The rule propagation uses: the op's own (a custom call's custom
         // rule) or the registry's.
-        let got = f.op(op).rule.clone().or_else(|| rule_for(f, f.op(op)));
+        let got = f
+            .op(op)
+            .rule
+            .clone()
+            .or_else(|| rule_for_mode(f, f.op(op), conservative));
         if got != want {
             let show =
                 |r: &Option<OpShardingRule>| r.as_ref().map_or("none".into(), |r| r.to_string());
@@ -440,8 +458,8 @@ fn shardy_rule_lit_behaviours_give_shardys_rules() {
         "group", "Shardy lit file", "lit cases", "before", "covered", "match"
     )];
     let mut wrong = Vec::new();
-    for &(group, lit, total, before, extra) in RULE_GROUPS {
-        let cases = run_rule_group(group);
+    for &(group, lit, total, before, extra, conservative) in RULE_GROUPS {
+        let cases = run_rule_group(group, conservative);
         let matching = cases.values().filter(|f| f.is_empty()).count() - extra;
         assert!(
             cases.len() <= total + extra,
@@ -468,4 +486,39 @@ fn shardy_rule_lit_behaviours_give_shardys_rules() {
     }
     println!("{}", table.join("\n"));
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Conservative propagation uses the registry's conservative rules: a
+/// concatenated dim has no factor, so an operand's sharding along it stops at
+/// the concat (basic propagation carries it), while the other dims still
+/// propagate; a strided convolution's spatial sharding stops too.
+#[test]
+fn conservative_rules_stop_propagation_at_a_concatenated_or_spatial_dim() {
+    let text = r#"sdy.mesh @mesh = <["a"=2, "b"=2]>
+func.func @main(%a: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}]>}, %b: tensor<8x16xf32>) -> tensor<8x32xf32> {
+  %c = stablehlo.concatenate %a, %b, dim = 1 : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x32xf32>
+  return %c : tensor<8x32xf32>
+}
+func.func @conv(%x: tensor<4x8x8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {"b"}, {}, {}]>}, %k: tensor<2x2x2x4xf32>) -> tensor<4x4x4x4xf32> {
+  %y = stablehlo.convolution(%x, %k)
+    dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+    window = {stride = [2, 2]} {
+      batch_group_count = 1 : i64,
+      feature_group_count = 1 : i64
+    } : (tensor<4x8x8x2xf32>, tensor<2x2x2x4xf32>) -> tensor<4x4x4x4xf32>
+  return %y : tensor<4x4x4x4xf32>
+}
+"#;
+    let run = |strategy| {
+        let mut m = parse_and_verify(text).unwrap();
+        propagate_module(&mut m, strategy).unwrap();
+        vec![
+            ours(std::slice::from_ref(&m), "main", "%c").unwrap(),
+            ours(std::slice::from_ref(&m), "conv", "%y").unwrap(),
+        ]
+    };
+    let basic = run(Strategy::Basic);
+    let conservative = run(Strategy::BasicConservative);
+    assert_eq!(basic, ["a | b", "a | b |  | "], "basic");
+    assert_eq!(conservative, ["a | ", "a |  |  | "], "conservative");
 }
