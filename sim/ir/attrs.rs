@@ -201,3 +201,10 @@ pub const NO_RULE_CUSTOM_CALLS: [&str; 6] = [
     "xla_ffi_python_gpu_callback",
     "xla.debug.Log",
 ];
+
+/// Every custom call the rule registry knows, list by list (for messages).
+pub const REGISTRY_CUSTOM_CALLS: [&[&str]; 3] = [
+    &POINTWISE_CUSTOM_CALLS,
+    &RULED_CUSTOM_CALLS,
+    &NO_RULE_CUSTOM_CALLS,
+];

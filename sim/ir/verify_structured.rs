@@ -545,7 +545,16 @@ pub fn infer_structured(
             if !KNOWN_CUSTOM_CALLS.contains(&target.as_str()) {
                 return Err(format!(
                     "custom_call target @{target} is not supported (shardsim knows {})",
-                    KNOWN_CUSTOM_CALLS.map(|k| format!("@{k}")).join(", ")
+                    KNOWN_CUSTOM_CALLS
+                        .iter()
+                        .chain(
+                            super::attrs::REGISTRY_CUSTOM_CALLS
+                                .iter()
+                                .flat_map(|l| l.iter())
+                        )
+                        .map(|k| format!("@{k}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             count(t, 1)?;
