@@ -490,21 +490,10 @@ impl<'t> CommModel<'t> {
                 continue;
             }
             let algo = self.asked(groups, ops);
+            let round = (groups.as_slice(), ops.as_slice(), *total);
             let t = match &self.memo {
-                Some(memo) => memo.time(
-                    self.topo,
-                    (groups, ops, *total),
-                    elem_bytes,
-                    &self.cal,
-                    algo,
-                )?,
-                None => time_round(
-                    self.topo,
-                    (groups, ops, *total),
-                    elem_bytes,
-                    &self.cal,
-                    algo,
-                )?,
+                Some(memo) => memo.time(self.topo, round, elem_bytes, &self.cal, algo)?,
+                None => time_round(self.topo, round, elem_bytes, &self.cal, algo)?,
             };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
