@@ -324,6 +324,7 @@ pub(crate) fn simulate_stream(
         params,
         quotient,
         elem_bytes,
+        scratch: Default::default(),
     };
     let mut sched = StreamSchedule::new();
     let total = source.num_steps();

@@ -114,12 +114,16 @@ pub struct CollectiveTiming {
 /// ring or tree talks to a few peers: those pairs are found by a scan of the
 /// rank's short list, the rest (all-pairs algorithms) in a hash map; routes
 /// live in one flat array (a vector and a hashed key per pair cost a quarter
-/// of a 65,536-rank run).
+/// of a 65,536-rank run). The short lists are one flat array too, a cache
+/// line per rank (a vector per rank cost two allocations per rank and
+/// scattered the lists over the heap).
 pub(crate) struct Routes<'a> {
     topo: &'a Topology,
     devices: &'a [u32],
-    /// Per rank, up to `NEAR` `(peer, route index)`.
-    near: Vec<Vec<(usize, usize)>>,
+    /// Rank `r`'s `(peer, route index)` pairs are
+    /// `near[r * NEAR..r * NEAR + near_len[r]]`.
+    near: Vec<(u32, u32)>,
+    near_len: Vec<u8>,
     /// Only looked up, never iterated (so a hash map keeps runs deterministic).
     far: HashMap<(usize, usize), usize>,
     /// Route `i` is `links[offsets[i]..offsets[i + 1]]`.
@@ -134,7 +138,8 @@ impl<'a> Routes<'a> {
         Routes {
             topo,
             devices: &group.devices,
-            near: vec![Vec::new(); group.devices.len()],
+            near: vec![(0, 0); group.devices.len() * NEAR],
+            near_len: vec![0; group.devices.len()],
             far: HashMap::new(),
             offsets: vec![0],
             links: Vec::new(),
@@ -153,10 +158,17 @@ impl<'a> Routes<'a> {
                 self.links.extend(r.iter().map(|l| l.0 as usize));
                 let i = self.offsets.len() - 1;
                 self.offsets.push(self.links.len());
-                if self.near[a].len() < NEAR {
-                    self.near[a].push((b, i));
-                } else {
-                    self.far.insert((a, b), i);
+                let k = usize::from(self.near_len[a]);
+                // Group ranks are below 2^32 (device ids are `u32`); a route
+                // index past that (never in practice) goes to the map.
+                match (k < NEAR, u32::try_from(b), u32::try_from(i)) {
+                    (true, Ok(b32), Ok(i32)) => {
+                        self.near[a * NEAR + k] = (b32, i32);
+                        self.near_len[a] += 1;
+                    }
+                    _ => {
+                        self.far.insert((a, b), i);
+                    }
                 }
                 i
             }
@@ -165,10 +177,15 @@ impl<'a> Routes<'a> {
     }
 
     fn find(&self, a: usize, b: usize) -> Option<usize> {
-        let near = self.near.get(a)?;
-        match near.iter().find(|p| p.0 == b) {
-            Some(p) => Some(p.1),
-            None if near.len() == NEAR => self.far.get(&(a, b)).copied(),
+        let len = usize::from(*self.near_len.get(a)?);
+        let near = &self.near[a * NEAR..a * NEAR + len];
+        match near.iter().find(|p| p.0 as usize == b) {
+            Some(p) => Some(p.1 as usize),
+            // The map holds the rest once the list is full (or an index
+            // past `u32`, which `get` also puts there).
+            None if len == NEAR || self.offsets.len() > u32::MAX as usize => {
+                self.far.get(&(a, b)).copied()
+            }
             None => None,
         }
     }
@@ -478,6 +495,19 @@ pub(crate) struct StepCtx<'r, 'a> {
     pub params: super::calibration::ProtocolParams,
     pub quotient: Option<&'r Quotient>,
     pub elem_bytes: u64,
+    /// Buffers `add_step` reuses from step to step.
+    pub scratch: StepScratch,
+}
+
+/// A step's sends and receipts, kept between steps so a run of thousands of
+/// steps allocates them once (a map per step and a vector per sender cost
+/// one allocation per send).
+#[derive(Default)]
+pub(crate) struct StepScratch {
+    /// `(sender key, order sent, task)`.
+    sent: Vec<(usize, usize, TaskId)>,
+    /// `(receiver, offset, len, task)`.
+    writes: Vec<(usize, u64, u64, TaskId)>,
 }
 
 impl StepCtx<'_, '_> {
@@ -507,8 +537,10 @@ impl StepCtx<'_, '_> {
     ) -> Result<usize, CollectiveError> {
         let elem_bytes = self.elem_bytes;
         let mut flows = 0usize;
-        let mut sent: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
-        let mut writes: Vec<(usize, u64, u64, TaskId)> = Vec::new();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let StepScratch { sent, writes } = &mut scratch;
+        sent.clear();
+        writes.clear();
         // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
         let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
         let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
@@ -544,7 +576,7 @@ impl StepCtx<'_, '_> {
                         None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
                     };
                     flows += 1;
-                    sent.entry(self.key(m.from)).or_default().push(t);
+                    sent.push((self.key(m.from), sent.len(), t));
                     writes.push((m.to, m.dst, m.len, t));
                 }
                 Via::SwitchReduce => reduce_groups
@@ -564,7 +596,7 @@ impl StepCtx<'_, '_> {
                 let (up, _) = self.routes.switch_links(from)?;
                 let gate = self.switch_gate(sched, from, src, len)?;
                 let t = sched.transfer(&[up], bytes, &gate)?;
-                sent.entry(self.key(from)).or_default().push(t);
+                sent.push((self.key(from), sent.len(), t));
                 ups.push(t);
             }
             let (_, down) = self.routes.switch_links(to)?;
@@ -577,7 +609,7 @@ impl StepCtx<'_, '_> {
             let (up, _) = self.routes.switch_links(from)?;
             let gate = self.switch_gate(sched, from, src, len)?;
             let u = sched.transfer(&[up], bytes, &gate)?;
-            sent.entry(self.key(from)).or_default().push(u);
+            sent.push((self.key(from), sent.len(), u));
             for to in receivers {
                 let (_, down) = self.routes.switch_links(to)?;
                 let t = sched.transfer(&[down], bytes, &[u])?;
@@ -587,12 +619,18 @@ impl StepCtx<'_, '_> {
             flows += 1;
         }
         // Writes land after the step's reads (a step reads its start state).
-        for (r, off, len, t) in writes {
+        for &(r, off, len, t) in writes.iter() {
             self.deps.write(r, off, len, t);
         }
-        for (r, tasks) in sent {
-            self.deps.ranks[r].last_sends = tasks;
+        // Each sender's sends in the order sent, senders in ascending order;
+        // a sender's list is refilled in place.
+        sent.sort_unstable_by_key(|&(k, i, _)| (k, i));
+        for run in sent.chunk_by(|a, b| a.0 == b.0) {
+            let last = &mut self.deps.ranks[run[0].0].last_sends;
+            last.clear();
+            last.extend(run.iter().map(|&(_, _, t)| t));
         }
+        self.scratch = scratch;
         Ok(flows)
     }
 }
@@ -634,6 +672,7 @@ pub(crate) fn simulate_inner(
         params,
         quotient,
         elem_bytes,
+        scratch: Default::default(),
     };
     for step in &plan.steps {
         flows += ctx.add_step(&mut sched, step)?;
