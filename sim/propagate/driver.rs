@@ -970,10 +970,15 @@ fn build_units(func: &Func, st: &mut State<'_>) {
                 }
             }
         }
+        // Units are numbered in the order they are listed here, so a value's
+        // list ascends and `u` can only be its last entry: checking that one
+        // (not the whole list) keeps a value used by every op of a 100k-op
+        // chain from costing n^2.
         for (u, unit) in units.iter().enumerate().skip(before) {
             for &v in &unit.tensors {
-                if !st.touching[v.0 as usize].contains(&u) {
-                    st.touching[v.0 as usize].push(u);
+                let t = &mut st.touching[v.0 as usize];
+                if t.last() != Some(&u) {
+                    t.push(u);
                 }
             }
         }
