@@ -719,3 +719,36 @@ pub(crate) fn simulate_inner(
     let flows = flows * quotient.map_or(1, |q| q.copies);
     Ok(CollectiveTiming { time, flows })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank with more peers than its short list holds: every route, asked
+    /// for twice in a scrambled order, is the topology's, and each pair is
+    /// routed once (the pairs past the list come back from the map).
+    #[test]
+    fn routes_past_a_ranks_short_list_come_from_the_map_and_are_routed_once() {
+        let topo = crate::topology::load("switch:20", &[]).unwrap();
+        let group = Group::first(&topo, 20).unwrap();
+        let mut routes = Routes::new(&topo, &group);
+        let pairs: Vec<(usize, usize)> = (0..20)
+            .flat_map(|a| (0..20).map(move |b| (a, (b * 7 + a) % 20)))
+            .filter(|&(a, b)| a != b)
+            .collect();
+        for _ in 0..2 {
+            for &(a, b) in &pairs {
+                let want: Vec<usize> = topo
+                    .route_devices(a as u32, b as u32, 0)
+                    .unwrap()
+                    .iter()
+                    .map(|l| l.0 as usize)
+                    .collect();
+                assert_eq!(routes.get(a, b).unwrap(), &want[..], "{a} -> {b}");
+            }
+        }
+        assert_eq!(routes.offsets.len() - 1, pairs.len());
+        assert!(routes.near_len.iter().all(|&k| usize::from(k) == NEAR));
+        assert_eq!(routes.far.len(), 20 * (19 - NEAR));
+    }
+}
