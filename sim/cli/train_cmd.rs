@@ -80,6 +80,10 @@ pub struct TrainArgs {
     /// kernel of its own after the fused softmax (Megatron-LM 2021's kernels)
     #[arg(long)]
     separate_attention_dropout: bool,
+    /// Compute the loss as Megatron-LM's vocab-parallel cross-entropy does:
+    /// on an fp32 copy of the logits, one PyTorch kernel per step
+    #[arg(long)]
+    unfused_cross_entropy: bool,
     /// Training sequence length (the model's by default).
     #[arg(long)]
     seq: Option<u64>,
@@ -206,6 +210,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     s.overlap_param_gather |= args.overlap_param_gather;
     s.accumulate_allreduce_grads_in_fp32 |= args.accumulate_allreduce_grads_in_fp32;
     s.separate_attention_dropout |= args.separate_attention_dropout;
+    s.unfused_cross_entropy |= args.unfused_cross_entropy;
     Ok(s)
 }
 

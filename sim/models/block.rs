@@ -47,6 +47,9 @@ pub struct Ctx {
     /// its own, after the fused softmax (Megatron-LM 2021): see
     /// [`Strategy::separate_attention_dropout`].
     pub separate_attention_dropout: bool,
+    /// The loss on an fp32 copy of the logits, one kernel per step
+    /// ([`Strategy::unfused_cross_entropy`]).
+    pub unfused_cross_entropy: bool,
     pub sequence_parallel: bool,
     /// Tensor-parallel ranks (the `tensor` axis).
     pub tp: u64,
@@ -70,6 +73,7 @@ impl Ctx {
             separate_attention_dropout: strategy.separate_attention_dropout
                 && model.dropout
                 && !strategy.flash_attention,
+            unfused_cross_entropy: strategy.unfused_cross_entropy,
             tp: strategy.tp,
             cp: strategy.cp,
             tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
@@ -96,6 +100,7 @@ impl Ctx {
             rope: model.rope,
             dropout: model.dropout,
             separate_attention_dropout: false,
+            unfused_cross_entropy: false,
             sequence_parallel: false,
             tp: 1,
             cp: 1,
@@ -576,7 +581,7 @@ fn attention_probs(e: &mut Emitter, c: &Ctx, q: &Val, k: &Val, seed: u64) -> Act
 /// whose result is a relabel of each device's block (no data moves), which
 /// no fusion of the timed run spans. Where a framework's kernels end on a
 /// value a compiler would have fused through.
-fn kernel_boundary(e: &mut Emitter, x: &Val, dims: &[&str]) -> Val {
+pub(super) fn kernel_boundary(e: &mut Emitter, x: &Val, dims: &[&str]) -> Val {
     let scope = e.manual_begin(&[(x, dims.to_vec())]);
     let block = scope.args[0].clone();
     e.manual_end(scope, &[(&block, dims.to_vec())]).remove(0)

@@ -9,8 +9,8 @@
 use crate::base::DType;
 
 use super::block::{
-    block_backward, block_forward, block_weight_args, complete_acts, norm, norm_grad, Acts, Ctx,
-    Sharded, CORE_ROLES, ROLES,
+    block_backward, block_forward, block_weight_args, complete_acts, kernel_boundary, norm,
+    norm_grad, Acts, Ctx, Sharded, CORE_ROLES, ROLES,
 };
 use super::emit::{Emitter, Val};
 use super::moe::{layer_ctx, EXPERT_AXIS, EXPERT_WEIGHTS};
@@ -203,17 +203,57 @@ fn head_forward(e: &mut Emitter, c: &Ctx, args: &ChunkArgs, x: &Val) -> (Val, Ve
     let logits = e.dot(&xg, table, (&[], &[]), (&[2], &[1]));
     let vdims = c.tokens(&["", "", "tensor"]);
     let logits = e.constrain(&logits, &vdims);
-    let mx = e.reduce_last_keep("maximum", &logits, f64::NEG_INFINITY);
-    let z = e.binary("subtract", &logits, &mx);
-    let ez = e.unary("exponential", &z);
-    let se = e.reduce_last_keep("add", &ez, 0.0);
-    let probs = e.binary("divide", &ez, &se);
-    let lse = e.unary("log", &se);
+    let logits = if c.unfused_cross_entropy {
+        // Megatron-LM's vocab-parallel cross-entropy: the matmul writes the
+        // logits, `.float()` copies them to fp32, and max, subtract, exp,
+        // sum and divide each run as a PyTorch kernel of their own.
+        let l = kernel_boundary(e, &logits, &vdims);
+        let l = e.convert(&l, DType::F32);
+        kernel_boundary(e, &l, &vdims)
+    } else {
+        logits
+    };
     let onehot = onehot(e, c, args);
-    let zero = e.splat(0.0, &z.shape.clone(), c.dtype);
-    let picked = e.select(&onehot, &z, &zero);
-    let per_tok = e.binary("subtract", &lse, &picked);
-    let total = e.reduce("add", &per_tok, 0.0, &[0, 1, 2]);
+    let (probs, total) = if c.unfused_cross_entropy {
+        // Each step a kernel: a reduction's result ([b, s]) goes to memory
+        // before the next kernel broadcasts it.
+        let tdims = &vdims[..2];
+        let reduce = |e: &mut Emitter, op: &str, x: &Val, init: f64| {
+            let r = e.reduce(op, x, init, &[2]);
+            kernel_boundary(e, &r, tdims)
+        };
+        let m = reduce(e, "maximum", &logits, f64::NEG_INFINITY);
+        // The target's logit (Megatron gathers it by index, a read per
+        // token): a masked sum over the vocabulary beside the max.
+        let zero = e.splat(0.0, &logits.shape.clone(), logits.dtype);
+        let hit = e.select(&onehot, &logits, &zero);
+        let hit = e.reduce("add", &hit, 0.0, &[2]);
+        let mx = e.broadcast(&m, &[0, 1], &logits.shape.clone());
+        let z = e.binary("subtract", &logits, &mx);
+        let z = kernel_boundary(e, &z, &vdims);
+        let ez = e.unary("exponential", &z);
+        let ez = kernel_boundary(e, &ez, &vdims);
+        let sum = reduce(e, "add", &ez, 0.0);
+        let se = e.broadcast(&sum, &[0, 1], &ez.shape.clone());
+        let probs = e.binary("divide", &ez, &se);
+        let probs = kernel_boundary(e, &probs, &vdims);
+        // Per token: log(sum exp(z)) - z[target], z = logits - max.
+        let lse = e.unary("log", &sum);
+        let picked = e.binary("subtract", &hit, &m);
+        let per_tok = e.binary("subtract", &lse, &picked);
+        (probs, e.reduce("add", &per_tok, 0.0, &[0, 1]))
+    } else {
+        let mx = e.reduce_last_keep("maximum", &logits, f64::NEG_INFINITY);
+        let z = e.binary("subtract", &logits, &mx);
+        let ez = e.unary("exponential", &z);
+        let se = e.reduce_last_keep("add", &ez, 0.0);
+        let probs = e.binary("divide", &ez, &se);
+        let lse = e.unary("log", &se);
+        let zero = e.splat(0.0, &z.shape.clone(), c.dtype);
+        let picked = e.select(&onehot, &z, &zero);
+        let per_tok = e.binary("subtract", &lse, &picked);
+        (probs, e.reduce("add", &per_tok, 0.0, &[0, 1, 2]))
+    };
     let loss = e.binary_scalar("multiply", &total, 1.0 / (c.b * c.s) as f64);
     let kept = vec![
         (x.clone(), c.act_dims()),
@@ -363,11 +403,21 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         None => {
             let (xin, xf, probs) = (&head_kept[0], &head_kept[1], &head_kept[2]);
             let onehot = onehot(&mut e, &c, &args);
-            let one = e.splat(1.0, &probs.shape.clone(), c.dtype);
-            let zero = e.splat(0.0, &probs.shape.clone(), c.dtype);
+            let one = e.splat(1.0, &probs.shape.clone(), probs.dtype);
+            let zero = e.splat(0.0, &probs.shape.clone(), probs.dtype);
             let oh = e.select(&onehot, &one, &zero);
             let dl = e.binary("subtract", probs, &oh);
             let dl = e.binary_scalar("multiply", &dl, 1.0 / (c.b * c.s) as f64);
+            let dl = if c.unfused_cross_entropy {
+                // The softmax scaled in place (fp32), then `.float()`'s
+                // gradient back to the compute type: two kernels.
+                let vdims = c.tokens(&["", "", "tensor"]);
+                let dl = kernel_boundary(&mut e, &dl, &vdims);
+                let dl = e.convert(&dl, c.dtype);
+                kernel_boundary(&mut e, &dl, &vdims)
+            } else {
+                dl
+            };
             let table = &args.head().0;
             let dxf = e.dot(&dl, table, (&[], &[]), (&[2], &[0]));
             let dxf = e.constrain(&dxf, &c.act_dims());

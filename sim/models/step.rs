@@ -499,6 +499,12 @@ fn time_chunk(
     let userbuffers = strategy.tp_comm_overlap && strategy.sequence_parallel && strategy.tp > 1;
     let pass_opts = TimedOptions {
         node_local_algorithm: userbuffers.then_some(crate::collective::Algorithm::Direct),
+        // Userbuffers copy into a peer's buffer and set a flag there: no NCCL
+        // launch or per-step handshake, for the layers' collectives and the
+        // ring exchanges' sends. With context parallelism ring attention's
+        // sends (NCCL's, inside a node as well) could not be told apart from
+        // the ring exchanges': there it stays NCCL's latencies throughout.
+        node_local_latency_free: userbuffers && strategy.cp == 1,
         ..opts.clone()
     };
     // Results of the forward after its output (or loss): the kept activations.

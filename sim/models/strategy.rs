@@ -96,6 +96,15 @@ pub struct Strategy {
     /// dropout into one kernel (off).
     #[serde(default)]
     pub separate_attention_dropout: bool,
+    /// The loss as Megatron-LM's vocab-parallel cross-entropy computes it
+    /// (`vocab_parallel_cross_entropy`, its default without a fused loss):
+    /// the logits copied to fp32, then max, subtract, exp, sum and divide
+    /// each a PyTorch kernel of its own over the fp32 copy (38 bytes per
+    /// logit in 16-bit types), the fp32 softmax kept for the backward, which
+    /// scales it in place and converts it back (14 bytes per logit). Off: a
+    /// compiler's fused softmax in the compute type.
+    #[serde(default)]
+    pub unfused_cross_entropy: bool,
     /// Pipeline sends and receives block the stage, as in Megatron-LM's
     /// 2021 schedules (Narayanan et al.): `batch_isend_irecv`, a wait on
     /// every request and a device synchronize between passes, so a stage

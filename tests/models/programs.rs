@@ -97,6 +97,9 @@ fn chunk_programs_partition_and_match_the_interpreter() {
                 // apart from its softmax (Megatron-LM 2021's kernels).
                 let s = Strategy {
                     separate_attention_dropout: !sp,
+                    // Megatron-LM's fp32 loss, kernel by kernel, with
+                    // sequence parallelism.
+                    unfused_cross_entropy: sp,
                     ..strategy(recompute, sp)
                 };
                 for kind in kinds {

@@ -203,3 +203,85 @@ fn node_local_collectives_run_the_algorithm_asked_for_the_others_nccls_choice() 
     assert_eq!(asked[1].1, direct.time.0);
     assert!(asked[1].1 < nccl[1].1, "{:?} vs {:?}", asked[1], nccl[1]);
 }
+
+/// With `node_local_latency_free` as well (Transformer Engine's userbuffers
+/// copy into a peer's buffer and set a flag there: no NCCL launch or
+/// per-step handshake), the node-local collectives asked for and the
+/// collective permutes inside one node pay no protocol latency: the
+/// reduce-scatter inside each node (one `direct` step) and the ring shift
+/// inside each node (one step) take exactly the calibration's launch plus
+/// one NVLink step latency less than with NCCL's latencies; what crosses
+/// nodes is unchanged, and without a node-local algorithm the flag does
+/// nothing.
+#[test]
+fn node_local_latency_free_drops_exactly_the_protocol_latency_inside_a_node() {
+    use shardsim::collective::Algorithm;
+    let topo = shardsim::topology::load_nodes("dgx-h100", 2, &[]).unwrap();
+    let comm = |fixture: &str, opts: &TimedOptions| {
+        let t = run_timed(&program(fixture), &topo, opts).unwrap();
+        let mut out: Vec<(String, String, u64)> = spans(&t, 0, StreamKind::Comm)
+            .into_iter()
+            .map(|s| (s.op.clone(), s.value.clone(), dur(s)))
+            .collect();
+        out.sort();
+        out
+    };
+    let asked = TimedOptions {
+        node_local_algorithm: Some(Algorithm::Direct),
+        ..TimedOptions::default()
+    };
+    let free = TimedOptions {
+        node_local_latency_free: true,
+        ..asked.clone()
+    };
+    let group = Group::first(&topo, 8).unwrap();
+    let cal = Calibration::for_model(&group.device_model(&topo)).unwrap();
+    let latency_ps = ((cal.simple.base_us + cal.simple.nvlink_hop_us) * 1e6).round() as u64;
+    // A reduce-scatter inside each node, an all-gather across the nodes.
+    let (with, without) = (
+        comm("timed/reduce_scatter_local_and_across.mlir", &asked),
+        comm("timed/reduce_scatter_local_and_across.mlir", &free),
+    );
+    let ops: Vec<&str> = with.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(ops, ["all_gather", "reduce_scatter"]);
+    assert_eq!(with[0], without[0]);
+    assert!(
+        with[1].2.abs_diff(without[1].2 + latency_ps) <= 1,
+        "{:?} vs {:?}: {latency_ps} ps of latency",
+        with[1],
+        without[1]
+    );
+    // A ring shift inside each node, a shift across the nodes.
+    let nccl = comm(
+        "timed/permute_local_and_across.mlir",
+        &TimedOptions::default(),
+    );
+    let (with, without) = (
+        comm("timed/permute_local_and_across.mlir", &asked),
+        comm("timed/permute_local_and_across.mlir", &free),
+    );
+    assert_eq!(nccl, with);
+    let ops: Vec<&str> = with.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(ops, ["collective_permute", "collective_permute"]);
+    let (local, across) = if with[0].2 < with[1].2 {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    assert_eq!(with[across], without[across]);
+    assert!(
+        with[local].2.abs_diff(without[local].2 + latency_ps) <= 1,
+        "{:?} vs {:?}: {latency_ps} ps of latency",
+        with[local],
+        without[local]
+    );
+    // The flag alone changes nothing.
+    let flag_only = TimedOptions {
+        node_local_latency_free: true,
+        ..TimedOptions::default()
+    };
+    assert_eq!(
+        comm("timed/permute_local_and_across.mlir", &flag_only),
+        nccl
+    );
+}

@@ -138,7 +138,7 @@ impl CommMemo {
     ) -> Result<GroupsTiming, CollectiveError> {
         let key = (
             groups.to_vec(),
-            format!("{ops:?} {algo:?}"),
+            format!("{ops:?} {algo:?} {cal:?}"),
             total,
             elem_bytes,
         );
@@ -169,6 +169,9 @@ pub struct CommModel<'t> {
     /// Algorithm of node-local all-gathers and reduce-scatters
     /// ([`super::TimedOptions::node_local_algorithm`]).
     node_local: Option<Algorithm>,
+    /// The calibration of node-local rounds run latency-free
+    /// ([`super::TimedOptions::node_local_latency_free`]).
+    latency_free: Option<Calibration>,
 }
 
 impl<'t> CommModel<'t> {
@@ -203,6 +206,7 @@ impl<'t> CommModel<'t> {
             faulted: BTreeMap::new(),
             memo: None,
             node_local: None,
+            latency_free: None,
         })
     }
 
@@ -220,6 +224,33 @@ impl<'t> CommModel<'t> {
         self
     }
 
+    /// With node-local rounds asked for, run them (and collective permutes
+    /// inside one node) without the protocols' launch and per-step
+    /// latencies.
+    pub fn with_node_local_latency_free(mut self, on: bool) -> Self {
+        self.latency_free = (on && self.node_local.is_some()).then(|| {
+            let mut cal = self.cal;
+            for p in [&mut cal.ll, &mut cal.ll128, &mut cal.simple, &mut cal.nvls] {
+                (p.base_us, p.nvlink_hop_us, p.network_hop_us) = (0.0, 0.0, 0.0);
+            }
+            cal
+        });
+        self
+    }
+
+    /// Whether every group of a round sits in one node.
+    fn node_local_groups(&self, groups: &[Vec<u32>]) -> bool {
+        let node = |d: u32| {
+            self.topo
+                .device(d)
+                .and_then(|c| self.topo.component(c).node)
+        };
+        groups.iter().all(|g| {
+            let first = g.first().and_then(|&d| node(d));
+            first.is_some() && g.iter().all(|&d| node(d) == first)
+        })
+    }
+
     /// The algorithm asked for a round: the node-local one for all-gathers
     /// and reduce-scatters whose every group sits in one node.
     fn asked(&self, groups: &[Vec<u32>], ops: &[CollectiveOp]) -> Option<Algorithm> {
@@ -227,16 +258,34 @@ impl<'t> CommModel<'t> {
         let kind_fits = ops
             .iter()
             .all(|o| matches!(o, CollectiveOp::AllGather | CollectiveOp::ReduceScatter));
-        let node = |d: u32| {
-            self.topo
-                .device(d)
+        (kind_fits && self.node_local_groups(groups)).then_some(algo)
+    }
+
+    /// The calibration of a round: latency-free for a node-local round asked
+    /// for and for a collective permute inside one node, when set.
+    fn round_calibration(
+        &self,
+        groups: &[Vec<u32>],
+        ops: &[CollectiveOp],
+        asked: Option<Algorithm>,
+    ) -> &Calibration {
+        let node = |d: Option<&u32>| {
+            d.and_then(|&d| self.topo.device(d))
                 .and_then(|c| self.topo.component(c).node)
         };
-        let local = groups.iter().all(|g| {
-            let first = g.first().and_then(|&d| node(d));
-            first.is_some() && g.iter().all(|&d| node(d) == first)
-        });
-        (kind_fits && local).then_some(algo)
+        // Every send of the round from a device to one of its own node.
+        let permutes = !ops.is_empty()
+            && groups.iter().zip(ops).all(|(g, o)| match o {
+                CollectiveOp::Permute { pairs } => pairs.iter().all(|&(s, t)| {
+                    let from = node(g.get(s));
+                    from.is_some() && from == node(g.get(t))
+                }),
+                _ => false,
+            });
+        match &self.latency_free {
+            Some(cal) if asked.is_some() || permutes => cal,
+            _ => &self.cal,
+        }
     }
 
     /// Whether any link fault is set for the run.
@@ -490,10 +539,11 @@ impl<'t> CommModel<'t> {
                 continue;
             }
             let algo = self.asked(groups, ops);
+            let cal = self.round_calibration(groups, ops, algo);
             let round = (groups.as_slice(), ops.as_slice(), *total);
             let t = match &self.memo {
-                Some(memo) => memo.time(self.topo, round, elem_bytes, &self.cal, algo)?,
-                None => time_round(self.topo, round, elem_bytes, &self.cal, algo)?,
+                Some(memo) => memo.time(self.topo, round, elem_bytes, cal, algo)?,
+                None => time_round(self.topo, round, elem_bytes, cal, algo)?,
             };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));

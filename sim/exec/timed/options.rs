@@ -96,6 +96,13 @@ pub struct TimedOptions {
     /// program that runs them with kernels of its own (Transformer Engine's
     /// userbuffers: one-shot reads and writes over NVLink, `direct`).
     pub node_local_algorithm: Option<crate::collective::Algorithm>,
+    /// With `node_local_algorithm`: those collectives, and the collective
+    /// permutes whose devices all lie within one node, pay no protocol
+    /// latency (the calibration's launch and per-step figures; each step
+    /// still pays its route's link latencies): the program's own kernels
+    /// (Transformer Engine's userbuffers copy into a peer's buffer and set a
+    /// flag there) are not NCCL kernels with their launch and handshakes.
+    pub node_local_latency_free: bool,
 }
 
 impl Default for TimedOptions {
@@ -118,6 +125,7 @@ impl Default for TimedOptions {
             progress: None,
             donated_args: Vec::new(),
             node_local_algorithm: None,
+            node_local_latency_free: false,
         }
     }
 }

@@ -356,7 +356,8 @@ impl<'a> Run<'a> {
         }
         let mut comm = CommModel::new(topo, opts.calibration, opts.faults.clone())?
             .with_memo(opts.comm_memo.clone())
-            .with_node_local_algorithm(opts.node_local_algorithm);
+            .with_node_local_algorithm(opts.node_local_algorithm)
+            .with_node_local_latency_free(opts.node_local_latency_free);
         let singletons = opts.per_device || opts.jitter.is_some();
         if !singletons && comm.has_faults() {
             // A group a link fault may reach is its own: its devices carry
