@@ -246,13 +246,17 @@ fn head_forward(e: &mut Emitter, c: &Ctx, args: &ChunkArgs, x: &Val) -> (Val, Ve
         let mx = e.reduce_last_keep("maximum", &logits, f64::NEG_INFINITY);
         let z = e.binary("subtract", &logits, &mx);
         let ez = e.unary("exponential", &z);
-        let se = e.reduce_last_keep("add", &ez, 0.0);
+        // One sum per token ([b, s]): its log enters the loss once per
+        // token, the broadcast only the division.
+        let sum = e.reduce("add", &ez, 0.0, &[2]);
+        let se = e.broadcast(&sum, &[0, 1], &ez.shape.clone());
         let probs = e.binary("divide", &ez, &se);
-        let lse = e.unary("log", &se);
+        let lse = e.unary("log", &sum);
         let zero = e.splat(0.0, &z.shape.clone(), c.dtype);
         let picked = e.select(&onehot, &z, &zero);
+        let picked = e.reduce("add", &picked, 0.0, &[2]);
         let per_tok = e.binary("subtract", &lse, &picked);
-        (probs, e.reduce("add", &per_tok, 0.0, &[0, 1, 2]))
+        (probs, e.reduce("add", &per_tok, 0.0, &[0, 1]))
     };
     let loss = e.binary_scalar("multiply", &total, 1.0 / (c.b * c.s) as f64);
     let kept = vec![

@@ -236,3 +236,49 @@ fn context_parallel_programs_match_the_interpreter() {
         }
     }
 }
+
+/// The head's loss is the mean cross-entropy, fused or unfused: with every
+/// input zero the logits are zero and the loss is ln(vocab) exactly (the
+/// fused form had counted each token's log-sum-exp once per vocabulary
+/// entry), and on seeded inputs both forms give the same loss.
+#[test]
+fn head_loss_is_the_mean_cross_entropy_fused_or_unfused() {
+    use shardsim::tensor::Tensor;
+    let head = ChunkKind {
+        layers: 1,
+        first_layer: 1,
+        embed: false,
+        head: true,
+    };
+    for llama in [false, true] {
+        let model = tiny(llama);
+        let mut losses = Vec::new();
+        for unfused in [false, true] {
+            let s = Strategy {
+                unfused_cross_entropy: unfused,
+                ..strategy(Recompute::None, true)
+            };
+            let module = parse_and_verify(&forward_program(&model, &s, head)).unwrap();
+            let random = random_inputs(&module, 11).unwrap();
+            let zeros: Vec<Tensor> = random
+                .iter()
+                .map(|t| Tensor::zeros(t.shape().to_vec(), t.dtype()).unwrap())
+                .collect();
+            let at_zero = interpret(&module, &zeros).unwrap()[0].to_f64_vec()[0];
+            let expected = (model.vocab as f64).ln();
+            assert!(
+                (at_zero - expected).abs() < 1e-5,
+                "{} unfused={unfused}: loss {at_zero} at zero inputs, ln(vocab) = {expected}",
+                model.name
+            );
+            losses.push(interpret(&module, &random).unwrap()[0].to_f64_vec()[0]);
+        }
+        assert!(
+            (losses[0] - losses[1]).abs() <= 1e-5 * losses[1].abs().max(1.0),
+            "{}: fused loss {} vs unfused {}",
+            model.name,
+            losses[0],
+            losses[1]
+        );
+    }
+}
