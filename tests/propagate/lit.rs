@@ -107,6 +107,16 @@ const GROUPS: &[Group] = &[
         before: Some(0),
         strategy: Strategy::Basic,
     },
+    // Every op keeps the rule written on it and gets the one built for it
+    // (`-sdy-basic-propagate='keep-sharding-rules=true'`): shardsim's export
+    // always attaches rules, as Shardy's pipeline does.
+    Group {
+        name: "keep_sharding_rules",
+        lit: "basic_propagation_keep_sharding_rules.mlir",
+        total: 1,
+        before: None,
+        strategy: Strategy::Basic,
+    },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
     // the copies' shardings after propagation are checked). All 71 lit cases
@@ -239,6 +249,27 @@ fn unsharded(ms: &[Module], func: &str, value: &str) -> Result<bool, String> {
     Ok(sharding_of(ms, func, value)?.0.is_none())
 }
 
+/// The sharding rule (as printed) of the op that defines `value`, or `none`.
+fn rule_of(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+    let f = ms
+        .iter()
+        .find_map(|m| m.func(func))
+        .ok_or_else(|| format!("no @{func}"))?;
+    let v = f
+        .values
+        .iter()
+        .find(|v| v.name == value)
+        .ok_or_else(|| format!("no {value} in @{func}"))?;
+    match v.def {
+        shardsim::ir::ValueDef::Result { op, .. } => Ok(f
+            .op(op)
+            .rule
+            .as_ref()
+            .map_or("none".to_string(), |r| r.to_string())),
+        _ => Err(format!("{value} is not an op result in @{func}")),
+    }
+}
+
 /// Per case, the mismatches (empty: Shardy's answer).
 fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
     let dir = crate::common::fixture("shardy_lit");
@@ -288,6 +319,19 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
                 Ok(false) => entry.push(format!(
                     "{func} {value}: shardy has no sharding, ours [{}]",
                     ours(&ms, &func, value).unwrap_or_default()
+                )),
+                Err(e) => entry.push(e),
+            }
+            continue;
+        }
+        // `#sdy.op_sharding_rule<...>`: the rule the op defining the value
+        // carries after propagation (Shardy's keep-sharding-rules).
+        if want.trim().starts_with("#sdy.op_sharding_rule") {
+            match rule_of(&ms, &func, value) {
+                Ok(got) if got == want.trim() => {}
+                Ok(got) => entry.push(format!(
+                    "{func} {value}: shardy {}, ours {got}",
+                    want.trim()
                 )),
                 Err(e) => entry.push(e),
             }
