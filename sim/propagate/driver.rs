@@ -206,6 +206,7 @@ struct State<'m> {
 /// Functions reached through `func.call` are propagated as if inlined into
 /// their first caller (in module order) and take the shardings found there.
 pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
+    super::meshes::lift_inlined_meshes(module);
     let meshes = module.meshes.clone();
     let tokens = TokenShardings::record(module);
     let mut report = Report::default();
@@ -678,12 +679,22 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
             .first()
             .map(|r| r.args.clone())
             .unwrap_or_default();
+        let shardings: Vec<Option<&TensorSharding>> = ins.iter().chain(&outs).map(Some).collect();
+        let common = common_mesh(st.meshes, &shardings);
+        let partial = common.is_some_and(|(_, mesh)| manual_edges::is_partial(mesh, &manual));
+        // Shardy's import (sdy-manual-axes-cleanup) lists the manual axes an
+        // out-sharding does not use as replicated, so propagation outside never
+        // gives them to the result (export drops them again).
+        let outs: Vec<TensorSharding> = match common {
+            Some((_, mesh)) if partial => outs
+                .iter()
+                .map(|s| manual_edges::with_unused_manual_replicated(s, &manual, mesh))
+                .collect(),
+            _ => outs,
+        };
         for (&r, s) in results.iter().zip(&outs) {
             func.value_mut(r).sharding = Some(s.clone());
         }
-        let shardings: Vec<Option<&TensorSharding>> = ins.iter().chain(&outs).map(Some).collect();
-        let partial = common_mesh(st.meshes, &shardings)
-            .is_some_and(|(_, mesh)| manual_edges::is_partial(mesh, &manual));
         if partial {
             // Operands and block arguments meet through data-flow edges (see
             // `manual`); each block argument starts from its in-sharding's free part.

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod factor;
 mod groups;
 mod manual;
+mod meshes;
 pub mod projection;
 mod split;
 

@@ -117,6 +117,16 @@ const GROUPS: &[Group] = &[
         before: None,
         strategy: Strategy::Basic,
     },
+    // Shardy's whole pipeline (`-sdy-propagation-pipeline`), which is what
+    // shardsim runs for every group: import, user-priority propagation,
+    // export.
+    Group {
+        name: "propagation_pipeline",
+        lit: "propagation_pipeline.mlir",
+        total: 58,
+        before: None,
+        strategy: Strategy::UserPriority,
+    },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
     // the copies' shardings after propagation are checked). All 71 lit cases
@@ -151,6 +161,29 @@ const IMPORT_APPLIES_CONSTRAINTS: &str = "deliberate: shardsim runs JAX's whole 
 
 /// Cases that differ from Shardy today, with the reason.
 const DIFFERS: &[(&str, &str, &str)] = &[
+    (
+        "propagation_pipeline",
+        "unreduced_dot_then_user_reshard",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    (
+        "propagation_pipeline",
+        "unreduced_kept_through_add_until_reshard",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    (
+        "propagation_pipeline",
+        "unreduced_reduced_in_two_steps",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    ("propagation_pipeline", "leaf3_callee", ONE_CALLEE),
+    ("propagation_pipeline", "leaf3_callee_0", ONE_CALLEE),
+    (
+        "propagation_pipeline",
+        "outer_resharding_callee",
+        "not yet: a sharding constraint without uses stays (a reshard in a caller, a constraint in a \
+         callee); Shardy's canonicalizer removes it; the used values' shardings match",
+    ),
     (
         "sharding_groups",
         "incompatible_with_a_constraint",
@@ -189,6 +222,20 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         SIZE_ONE_AXES_REMOVED,
     ),
 ];
+
+/// Shardy's export inserts an explicit `sdy.all_reduce` before a reshard
+/// that drops unreduced axes; shardsim's export inserts no collectives (its
+/// partitioner all-reduces the partial sums there).
+const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy.all_reduce where \
+     a reshard drops unreduced axes; shardsim's export adds no collectives (the partitioner reduces \
+     the partial sums at that reshard); every value both programs have matches";
+
+/// Shardy's flatten/unflatten of the call graph clones a callee called from
+/// several places and keeps one clone per distinct sharding (`@bar`,
+/// `@bar_0`); shardsim propagates through each call as if inlined and keeps
+/// one callee function, with its first call's shardings.
+const ONE_CALLEE: &str = "deliberate: shardsim keeps one function per callee (its first call's \
+     shardings); Shardy clones a callee called with two different shardings";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.
@@ -237,10 +284,21 @@ fn sharding_of<'m>(
     Ok((v.sharding.as_ref(), v.ty.rank()))
 }
 
-/// One expectation line's answer from the propagated modules.
-fn ours(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+/// One expectation line's answer from the propagated modules; with
+/// `unreduced`, `; unreduced=a b` follows the dims when the sharding has
+/// unreduced axes.
+fn ours(ms: &[Module], func: &str, value: &str, unreduced: bool) -> Result<String, String> {
     let (s, rank) = sharding_of(ms, func, value)?;
-    Ok(axes(s, rank))
+    let mut got = axes(s, rank);
+    if let Some(s) = s.filter(|s| unreduced && !s.unreduced.is_empty()) {
+        let names: Vec<String> = s
+            .unreduced
+            .iter()
+            .map(|a| a.to_string().replace('"', ""))
+            .collect();
+        got.push_str(&format!(" ; unreduced={}", names.join(" ")));
+    }
+    Ok(got)
 }
 
 /// Whether a value (or `resultN`) has no sharding at all (Shardy gives a
@@ -307,7 +365,7 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
         let norm = |s: &str| s.split('|').map(str::trim).collect::<Vec<_>>().join(" | ");
         // `absent`: Shardy has no such value (a split copy merged back).
         if want.trim() == "absent" {
-            if let Ok(got) = ours(&ms, &func, value) {
+            if let Ok(got) = ours(&ms, &func, value, false) {
                 entry.push(format!("{func} {value}: shardy has none, ours [{got}]"));
             }
             continue;
@@ -318,7 +376,7 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
                 Ok(true) => {}
                 Ok(false) => entry.push(format!(
                     "{func} {value}: shardy has no sharding, ours [{}]",
-                    ours(&ms, &func, value).unwrap_or_default()
+                    ours(&ms, &func, value, false).unwrap_or_default()
                 )),
                 Err(e) => entry.push(e),
             }
@@ -337,7 +395,8 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
             }
             continue;
         }
-        match ours(&ms, &func, value) {
+        // `... ; unreduced=a b`: the unreduced axes are compared too.
+        match ours(&ms, &func, value, want.contains(';')) {
             Ok(got) if norm(&got) == norm(want) => {}
             Ok(got) => entry.push(format!(
                 "{func} {value}: shardy [{}], ours [{got}]",
@@ -557,8 +616,8 @@ func.func @conv(%x: tensor<4x8x8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"
         let mut m = parse_and_verify(text).unwrap();
         propagate_module(&mut m, strategy).unwrap();
         vec![
-            ours(std::slice::from_ref(&m), "main", "%c").unwrap(),
-            ours(std::slice::from_ref(&m), "conv", "%y").unwrap(),
+            ours(std::slice::from_ref(&m), "main", "%c", false).unwrap(),
+            ours(std::slice::from_ref(&m), "conv", "%y", false).unwrap(),
         ]
     };
     let basic = run(Strategy::Basic);
