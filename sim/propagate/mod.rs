@@ -12,7 +12,9 @@ mod meshes;
 pub mod projection;
 mod split;
 
-pub use driver::{propagate_module, PropagateError, Report, Step, Strategy};
+pub use driver::{
+    propagate_module, propagate_module_with, Options, PropagateError, Report, Step, Strategy,
+};
 pub use factor::{
     compatible_major_axes, propagate_factors, Direction, FactorContext, FactorStrategy, Updated,
 };

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::ir::Module;
-use shardsim::propagate::{propagate_module, Strategy};
+use shardsim::propagate::{propagate_module, propagate_module_with, Options, Strategy};
 use shardsim::sharding::TensorSharding;
 
 /// A lit file and its fixture group.
@@ -39,6 +39,11 @@ struct Group {
     before: Option<usize>,
     /// The strategy the lit file's pass runs (`-sdy-basic-propagate`: basic).
     strategy: Strategy,
+    /// The programs, when another group's (the lit file repeats that one's
+    /// cases): `tests/fixtures/shardy_lit/<fixture>.mlir`; None: `<name>.mlir`.
+    fixture: Option<&'static str>,
+    /// The pipeline's `dedup-functions-fully=true`.
+    dedup: bool,
 }
 
 const GROUPS: &[Group] = &[
@@ -48,6 +53,8 @@ const GROUPS: &[Group] = &[
         total: 28,
         before: Some(0),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "basic_propagation",
@@ -57,6 +64,8 @@ const GROUPS: &[Group] = &[
         // cases that parse here, CHECKed shardings compared in order).
         before: Some(52),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "manual_computation",
@@ -64,6 +73,8 @@ const GROUPS: &[Group] = &[
         total: 27,
         before: Some(4),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "aggressive_propagation",
@@ -71,6 +82,8 @@ const GROUPS: &[Group] = &[
         total: 23,
         before: None,
         strategy: Strategy::Aggressive,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "op_priority_propagation",
@@ -78,6 +91,8 @@ const GROUPS: &[Group] = &[
         total: 15,
         before: None,
         strategy: Strategy::OpPriority,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "user_priority_propagation",
@@ -85,6 +100,8 @@ const GROUPS: &[Group] = &[
         total: 20,
         before: None,
         strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "sharding_groups",
@@ -92,6 +109,8 @@ const GROUPS: &[Group] = &[
         total: 11,
         before: None,
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "conservative_propagation",
@@ -99,6 +118,8 @@ const GROUPS: &[Group] = &[
         total: 5,
         before: Some(0),
         strategy: Strategy::BasicConservative,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "token",
@@ -106,6 +127,8 @@ const GROUPS: &[Group] = &[
         total: 2,
         before: Some(0),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     // Every op keeps the rule written on it and gets the one built for it
     // (`-sdy-basic-propagate='keep-sharding-rules=true'`): shardsim's export
@@ -116,6 +139,8 @@ const GROUPS: &[Group] = &[
         total: 1,
         before: None,
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     // Shardy's whole pipeline (`-sdy-propagation-pipeline`), which is what
     // shardsim runs for every group: import, user-priority propagation,
@@ -126,6 +151,29 @@ const GROUPS: &[Group] = &[
         total: 58,
         before: None,
         strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
+    },
+    // The pipeline's data-flow-edge cases repeat, byte for byte, the case,
+    // barrier, while and call cases of propagation_pipeline.mlir.
+    Group {
+        name: "propagation_pipeline_data_flow_edges",
+        lit: "propagation_pipeline_data_flow_edges.mlir",
+        total: 40,
+        before: None,
+        strategy: Strategy::UserPriority,
+        fixture: Some("propagation_pipeline"),
+        dedup: false,
+    },
+    // `-sdy-propagation-pipeline='dedup-functions-fully=true'`.
+    Group {
+        name: "dedup_functions_fully",
+        lit: "propagation_pipeline_dedup_functions_fully_true.mlir",
+        total: 21,
+        before: None,
+        strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: true,
     },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
@@ -141,6 +189,8 @@ const GROUPS: &[Group] = &[
         total: 71,
         before: None,
         strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
     },
 ];
 
@@ -177,12 +227,29 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         NO_EXPLICIT_ALL_REDUCE,
     ),
     ("propagation_pipeline", "leaf3_callee", ONE_CALLEE),
+    (
+        "propagation_pipeline_data_flow_edges",
+        "leaf3_callee",
+        ONE_CALLEE,
+    ),
+    (
+        "propagation_pipeline_data_flow_edges",
+        "leaf3_callee_0",
+        ONE_CALLEE,
+    ),
+    (
+        "propagation_pipeline_data_flow_edges",
+        "outer_resharding_callee",
+        UNUSED_CONSTRAINT,
+    ),
+    ("dedup_functions_fully", "outer_1", UNUSED_CONSTRAINT),
+    ("dedup_functions_fully", "outer_3", UNUSED_CONSTRAINT),
+    ("dedup_functions_fully", "outer_5", UNUSED_CONSTRAINT),
     ("propagation_pipeline", "leaf3_callee_0", ONE_CALLEE),
     (
         "propagation_pipeline",
         "outer_resharding_callee",
-        "not yet: a sharding constraint without uses stays (a reshard in a caller, a constraint in a \
-         callee); Shardy's canonicalizer removes it; the used values' shardings match",
+        UNUSED_CONSTRAINT,
     ),
     (
         "sharding_groups",
@@ -236,6 +303,10 @@ const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy
 /// one callee function, with its first call's shardings.
 const ONE_CALLEE: &str = "deliberate: shardsim keeps one function per callee (its first call's \
      shardings); Shardy clones a callee called with two different shardings";
+
+/// An unused sharding constraint: Shardy's canonicalizer removes it.
+const UNUSED_CONSTRAINT: &str = "not yet: a sharding constraint without uses stays (a reshard in a \
+     caller, a constraint in a callee); Shardy's canonicalizer removes it; the used values' shardings match";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.
@@ -329,16 +400,22 @@ fn rule_of(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
 }
 
 /// Per case, the mismatches (empty: Shardy's answer).
-fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
+fn run_group(g: &Group) -> BTreeMap<String, Vec<String>> {
+    let (group, strategy) = (g.name, g.strategy);
+    let options = Options {
+        dedup_functions_fully: g.dedup,
+    };
     let dir = crate::common::fixture("shardy_lit");
-    let text = std::fs::read_to_string(dir.join(format!("{group}.mlir"))).unwrap();
+    let programs = g.fixture.unwrap_or(group);
+    let text = std::fs::read_to_string(dir.join(format!("{programs}.mlir"))).unwrap();
     // Modules split at `// -----` lines, as lit's -split-input-file does (one
     // device count per module).
     let ms: Vec<Module> = text
         .split("\n// -----\n")
         .map(|chunk| {
             let mut m = parse_and_verify(chunk).unwrap_or_else(|e| panic!("{group}: {e}"));
-            propagate_module(&mut m, strategy).unwrap_or_else(|e| panic!("{group}: {e}"));
+            propagate_module_with(&mut m, strategy, options)
+                .unwrap_or_else(|e| panic!("{group}: {e}"));
             m
         })
         .collect();
@@ -405,8 +482,9 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
             Err(e) => entry.push(e),
         }
     }
-    // Every public function is a case with at least one expectation.
-    for m in &ms {
+    // Every public function is a case with at least one expectation (of a
+    // group with programs of its own).
+    for m in ms.iter().filter(|_| g.fixture.is_none()) {
         for f in &m.funcs {
             let called = m.funcs.iter().any(|g| {
                 g.ops.iter().any(
@@ -435,7 +513,7 @@ fn shardy_lit_behaviours_give_shardys_answers() {
     for g in GROUPS {
         let (group, lit, total) = (g.name, g.lit, g.total);
         let before = g.before.map_or("-".to_string(), |b| b.to_string());
-        let cases = run_group(group, g.strategy);
+        let cases = run_group(g);
         let matching = cases.values().filter(|f| f.is_empty()).count();
         assert!(
             cases.len() <= total,
