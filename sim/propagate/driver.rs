@@ -294,6 +294,21 @@ pub fn propagate_module_with(
         }
     }
     tokens.restore(module);
+    // Export's canonicalization drops the constraints nothing uses (a
+    // function's steps follow its values' new ids).
+    for f in &mut module.funcs {
+        if let Some(map) = super::dead::remove_unused_constraints(f) {
+            if let Some(steps) = report.steps.get_mut(&f.name) {
+                steps.retain_mut(|s| match map.get(s.value.0 as usize).copied().flatten() {
+                    Some(v) => {
+                        s.value = v;
+                        true
+                    }
+                    None => false,
+                });
+            }
+        }
+    }
     Ok(report)
 }
 

@@ -4,6 +4,7 @@
 //! builds on these.
 
 mod calls;
+mod dead;
 pub mod driver;
 pub mod factor;
 mod groups;

@@ -237,20 +237,7 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         "leaf3_callee_0",
         ONE_CALLEE,
     ),
-    (
-        "propagation_pipeline_data_flow_edges",
-        "outer_resharding_callee",
-        UNUSED_CONSTRAINT,
-    ),
-    ("dedup_functions_fully", "outer_1", UNUSED_CONSTRAINT),
-    ("dedup_functions_fully", "outer_3", UNUSED_CONSTRAINT),
-    ("dedup_functions_fully", "outer_5", UNUSED_CONSTRAINT),
     ("propagation_pipeline", "leaf3_callee_0", ONE_CALLEE),
-    (
-        "propagation_pipeline",
-        "outer_resharding_callee",
-        UNUSED_CONSTRAINT,
-    ),
     (
         "sharding_groups",
         "incompatible_with_a_constraint",
@@ -303,10 +290,6 @@ const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy
 /// one callee function, with its first call's shardings.
 const ONE_CALLEE: &str = "deliberate: shardsim keeps one function per callee (its first call's \
      shardings); Shardy clones a callee called with two different shardings";
-
-/// An unused sharding constraint: Shardy's canonicalizer removes it.
-const UNUSED_CONSTRAINT: &str = "not yet: a sharding constraint without uses stays (a reshard in a \
-     caller, a constraint in a callee); Shardy's canonicalizer removes it; the used values' shardings match";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.
