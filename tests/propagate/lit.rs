@@ -9,6 +9,12 @@
 //! -split-input-file), each with one device count. The test prints the count table and checks that exactly the
 //! cases listed in `DIFFERS` differ, so a fix or a regression shows.
 //!
+//! An expectation may also give an op's rule (`case %v:
+//! #sdy.op_sharding_rule<...>`, the rule the op defining `%v` carries) or
+//! unreduced axes (`case %v: a | ; unreduced=b`). The pipeline's own lit
+//! files (`propagation_pipeline*.mlir`) are groups too; one of them repeats
+//! another's cases, so it is checked on that group's programs (`fixture`).
+//!
 //! The op sharding rule registry's lit file is checked the same way by
 //! `shardy_rule_lit_behaviours_give_shardys_rules`: each `.expect` line names
 //! a value and Shardy's `#sdy.op_sharding_rule` for the op that defines it.
@@ -685,4 +691,38 @@ func.func @conv(%x: tensor<4x8x8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"
     let conservative = run(Strategy::BasicConservative);
     assert_eq!(basic, ["a | b", "a | b |  | "], "basic");
     assert_eq!(conservative, ["a | ", "a |  |  | "], "conservative");
+}
+
+/// Shardy's `sdy-lift-inlined-meshes`: an inline mesh becomes the module mesh
+/// with the same axes, or a new `@mesh` (`@mesh_0` when that name is taken by
+/// another mesh), and propagation then sees one mesh by name.
+#[test]
+fn inline_meshes_are_lifted_to_module_meshes() {
+    let lifted = |text: &str| {
+        let mut m = parse_and_verify(text).unwrap();
+        propagate_module(&mut m, Strategy::UserPriority).unwrap();
+        let f = &m.funcs[0];
+        let names: Vec<String> = m.meshes.iter().map(|(n, _)| n.clone()).collect();
+        let arg = f.value(f.args[0]).sharding.clone().unwrap();
+        let other = f.value(f.args[1]).sharding.clone().unwrap();
+        (names, arg.to_string(), other.to_string())
+    };
+    let body = r#"func.func @f(%p: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["a"=2, "b"=2]>, [{"a"}, {"b"}]>}, %q: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %s = stablehlo.add %p, %q : tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+"#;
+    let (names, p, q) = lifted(body);
+    assert_eq!(names, ["mesh"]);
+    assert_eq!(p, r#"#sdy.sharding<@mesh, [{"a"}, {"b"}]>"#);
+    assert_eq!(q, p, "the lifted mesh propagates like a named one");
+    let same = format!("sdy.mesh @m4 = <[\"a\"=2, \"b\"=2]>\n{body}");
+    assert_eq!(lifted(&same).0, ["m4"], "an equal module mesh is reused");
+    assert_eq!(lifted(&same).1, r#"#sdy.sharding<@m4, [{"a"}, {"b"}]>"#);
+    let taken = format!("sdy.mesh @mesh = <[\"b\"=2, \"a\"=2]>\n{body}");
+    assert_eq!(
+        lifted(&taken).0,
+        ["mesh", "mesh_0"],
+        "a taken name gets a suffix"
+    );
 }
