@@ -8,6 +8,15 @@ use crate::ir::{Func, OpId, OpKind, ValueDef, ValueId};
 /// Remove unused constraints and reshards from `func`; return, per old value
 /// id, its new id (`None`: removed), or `None` when nothing was removed.
 pub(super) fn remove_unused_constraints(func: &mut Func) -> Option<Vec<Option<ValueId>>> {
+    // Most functions have none: skip the walk.
+    if !func.ops.iter().any(|op| {
+        matches!(
+            op.kind,
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
+        )
+    }) {
+        return None;
+    }
     let order = func.walk();
     let mut uses = vec![0usize; func.values.len()];
     for &id in &order {
