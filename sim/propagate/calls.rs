@@ -136,6 +136,27 @@ fn copy_body(
     (region, map, new_ops)
 }
 
+impl Inlined {
+    /// For each callee called more than once, for each of its values, the
+    /// copies of that value in every call (Shardy's
+    /// `dedup-functions-fully=true`: one function for all call sites, so the
+    /// copies share one sharding).
+    pub(super) fn copies_of_shared_callees(&self) -> Vec<Vec<ValueId>> {
+        let mut by_callee: BTreeMap<&str, Vec<&Vec<Option<ValueId>>>> = BTreeMap::new();
+        for (_, callee, map) in &self.calls {
+            by_callee.entry(callee).or_default().push(map);
+        }
+        let mut groups = Vec::new();
+        for maps in by_callee.values().filter(|m| m.len() > 1) {
+            for i in 0..maps[0].len() {
+                let copies: Vec<ValueId> = maps.iter().filter_map(|m| m[i]).collect();
+                groups.push(copies);
+            }
+        }
+        groups
+    }
+}
+
 /// Remove the copies from the caller; return the shardings each callee's
 /// values got in its first call (callee name -> per-value sharding).
 pub(super) fn remove_call_bodies(

@@ -201,11 +201,31 @@ struct State<'m> {
     conservative: bool,
 }
 
+/// Options of Shardy's propagation pipeline beyond the strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Shardy's `dedup-functions-fully=true`: a function called from several
+    /// places is one function for all of them, so every call sees the same
+    /// shardings of its values (by default each call propagates on its own
+    /// and the callee keeps its first call's shardings).
+    pub dedup_functions_fully: bool,
+}
+
 /// Run propagation on every function of `module` (in place) and report the steps.
 ///
 /// Functions reached through `func.call` are propagated as if inlined into
 /// their first caller (in module order) and take the shardings found there.
 pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
+    propagate_module_with(module, strategy, Options::default())
+}
+
+/// [`propagate_module`] with the pipeline's options.
+pub fn propagate_module_with(
+    module: &mut Module,
+    strategy: Strategy,
+    options: Options,
+) -> Result<Report, PropagateError> {
+    super::meshes::lift_inlined_meshes(module);
     let meshes = module.meshes.clone();
     let tokens = TokenShardings::record(module);
     let mut report = Report::default();
@@ -232,7 +252,11 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
         let split = super::split::split_constants(&mut func);
         let inlined =
             super::calls::add_call_bodies(module, &mut func).map_err(PropagateError::Invalid)?;
-        let steps = propagate_func(&mut func, &meshes, strategy)?;
+        let shared = match options.dedup_functions_fully {
+            true => inlined.copies_of_shared_callees(),
+            false => Vec::new(),
+        };
+        let steps = propagate_func(&mut func, &meshes, strategy, shared)?;
         super::groups::record_group_shardings(&func, &mut group_shardings);
         for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
             callee_shardings.entry(name).or_insert(shardings);
@@ -270,6 +294,21 @@ pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Repor
         }
     }
     tokens.restore(module);
+    // Export's canonicalization drops the constraints nothing uses (a
+    // function's steps follow its values' new ids).
+    for f in &mut module.funcs {
+        if let Some(map) = super::dead::remove_unused_constraints(f) {
+            if let Some(steps) = report.steps.get_mut(&f.name) {
+                steps.retain_mut(|s| match map.get(s.value.0 as usize).copied().flatten() {
+                    Some(v) => {
+                        s.value = v;
+                        true
+                    }
+                    None => false,
+                });
+            }
+        }
+    }
     Ok(report)
 }
 
@@ -335,6 +374,7 @@ fn propagate_func(
     func: &mut Func,
     meshes: &[(String, Mesh)],
     strategy: Strategy,
+    shared: Vec<Vec<ValueId>>,
 ) -> Result<Vec<Step>, PropagateError> {
     let mut st = State {
         meshes,
@@ -348,6 +388,7 @@ fn propagate_func(
         conservative: strategy == Strategy::BasicConservative,
     };
     import(func, &mut st)?;
+    share_callee_copies(func, &mut st, shared);
     build_units(func, &mut st);
 
     let levels = user_priorities(func);
@@ -678,12 +719,22 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
             .first()
             .map(|r| r.args.clone())
             .unwrap_or_default();
+        let shardings: Vec<Option<&TensorSharding>> = ins.iter().chain(&outs).map(Some).collect();
+        let common = common_mesh(st.meshes, &shardings);
+        let partial = common.is_some_and(|(_, mesh)| manual_edges::is_partial(mesh, &manual));
+        // Shardy's import (sdy-manual-axes-cleanup) lists the manual axes an
+        // out-sharding does not use as replicated, so propagation outside never
+        // gives them to the result (export drops them again).
+        let outs: Vec<TensorSharding> = match common {
+            Some((_, mesh)) if partial => outs
+                .iter()
+                .map(|s| manual_edges::with_unused_manual_replicated(s, &manual, mesh))
+                .collect(),
+            _ => outs,
+        };
         for (&r, s) in results.iter().zip(&outs) {
             func.value_mut(r).sharding = Some(s.clone());
         }
-        let shardings: Vec<Option<&TensorSharding>> = ins.iter().chain(&outs).map(Some).collect();
-        let partial = common_mesh(st.meshes, &shardings)
-            .is_some_and(|(_, mesh)| manual_edges::is_partial(mesh, &manual));
         if partial {
             // Operands and block arguments meet through data-flow edges (see
             // `manual`); each block argument starts from its in-sharding's free part.
@@ -751,6 +802,30 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
         st.groups.push(members);
     }
     Ok(())
+}
+
+/// `dedup-functions-fully`: the copies of one callee value in every call
+/// share one sharding from the start and through propagation, as members of
+/// a sharding group do (a copy already in a group of the user's is left to it).
+fn share_callee_copies(func: &mut Func, st: &mut State<'_>, shared: Vec<Vec<ValueId>>) {
+    for copies in shared {
+        if copies.iter().any(|c| st.group_of[c.0 as usize].is_some()) {
+            continue;
+        }
+        let shardings: Vec<Option<TensorSharding>> = copies
+            .iter()
+            .map(|&c| func.value(c).sharding.clone())
+            .collect();
+        let (common, conflict) = super::groups::common_sharding(&shardings);
+        let g = st.groups.len();
+        for &c in &copies {
+            st.group_of[c.0 as usize] = Some(g);
+            if let (Some(s), false) = (&common, conflict) {
+                func.value_mut(c).sharding = Some(s.clone());
+            }
+        }
+        st.groups.push(copies);
+    }
 }
 
 /// For each op, whether it sits in a reduce body (scalar code, not distributed values).

@@ -78,6 +78,37 @@ pub fn free_part(s: &TensorSharding, manual_axes: &[String]) -> TensorSharding {
     s
 }
 
+/// `s` with every manual axis it does not use (in a dim or as replicated)
+/// added to its replicated axes, in mesh order (Shardy's
+/// sdy-manual-axes-cleanup on in/out shardings).
+pub(super) fn with_unused_manual_replicated(
+    s: &TensorSharding,
+    manual_axes: &[String],
+    mesh: &Mesh,
+) -> TensorSharding {
+    let mut s = s.clone();
+    let used = |name: &str, s: &TensorSharding| {
+        s.dims
+            .iter()
+            .flat_map(|d| &d.axes)
+            .chain(&s.replicated)
+            .any(|a| a.name == name)
+    };
+    let unused: Vec<&String> = manual_axes.iter().filter(|m| !used(m, &s)).collect();
+    if unused.is_empty() {
+        return s;
+    }
+    s.replicated
+        .extend(unused.into_iter().map(|m| AxisRef::full(m.clone())));
+    s.replicated.sort_by_key(|a| {
+        (
+            mesh.axis_index(&a.name).unwrap_or(usize::MAX),
+            a.sub.as_ref().map(|x| x.pre_size),
+        )
+    });
+    s
+}
+
 /// The manual axes of each dim of `s`.
 pub(super) fn manual_dims(s: &TensorSharding, manual_axes: &[String]) -> Vec<Vec<AxisRef>> {
     s.dims

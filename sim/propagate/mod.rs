@@ -4,14 +4,18 @@
 //! builds on these.
 
 mod calls;
+mod dead;
 pub mod driver;
 pub mod factor;
 mod groups;
 mod manual;
+mod meshes;
 pub mod projection;
 mod split;
 
-pub use driver::{propagate_module, PropagateError, Report, Step, Strategy};
+pub use driver::{
+    propagate_module, propagate_module_with, Options, PropagateError, Report, Step, Strategy,
+};
 pub use factor::{
     compatible_major_axes, propagate_factors, Direction, FactorContext, FactorStrategy, Updated,
 };

@@ -9,6 +9,12 @@
 //! -split-input-file), each with one device count. The test prints the count table and checks that exactly the
 //! cases listed in `DIFFERS` differ, so a fix or a regression shows.
 //!
+//! An expectation may also give an op's rule (`case %v:
+//! #sdy.op_sharding_rule<...>`, the rule the op defining `%v` carries) or
+//! unreduced axes (`case %v: a | ; unreduced=b`). The pipeline's own lit
+//! files (`propagation_pipeline*.mlir`) are groups too; one of them repeats
+//! another's cases, so it is checked on that group's programs (`fixture`).
+//!
 //! The op sharding rule registry's lit file is checked the same way by
 //! `shardy_rule_lit_behaviours_give_shardys_rules`: each `.expect` line names
 //! a value and Shardy's `#sdy.op_sharding_rule` for the op that defines it.
@@ -23,7 +29,7 @@ use std::collections::BTreeMap;
 
 use shardsim::ir::mlir::parse_and_verify;
 use shardsim::ir::Module;
-use shardsim::propagate::{propagate_module, Strategy};
+use shardsim::propagate::{propagate_module, propagate_module_with, Options, Strategy};
 use shardsim::sharding::TensorSharding;
 
 /// A lit file and its fixture group.
@@ -39,6 +45,11 @@ struct Group {
     before: Option<usize>,
     /// The strategy the lit file's pass runs (`-sdy-basic-propagate`: basic).
     strategy: Strategy,
+    /// The programs, when another group's (the lit file repeats that one's
+    /// cases): `tests/fixtures/shardy_lit/<fixture>.mlir`; None: `<name>.mlir`.
+    fixture: Option<&'static str>,
+    /// The pipeline's `dedup-functions-fully=true`.
+    dedup: bool,
 }
 
 const GROUPS: &[Group] = &[
@@ -48,6 +59,8 @@ const GROUPS: &[Group] = &[
         total: 28,
         before: Some(0),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "basic_propagation",
@@ -57,6 +70,8 @@ const GROUPS: &[Group] = &[
         // cases that parse here, CHECKed shardings compared in order).
         before: Some(52),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "manual_computation",
@@ -64,6 +79,8 @@ const GROUPS: &[Group] = &[
         total: 27,
         before: Some(4),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "aggressive_propagation",
@@ -71,6 +88,8 @@ const GROUPS: &[Group] = &[
         total: 23,
         before: None,
         strategy: Strategy::Aggressive,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "op_priority_propagation",
@@ -78,6 +97,8 @@ const GROUPS: &[Group] = &[
         total: 15,
         before: None,
         strategy: Strategy::OpPriority,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "user_priority_propagation",
@@ -85,6 +106,8 @@ const GROUPS: &[Group] = &[
         total: 20,
         before: None,
         strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "sharding_groups",
@@ -92,6 +115,8 @@ const GROUPS: &[Group] = &[
         total: 11,
         before: None,
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "conservative_propagation",
@@ -99,6 +124,8 @@ const GROUPS: &[Group] = &[
         total: 5,
         before: Some(0),
         strategy: Strategy::BasicConservative,
+        fixture: None,
+        dedup: false,
     },
     Group {
         name: "token",
@@ -106,6 +133,53 @@ const GROUPS: &[Group] = &[
         total: 2,
         before: Some(0),
         strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
+    },
+    // Every op keeps the rule written on it and gets the one built for it
+    // (`-sdy-basic-propagate='keep-sharding-rules=true'`): shardsim's export
+    // always attaches rules, as Shardy's pipeline does.
+    Group {
+        name: "keep_sharding_rules",
+        lit: "basic_propagation_keep_sharding_rules.mlir",
+        total: 1,
+        before: None,
+        strategy: Strategy::Basic,
+        fixture: None,
+        dedup: false,
+    },
+    // Shardy's whole pipeline (`-sdy-propagation-pipeline`), which is what
+    // shardsim runs for every group: import, user-priority propagation,
+    // export.
+    Group {
+        name: "propagation_pipeline",
+        lit: "propagation_pipeline.mlir",
+        total: 58,
+        before: None,
+        strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
+    },
+    // The pipeline's data-flow-edge cases repeat, byte for byte, the case,
+    // barrier, while and call cases of propagation_pipeline.mlir.
+    Group {
+        name: "propagation_pipeline_data_flow_edges",
+        lit: "propagation_pipeline_data_flow_edges.mlir",
+        total: 40,
+        before: None,
+        strategy: Strategy::UserPriority,
+        fixture: Some("propagation_pipeline"),
+        dedup: false,
+    },
+    // `-sdy-propagation-pipeline='dedup-functions-fully=true'`.
+    Group {
+        name: "dedup_functions_fully",
+        lit: "propagation_pipeline_dedup_functions_fully_true.mlir",
+        total: 21,
+        before: None,
+        strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: true,
     },
     // Import's splitter and export's merger around JAX's whole pipeline (the
     // lit files run each pass alone and check the module's structure; here
@@ -121,6 +195,8 @@ const GROUPS: &[Group] = &[
         total: 71,
         before: None,
         strategy: Strategy::UserPriority,
+        fixture: None,
+        dedup: false,
     },
 ];
 
@@ -141,6 +217,33 @@ const IMPORT_APPLIES_CONSTRAINTS: &str = "deliberate: shardsim runs JAX's whole 
 
 /// Cases that differ from Shardy today, with the reason.
 const DIFFERS: &[(&str, &str, &str)] = &[
+    (
+        "propagation_pipeline",
+        "unreduced_dot_then_user_reshard",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    (
+        "propagation_pipeline",
+        "unreduced_kept_through_add_until_reshard",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    (
+        "propagation_pipeline",
+        "unreduced_reduced_in_two_steps",
+        NO_EXPLICIT_ALL_REDUCE,
+    ),
+    ("propagation_pipeline", "leaf3_callee", ONE_CALLEE),
+    (
+        "propagation_pipeline_data_flow_edges",
+        "leaf3_callee",
+        ONE_CALLEE,
+    ),
+    (
+        "propagation_pipeline_data_flow_edges",
+        "leaf3_callee_0",
+        ONE_CALLEE,
+    ),
+    ("propagation_pipeline", "leaf3_callee_0", ONE_CALLEE),
     (
         "sharding_groups",
         "incompatible_with_a_constraint",
@@ -179,6 +282,20 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         SIZE_ONE_AXES_REMOVED,
     ),
 ];
+
+/// Shardy's export inserts an explicit `sdy.all_reduce` before a reshard
+/// that drops unreduced axes; shardsim's export inserts no collectives (its
+/// partitioner all-reduces the partial sums there).
+const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy.all_reduce where \
+     a reshard drops unreduced axes; shardsim's export adds no collectives (the partitioner reduces \
+     the partial sums at that reshard); every value both programs have matches";
+
+/// Shardy's flatten/unflatten of the call graph clones a callee called from
+/// several places and keeps one clone per distinct sharding (`@bar`,
+/// `@bar_0`); shardsim propagates through each call as if inlined and keeps
+/// one callee function, with its first call's shardings.
+const ONE_CALLEE: &str = "deliberate: shardsim keeps one function per callee (its first call's \
+     shardings); Shardy clones a callee called with two different shardings";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.
@@ -227,10 +344,21 @@ fn sharding_of<'m>(
     Ok((v.sharding.as_ref(), v.ty.rank()))
 }
 
-/// One expectation line's answer from the propagated modules.
-fn ours(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+/// One expectation line's answer from the propagated modules; with
+/// `unreduced`, `; unreduced=a b` follows the dims when the sharding has
+/// unreduced axes.
+fn ours(ms: &[Module], func: &str, value: &str, unreduced: bool) -> Result<String, String> {
     let (s, rank) = sharding_of(ms, func, value)?;
-    Ok(axes(s, rank))
+    let mut got = axes(s, rank);
+    if let Some(s) = s.filter(|s| unreduced && !s.unreduced.is_empty()) {
+        let names: Vec<String> = s
+            .unreduced
+            .iter()
+            .map(|a| a.to_string().replace('"', ""))
+            .collect();
+        got.push_str(&format!(" ; unreduced={}", names.join(" ")));
+    }
+    Ok(got)
 }
 
 /// Whether a value (or `resultN`) has no sharding at all (Shardy gives a
@@ -239,17 +367,44 @@ fn unsharded(ms: &[Module], func: &str, value: &str) -> Result<bool, String> {
     Ok(sharding_of(ms, func, value)?.0.is_none())
 }
 
+/// The sharding rule (as printed) of the op that defines `value`, or `none`.
+fn rule_of(ms: &[Module], func: &str, value: &str) -> Result<String, String> {
+    let f = ms
+        .iter()
+        .find_map(|m| m.func(func))
+        .ok_or_else(|| format!("no @{func}"))?;
+    let v = f
+        .values
+        .iter()
+        .find(|v| v.name == value)
+        .ok_or_else(|| format!("no {value} in @{func}"))?;
+    match v.def {
+        shardsim::ir::ValueDef::Result { op, .. } => Ok(f
+            .op(op)
+            .rule
+            .as_ref()
+            .map_or("none".to_string(), |r| r.to_string())),
+        _ => Err(format!("{value} is not an op result in @{func}")),
+    }
+}
+
 /// Per case, the mismatches (empty: Shardy's answer).
-fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
+fn run_group(g: &Group) -> BTreeMap<String, Vec<String>> {
+    let (group, strategy) = (g.name, g.strategy);
+    let options = Options {
+        dedup_functions_fully: g.dedup,
+    };
     let dir = crate::common::fixture("shardy_lit");
-    let text = std::fs::read_to_string(dir.join(format!("{group}.mlir"))).unwrap();
+    let programs = g.fixture.unwrap_or(group);
+    let text = std::fs::read_to_string(dir.join(format!("{programs}.mlir"))).unwrap();
     // Modules split at `// -----` lines, as lit's -split-input-file does (one
     // device count per module).
     let ms: Vec<Module> = text
         .split("\n// -----\n")
         .map(|chunk| {
             let mut m = parse_and_verify(chunk).unwrap_or_else(|e| panic!("{group}: {e}"));
-            propagate_module(&mut m, strategy).unwrap_or_else(|e| panic!("{group}: {e}"));
+            propagate_module_with(&mut m, strategy, options)
+                .unwrap_or_else(|e| panic!("{group}: {e}"));
             m
         })
         .collect();
@@ -276,7 +431,7 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
         let norm = |s: &str| s.split('|').map(str::trim).collect::<Vec<_>>().join(" | ");
         // `absent`: Shardy has no such value (a split copy merged back).
         if want.trim() == "absent" {
-            if let Ok(got) = ours(&ms, &func, value) {
+            if let Ok(got) = ours(&ms, &func, value, false) {
                 entry.push(format!("{func} {value}: shardy has none, ours [{got}]"));
             }
             continue;
@@ -287,13 +442,27 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
                 Ok(true) => {}
                 Ok(false) => entry.push(format!(
                     "{func} {value}: shardy has no sharding, ours [{}]",
-                    ours(&ms, &func, value).unwrap_or_default()
+                    ours(&ms, &func, value, false).unwrap_or_default()
                 )),
                 Err(e) => entry.push(e),
             }
             continue;
         }
-        match ours(&ms, &func, value) {
+        // `#sdy.op_sharding_rule<...>`: the rule the op defining the value
+        // carries after propagation (Shardy's keep-sharding-rules).
+        if want.trim().starts_with("#sdy.op_sharding_rule") {
+            match rule_of(&ms, &func, value) {
+                Ok(got) if got == want.trim() => {}
+                Ok(got) => entry.push(format!(
+                    "{func} {value}: shardy {}, ours {got}",
+                    want.trim()
+                )),
+                Err(e) => entry.push(e),
+            }
+            continue;
+        }
+        // `... ; unreduced=a b`: the unreduced axes are compared too.
+        match ours(&ms, &func, value, want.contains(';')) {
             Ok(got) if norm(&got) == norm(want) => {}
             Ok(got) => entry.push(format!(
                 "{func} {value}: shardy [{}], ours [{got}]",
@@ -302,8 +471,9 @@ fn run_group(group: &str, strategy: Strategy) -> BTreeMap<String, Vec<String>> {
             Err(e) => entry.push(e),
         }
     }
-    // Every public function is a case with at least one expectation.
-    for m in &ms {
+    // Every public function is a case with at least one expectation (of a
+    // group with programs of its own).
+    for m in ms.iter().filter(|_| g.fixture.is_none()) {
         for f in &m.funcs {
             let called = m.funcs.iter().any(|g| {
                 g.ops.iter().any(
@@ -332,7 +502,7 @@ fn shardy_lit_behaviours_give_shardys_answers() {
     for g in GROUPS {
         let (group, lit, total) = (g.name, g.lit, g.total);
         let before = g.before.map_or("-".to_string(), |b| b.to_string());
-        let cases = run_group(group, g.strategy);
+        let cases = run_group(g);
         let matching = cases.values().filter(|f| f.is_empty()).count();
         assert!(
             cases.len() <= total,
@@ -513,12 +683,46 @@ func.func @conv(%x: tensor<4x8x8x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"
         let mut m = parse_and_verify(text).unwrap();
         propagate_module(&mut m, strategy).unwrap();
         vec![
-            ours(std::slice::from_ref(&m), "main", "%c").unwrap(),
-            ours(std::slice::from_ref(&m), "conv", "%y").unwrap(),
+            ours(std::slice::from_ref(&m), "main", "%c", false).unwrap(),
+            ours(std::slice::from_ref(&m), "conv", "%y", false).unwrap(),
         ]
     };
     let basic = run(Strategy::Basic);
     let conservative = run(Strategy::BasicConservative);
     assert_eq!(basic, ["a | b", "a | b |  | "], "basic");
     assert_eq!(conservative, ["a | ", "a |  |  | "], "conservative");
+}
+
+/// Shardy's `sdy-lift-inlined-meshes`: an inline mesh becomes the module mesh
+/// with the same axes, or a new `@mesh` (`@mesh_0` when that name is taken by
+/// another mesh), and propagation then sees one mesh by name.
+#[test]
+fn inline_meshes_are_lifted_to_module_meshes() {
+    let lifted = |text: &str| {
+        let mut m = parse_and_verify(text).unwrap();
+        propagate_module(&mut m, Strategy::UserPriority).unwrap();
+        let f = &m.funcs[0];
+        let names: Vec<String> = m.meshes.iter().map(|(n, _)| n.clone()).collect();
+        let arg = f.value(f.args[0]).sharding.clone().unwrap();
+        let other = f.value(f.args[1]).sharding.clone().unwrap();
+        (names, arg.to_string(), other.to_string())
+    };
+    let body = r#"func.func @f(%p: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["a"=2, "b"=2]>, [{"a"}, {"b"}]>}, %q: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %s = stablehlo.add %p, %q : tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+"#;
+    let (names, p, q) = lifted(body);
+    assert_eq!(names, ["mesh"]);
+    assert_eq!(p, r#"#sdy.sharding<@mesh, [{"a"}, {"b"}]>"#);
+    assert_eq!(q, p, "the lifted mesh propagates like a named one");
+    let same = format!("sdy.mesh @m4 = <[\"a\"=2, \"b\"=2]>\n{body}");
+    assert_eq!(lifted(&same).0, ["m4"], "an equal module mesh is reused");
+    assert_eq!(lifted(&same).1, r#"#sdy.sharding<@m4, [{"a"}, {"b"}]>"#);
+    let taken = format!("sdy.mesh @mesh = <[\"b\"=2, \"a\"=2]>\n{body}");
+    assert_eq!(
+        lifted(&taken).0,
+        ["mesh", "mesh_0"],
+        "a taken name gets a suffix"
+    );
 }

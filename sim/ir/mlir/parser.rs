@@ -745,10 +745,17 @@ impl<'a> Parser<'a> {
             ));
         }
         // Shardy: an op without results (a side-effecting host callback) may
-        // carry one maximal sharding, which places it on one device; it is
-        // kept verbatim and nothing propagates along it.
+        // carry one maximal sharding, which places it on one device, or one
+        // fully replicated rank-0 sharding (`<@mesh, []>`, no replicated or
+        // unreduced axes); it is kept verbatim and nothing propagates along it.
         if let Some((_, s)) = &attrs.sharding {
-            if nres == 0 && s.0.len() == 1 && s.0[0].is_maximal(&self.meshes) {
+            let replicated = |t: &crate::sharding::TensorSharding| {
+                t.dims.is_empty() && t.replicated.is_empty() && t.unreduced.is_empty()
+            };
+            if nres == 0
+                && s.0.len() == 1
+                && (s.0[0].is_maximal(&self.meshes) || replicated(&s.0[0]))
+            {
                 let (_, s) = attrs.sharding.take().expect("checked above");
                 attrs.raw.push(RawAttr {
                     name: "sdy.sharding".into(),
@@ -759,7 +766,7 @@ impl<'a> Parser<'a> {
         if let Some((spos, s)) = &attrs.sharding {
             if s.0.len() != nres {
                 let expected = match nres {
-                    0 => "no sharding, or one maximal sharding (`<@mesh, []>` on a mesh without axes), on an op without results".to_string(),
+                    0 => "no sharding, or one maximal or fully replicated rank-0 sharding (`<@mesh, []>`), on an op without results".to_string(),
                     _ => format!("{nres} sharding(s), one per result"),
                 };
                 return Err(self.c.error_with(*spos, expected, format!("{}", s.0.len())));
