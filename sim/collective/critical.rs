@@ -17,8 +17,9 @@
 //!
 //! When a range was written is kept per rank in a flat array over the
 //! walk's segments (the buffer cut at every boundary of a range the moves
-//! read or write): a read's ready time is the latest write of a segment it
-//! covers, which is the latest write of a range it overlaps.
+//! read or write), in the columns asked for only: a read's ready time is
+//! the latest write of a segment it covers, which is the latest write of a
+//! range it overlaps.
 
 use std::collections::BTreeSet;
 
@@ -129,8 +130,11 @@ struct PathWalk<'t, 'q> {
     quotient: Option<&'q Quotient>,
     /// Segment boundaries, ascending: segment `i` is `bounds[i]..bounds[i + 1]`.
     bounds: Vec<u64>,
-    /// Per rank and segment (`rank * segments + i`), its latest write.
-    writes: Vec<Cols>,
+    /// Per rank and segment (`rank * segments + i`), its latest write in
+    /// each column asked for (`params`' order, `width` of them: a walk of
+    /// three protocols keeps three figures, not six).
+    writes: Vec<f64>,
+    width: usize,
     segments: usize,
     /// Per sender and slot (channel, [`Algorithm::per_channel_slots`]).
     last_end: Vec<Vec<Cols>>,
@@ -138,8 +142,8 @@ struct PathWalk<'t, 'q> {
     load: Vec<u64>,
     worst: Cols,
     // Per-step scratch, reused.
-    moves: Vec<(usize, usize, usize, bool, usize)>,
-    flat: Vec<usize>,
+    /// (move index, crosses the network, slot).
+    moves: Vec<(usize, bool, usize)>,
     down_done: BTreeSet<(usize, u64, u64, bool)>,
     /// (receiver, first segment, end segment, time).
     landed: Vec<(usize, usize, usize, Cols)>,
@@ -150,6 +154,8 @@ struct PathWalk<'t, 'q> {
     /// Per sender, its point-to-point moves so far in this step.
     slot_count: Vec<usize>,
     senders: Vec<usize>,
+    /// A move's route per (network?, bandwidth): its largest load.
+    by_bw: Vec<(bool, u64, u64)>,
 }
 
 impl<'t, 'q> PathWalk<'t, 'q> {
@@ -168,7 +174,7 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         quotient: Option<&'q Quotient>,
     ) -> PathWalk<'t, 'q> {
         let zero: &[bool] = if zero_bw { &[false, true] } else { &[false] };
-        let params = zero
+        let params: Vec<(usize, Scaled)> = zero
             .iter()
             .flat_map(|&z| {
                 Protocol::ALL
@@ -197,26 +203,29 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         bounds.sort_unstable();
         bounds.dedup();
         let segments = bounds.len().saturating_sub(1);
+        // At least one column (`chunks_exact` needs a non-zero width).
+        let width = params.len().max(1);
         PathWalk {
             topo,
             elem_bytes,
             params,
             quotient,
             bounds,
-            writes: vec![[0.0; 6]; ranks * segments],
+            writes: vec![0.0; ranks * segments * width],
+            width,
             segments,
             last_end: vec![Vec::new(); ranks],
             per_channel: algo.per_channel_slots(),
             load: vec![0; topo.links().len()],
             worst: [0.0; 6],
             moves: Vec::new(),
-            flat: Vec::new(),
             down_done: BTreeSet::new(),
             landed: Vec::new(),
             ends: Vec::new(),
             step_end: vec![None; ranks],
             slot_count: vec![0; ranks],
             senders: Vec::new(),
+            by_bw: Vec::new(),
         }
     }
 
@@ -225,10 +234,11 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         let quotient = self.quotient;
         let class = |l: usize| quotient.map_or(l, |q| q.link_class[l]);
         let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
-        let (load, flat, moves) = (&mut self.load, &mut self.flat, &mut self.moves);
-        // Each move's links (class ids, `flat[lo..hi]`); the step's loads.
+        let (load, moves) = (&mut self.load, &mut self.moves);
+        // The step's loads; a move's links are looked up again below (the
+        // routes are cached), not copied: a step of a ring topology's tree
+        // holds thousands of routes of thousands of links.
         moves.clear();
-        flat.clear();
         self.down_done.clear();
         for (i, m) in step.iter().enumerate() {
             // Slots as the timing counts them (empty moves included).
@@ -246,7 +256,6 @@ impl<'t, 'q> PathWalk<'t, 'q> {
             if bytes == 0 || (m.via == Via::P2p && m.from == m.to) {
                 continue;
             }
-            let lo = flat.len();
             let net = match m.via {
                 Via::P2p => {
                     let mut net = false;
@@ -254,7 +263,6 @@ impl<'t, 'q> PathWalk<'t, 'q> {
                         let l = class(l);
                         load[l] += bytes;
                         net |= links[l].class == LinkClass::Network;
-                        flat.push(l);
                     }
                     net
                 }
@@ -273,28 +281,43 @@ impl<'t, 'q> PathWalk<'t, 'q> {
                     if !reduce || once {
                         load[down] += bytes;
                     }
-                    flat.extend([up, down]);
                     false
                 }
             };
-            moves.push((i, lo, flat.len(), net, slot));
+            moves.push((i, net, slot));
         }
         for k in self.senders.drain(..) {
             self.slot_count[k] = 0;
         }
         self.landed.clear();
-        for &(i, lo, hi, net, slot) in moves.iter() {
+        for &(i, net, slot) in moves.iter() {
             let m = &step[i];
-            let ls = &flat[lo..hi];
             let mut ready = [0.0f64; 6];
             let (a, b) = segs(&self.bounds, m.src, m.len);
-            let base = m.from * self.segments;
-            for w in &self.writes[base + a..base + b] {
-                for k in 0..6 {
-                    ready[k] = ready[k].max(w[k]);
+            let (base, width) = (m.from * self.segments, self.width);
+            for w in self.writes[(base + a) * width..(base + b) * width].chunks_exact(width) {
+                for (&x, &(k, _)) in w.iter().zip(&self.params) {
+                    ready[k] = ready[k].max(x);
                 }
             }
-            let lat: u64 = ls.iter().map(|&l| links[l].latency_ps()).sum();
+            // One pass over the route: its latency and, per (class,
+            // bandwidth), its busiest link's load (the same denominator per
+            // group, so the group's largest load gives its largest time).
+            let mut lat = 0u64;
+            let by_bw = &mut self.by_bw;
+            by_bw.clear();
+            for l in move_links(routes, m, quotient)? {
+                let link = &links[l];
+                lat += link.latency_ps();
+                let g = (
+                    link.class == LinkClass::Network,
+                    link.bandwidth_bytes_per_s(),
+                );
+                match by_bw.iter_mut().find(|e| (e.0, e.1) == g) {
+                    Some(e) => e.2 = e.2.max(load[l]),
+                    None => by_bw.push((g.0, g.1, load[l])),
+                }
+            }
             let mut end = [0.0f64; 6];
             let sender = key(m.from);
             let last = self.last_end[sender].get(slot).copied().unwrap_or([0.0; 6]);
@@ -308,14 +331,11 @@ impl<'t, 'q> PathWalk<'t, 'q> {
                 let t = if p.no_bytes {
                     0.0
                 } else {
-                    ls.iter()
-                        .map(|&l| {
-                            let f = if links[l].class == LinkClass::Network {
-                                p.network_bw
-                            } else {
-                                p.nvlink_bw
-                            };
-                            load[l] as f64 / (links[l].bandwidth_bytes_per_s() as f64 * f)
+                    by_bw
+                        .iter()
+                        .map(|&(network, bw, most)| {
+                            let f = if network { p.network_bw } else { p.nvlink_bw };
+                            most as f64 / (bw as f64 * f)
                         })
                         .fold(0.0, f64::max)
                 };
@@ -336,8 +356,10 @@ impl<'t, 'q> PathWalk<'t, 'q> {
             let (a, b) = segs(&self.bounds, m.dst, m.len);
             self.landed.push((m.to, a, b, end));
         }
-        for &l in flat.iter() {
-            load[l] = 0;
+        for &(i, _, _) in moves.iter() {
+            for l in move_links(routes, &step[i], quotient)? {
+                load[l] = 0;
+            }
         }
         // A rank's next step (in a slot) waits for all its sends of this
         // one (in the slot); a slot it did not send in keeps its last end.
@@ -371,15 +393,36 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         // Writes land after the step's reads; two writes of one range keep
         // the later one.
         for &(r, a, b, t) in &self.landed {
-            let base = r * self.segments;
-            for w in &mut self.writes[base + a..base + b] {
-                for k in 0..6 {
-                    w[k] = w[k].max(t[k]);
+            let (base, width) = (r * self.segments, self.width);
+            for w in self.writes[(base + a) * width..(base + b) * width].chunks_exact_mut(width) {
+                for (x, &(k, _)) in w.iter_mut().zip(&self.params) {
+                    *x = x.max(t[k]);
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The links (class ids in a quotient) of a move the walk counts: a
+/// point-to-point move's route, a switch move's up and down links.
+fn move_links<'a>(
+    routes: &'a mut Routes,
+    m: &Move,
+    quotient: Option<&'a Quotient>,
+) -> Result<impl Iterator<Item = usize> + 'a, CollectiveError> {
+    let (route, pair): (&[usize], Option<[usize; 2]>) = match m.via {
+        Via::P2p => (routes.get(m.from, m.to)?, None),
+        Via::SwitchReduce | Via::SwitchMulticast => {
+            let (up, _) = routes.switch_links(m.from)?;
+            let (_, down) = routes.switch_links(m.to)?;
+            (&[], Some([up, down]))
+        }
+    };
+    Ok(route
+        .iter()
+        .map(move |&l| quotient.map_or(l, |q| q.link_class[l]))
+        .chain(pair.into_iter().flatten()))
 }
 
 /// The segments of `off..off + len` (a range of the walk's moves) over
