@@ -263,11 +263,13 @@ impl Sweep {
         let n = self.group.len();
         let mut rows = Vec::with_capacity(self.sizes.len());
         let mut bar = Progress::new(self.sizes.len() as u64, "sizes");
+        // Walks of earlier sizes bound later ones (the same choices).
+        let mut cache = collective::PathCache::new();
         for &size in &self.sizes {
             bar.message(format!("{size} B"));
             let count = size / eb;
             let bytes = count * eb;
-            let r = collective::time_collective(
+            let r = collective::time_collective_cached(
                 &self.topo,
                 &self.group,
                 &self.op,
@@ -276,6 +278,7 @@ impl Sweep {
                 &self.cal,
                 self.algo,
                 self.proto,
+                &mut cache,
             )
             .with_context(|| format!("size {size}"))?;
             let secs = r.time.ps() as f64 * 1e-12;

@@ -142,6 +142,34 @@ impl Algorithm {
         Algorithm::Hierarchical,
     ];
 
+    /// Does a send pay the protocol's hop after its data arrived only,
+    /// while its sender's previous send may still be on the wire (rather than
+    /// after both)? Rings: NCCL charges a ring's hop latency along the data's
+    /// path (tuning.cc: `nInterSteps` network hops, the rest NVLink), not on
+    /// every rank's every step; a rank's next send waits for its slot (its
+    /// previous send in the channel) without paying the hop again. Trees keep
+    /// the hop after the last sends (pipelining theirs moved every two-node
+    /// tree row away from the measurements).
+    pub fn pipelines_hops(self) -> bool {
+        matches!(self, Algorithm::Ring)
+    }
+
+    /// Is the tuner's estimate the longest path through the moves
+    /// (`critical.rs`) rather than a sum of step costs? Trees and NVLS-tree,
+    /// whose chunks at different levels move at once.
+    pub fn estimated_by_path(self) -> bool {
+        matches!(self, Algorithm::Tree | Algorithm::NvlsTree)
+    }
+
+    /// Do a rank's sends of one step use separate slots (channels), each
+    /// waiting only for the rank's previous send in the same slot? Rings
+    /// side by side (rail rings): the `j`-th send of a rank in a step is
+    /// its send in ring `j`, and NCCL's channels progress independently.
+    /// Elsewhere a rank's next step waits for all its sends of the last.
+    pub fn per_channel_slots(self) -> bool {
+        matches!(self, Algorithm::Ring)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Ring => "ring",

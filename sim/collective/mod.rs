@@ -14,11 +14,14 @@ pub mod algorithms;
 pub mod blocks;
 pub mod calibration;
 pub mod channels;
+mod critical;
 pub mod data;
 pub mod groups;
 pub mod kinds;
 pub mod nvls;
+pub mod path_cache;
 pub mod plan;
+mod prune;
 mod ring_groups;
 pub mod rings;
 pub mod sizes;
@@ -32,10 +35,14 @@ pub use calibration::{Calibration, ProtocolParams};
 pub use channels::{tree_on_quotient, TreeSpec};
 pub use groups::{group_links, time_groups, time_groups_merged, time_groups_using, GroupsTiming};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
+pub use path_cache::PathCache;
 pub use plan::{Move, Plan, Via};
 pub use rings::RingSpec;
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
-pub use tuner::{choose, run_collective, time_collective, Choice, CollectiveResult, TimedChoice};
+pub use tuner::{
+    choose, choose_unpruned, run_collective, time_collective, time_collective_cached, Choice,
+    CollectiveResult, TimedChoice,
+};
 
 use thiserror::Error;
 

@@ -23,7 +23,9 @@ use crate::topology::Topology;
 use super::calibration::{us, Calibration};
 use super::kinds::{Algorithm, Protocol};
 use super::plan::Move;
-use super::timing::{protocol_links, CollectiveTiming, Deps, Quotient, Routes, StepCtx, TaskSink};
+use super::timing::{
+    protocol_links, CollectiveTiming, Deps, Gating, Quotient, Routes, StepCtx, TaskSink,
+};
 use super::CollectiveError;
 
 /// Marks a transfer (a computation's device, a rank, is never this).
@@ -282,6 +284,9 @@ pub(crate) trait StepSource {
     fn num_steps(&self) -> usize;
     /// Step `k`'s moves, appended to `out`.
     fn step_into(&self, k: usize, out: &mut Vec<Move>);
+    /// Every boundary of a range the steps' moves read or write, appended
+    /// to `out` (any order, repeats allowed).
+    fn bounds_into(&self, out: &mut Vec<u64>);
 }
 
 impl StepSource for super::tree_stream::TreeStream {
@@ -291,6 +296,10 @@ impl StepSource for super::tree_stream::TreeStream {
 
     fn step_into(&self, k: usize, out: &mut Vec<Move>) {
         self.step(k, out)
+    }
+
+    fn bounds_into(&self, out: &mut Vec<u64>) {
+        self.bounds(out)
     }
 }
 
@@ -317,7 +326,7 @@ pub(crate) fn simulate_stream(
     lookahead: usize,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
     let params = *cal.params(algo, proto);
-    let mut deps = Deps::new(n);
+    let mut deps = Deps::new(n, Gating::of(algo));
     let mut ctx = StepCtx {
         routes,
         deps: &mut deps,

@@ -8,7 +8,12 @@
 //! - before each step a sender pays the protocol's per-hop latency (the
 //!   network figure when one of its sends in that step leaves the node), after
 //!   everything it sent and received in its previous step has arrived (NCCL's
-//!   flag wait: a rank moves on when its slots are filled and freed);
+//!   flag wait: a rank moves on when its slots are filled and freed); in a
+//!   ring ([`Algorithm::pipelines_hops`]) the hop delays a piece's data only,
+//!   not the sender's previous send, so it is paid along the data's path as
+//!   NCCL's model charges it, and a rank's `j`-th send of a step waits only
+//!   for its `j`-th of the last ([`Algorithm::per_channel_slots`]: rail
+//!   rings are channels that progress apart);
 //! - the collective pays the protocol's base latency once.
 //!
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
@@ -350,6 +355,9 @@ impl TaskSink for Schedule {
 pub(crate) struct Deps {
     /// Per rank (one record: a run reaches 65,536 ranks in no order).
     ranks: Vec<RankDeps>,
+    gating: Gating,
+    /// Steps added so far (marks which step a rank's slot count is of).
+    step: u32,
 }
 
 #[derive(Clone, Default)]
@@ -363,14 +371,43 @@ struct RankDeps {
     /// The longest receipt so far (how far back an overlap starts).
     longest: u64,
     /// The sends of the last step this slot sent in (by rank, or by class in
-    /// a quotient run).
+    /// a quotient run). With per-channel slots: entry `j` is the last send
+    /// in channel `j` ([`NO_TASK`] where there was none).
     last_sends: Vec<TaskId>,
+    /// With per-channel slots: the step `next_slot` counts in, and this
+    /// key's point-to-point moves in it so far (its next move's channel).
+    slot_step: u32,
+    next_slot: u32,
+}
+
+/// No send in a channel yet.
+const NO_TASK: TaskId = TaskId::MAX;
+
+/// How an algorithm's sends wait ([`Algorithm::pipelines_hops`],
+/// [`Algorithm::per_channel_slots`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gating {
+    /// The hop waits for the data only, not the last sends.
+    pub pipelined: bool,
+    /// A sender's `j`-th send of a step waits for its `j`-th of the last.
+    pub per_channel: bool,
+}
+
+impl Gating {
+    pub(crate) fn of(algo: Algorithm) -> Gating {
+        Gating {
+            pipelined: algo.pipelines_hops(),
+            per_channel: algo.per_channel_slots(),
+        }
+    }
 }
 
 impl Deps {
-    pub(crate) fn new(n: usize) -> Deps {
+    pub(crate) fn new(n: usize, gating: Gating) -> Deps {
         Deps {
             ranks: vec![RankDeps::default(); n],
+            gating,
+            step: 0,
         }
     }
 
@@ -398,16 +435,36 @@ impl Deps {
         rd.longest = rd.longest.max(len);
     }
 
+    /// The channel of `key`'s next point-to-point move in the current step.
+    fn next_slot(&mut self, key: usize) -> usize {
+        let rd = &mut self.ranks[key];
+        if rd.slot_step != self.step {
+            rd.slot_step = self.step;
+            rd.next_slot = 0;
+        }
+        rd.next_slot += 1;
+        rd.next_slot as usize - 1
+    }
+
+    /// `t` is the last send of `key`'s channel `slot`.
+    fn set_channel_send(&mut self, (key, slot): (usize, usize), t: TaskId) {
+        let l = &mut self.ranks[key].last_sends;
+        if l.len() <= slot {
+            l.resize(slot + 1, NO_TASK);
+        }
+        l[slot] = t;
+    }
+
     /// Tasks a send of `[off, off + len)` from `r` waits for, behind a
     /// compute task of the protocol's hop latency when it is non-zero.
-    /// `key` is the sender's slot in `last_sends` (its rank, or its class in
-    /// a quotient run).
+    /// `key` is the sender's entry in `last_sends` (its rank, or its class
+    /// in a quotient run), `slot` its channel there.
     #[allow(clippy::too_many_arguments)]
     fn gate<S: TaskSink>(
         &self,
         sched: &mut S,
         r: usize,
-        key: usize,
+        (key, slot): (usize, usize),
         off: u64,
         len: u64,
         hop: Time,
@@ -422,7 +479,22 @@ impl Deps {
             .filter(|&&(o, l, _)| o + l > off)
             .map(|&(_, _, t)| t)
             .collect();
-        d.extend_from_slice(&self.ranks[key].last_sends);
+        let last: &[TaskId] = if self.gating.per_channel {
+            match self.ranks[key].last_sends.get(slot) {
+                Some(t) if *t != NO_TASK => std::slice::from_ref(t),
+                _ => &[],
+            }
+        } else {
+            &self.ranks[key].last_sends
+        };
+        if self.gating.pipelined {
+            // A send waits a hop after its data came in, while the sender's
+            // previous send may still be on the wire.
+            let mut g = behind_hop(sched, r, hop, d)?;
+            g.extend_from_slice(last);
+            return Ok(g);
+        }
+        d.extend_from_slice(last);
         behind_hop(sched, r, hop, d)
     }
 }
@@ -527,7 +599,7 @@ impl StepCtx<'_, '_> {
     ) -> Result<Vec<TaskId>, CollectiveError> {
         let key = self.key(from);
         self.deps
-            .gate(sched, from, key, src, len, hop(&self.params, false))
+            .gate(sched, from, (key, 0), src, len, hop(&self.params, false))
     }
 
     pub(crate) fn add_step<S: TaskSink>(
@@ -541,10 +613,22 @@ impl StepCtx<'_, '_> {
         let StepScratch { sent, writes } = &mut scratch;
         sent.clear();
         writes.clear();
+        let per_channel = self.deps.gating.per_channel;
+        if per_channel {
+            self.deps.step = self.deps.step.wrapping_add(1).max(1);
+        }
         // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
         let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
         let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
         for m in step {
+            // Empty moves count for the slots: ring `j`'s send is a rank's
+            // `j`-th whether or not an earlier ring's piece was empty.
+            let slot = if per_channel && m.via == Via::P2p && m.from != m.to {
+                let key = self.key(m.from);
+                self.deps.next_slot(key)
+            } else {
+                0
+            };
             let bytes = m.len * elem_bytes;
             if bytes == 0 {
                 continue;
@@ -555,14 +639,10 @@ impl StepCtx<'_, '_> {
                         continue;
                     }
                     let net = self.routes.crosses_network(m.from, m.to)?;
-                    let gate = self.deps.gate(
-                        sched,
-                        m.from,
-                        self.key(m.from),
-                        m.src,
-                        m.len,
-                        hop(&self.params, net),
-                    )?;
+                    let key = (self.key(m.from), slot);
+                    let gate =
+                        self.deps
+                            .gate(sched, m.from, key, m.src, m.len, hop(&self.params, net))?;
                     let t = match self.quotient {
                         Some(q) => {
                             let route: Vec<usize> = self
@@ -576,7 +656,13 @@ impl StepCtx<'_, '_> {
                         None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
                     };
                     flows += 1;
-                    sent.push((self.key(m.from), sent.len(), t));
+                    if per_channel {
+                        // Its channel's slot (unique in the step: no later
+                        // send of this step reads it).
+                        self.deps.set_channel_send(key, t);
+                    } else {
+                        sent.push((key.0, sent.len(), t));
+                    }
                     writes.push((m.to, m.dst, m.len, t));
                 }
                 Via::SwitchReduce => reduce_groups
@@ -664,7 +750,7 @@ pub(crate) fn simulate_inner(
         routes.check_switch_reduce()?;
     }
     let mut sched = Schedule::new();
-    let mut deps = Deps::new(n);
+    let mut deps = Deps::new(n, Gating::of(algo));
     let mut flows = 0usize;
     let mut ctx = StepCtx {
         routes: &mut routes,

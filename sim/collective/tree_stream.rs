@@ -161,6 +161,16 @@ impl TreeStream {
         }
     }
 
+    /// The boundaries of every chunk its moves carry (each move reads and
+    /// writes one chunk at the same offset), appended to `out`.
+    pub fn bounds(&self, out: &mut Vec<u64>) {
+        for t in &self.trees {
+            for &(lo, hi) in &t.chunks {
+                out.extend([lo, hi]);
+            }
+        }
+    }
+
     /// The non-empty steps, materialised (what the plan holds).
     pub fn steps(&self) -> Vec<Vec<Move>> {
         let mut out = Vec::new();

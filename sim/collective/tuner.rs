@@ -5,6 +5,8 @@
 //! The estimate walks the plan step by step: a step costs the protocol's hop
 //! latency plus the route's link latencies plus the busiest link's bytes over
 //! its protocol bandwidth (no max-min sharing, no overlap between steps).
+//! Trees and NVLS-tree ([`Algorithm::estimated_by_path`]) are estimated by
+//! the longest path through their moves instead (`critical.rs`).
 
 use std::collections::BTreeSet;
 
@@ -14,10 +16,13 @@ use crate::topology::{LinkClass, Topology};
 use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
 use super::channels::TreeSpec;
+use super::critical::{pipelined_path, streamed_path};
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
+use super::path_cache::{PathCache, Shape};
 use super::plan::{Plan, Via};
+use super::prune::lower_bound_ps;
 use super::rings::RingSpec;
-use super::stream::{time_stream, StepSource};
+use super::stream::time_stream;
 use super::timing::{simulate, simulate_inner, Group, Quotient, Routes};
 use super::tree_stream::TreeStream;
 use super::CollectiveError;
@@ -65,27 +70,6 @@ fn step_costs(
         .iter()
         .map(|step| walk.cost(routes, step, elem_bytes, classes))
         .collect()
-}
-
-/// [`step_costs`] of a streamed schedule's non-empty steps (the plan's).
-fn stream_costs(
-    topo: &Topology,
-    routes: &mut Routes,
-    source: &dyn StepSource,
-    elem_bytes: u64,
-    classes: Option<&[usize]>,
-) -> Result<Vec<StepCost>, CollectiveError> {
-    let mut walk = CostWalk::new(topo);
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for k in 0..source.num_steps() {
-        buf.clear();
-        source.step_into(k, &mut buf);
-        if !buf.is_empty() {
-            out.push(walk.cost(routes, &buf, elem_bytes, classes)?);
-        }
-    }
-    Ok(out)
 }
 
 /// Per-link bytes of a step, dense, with the links it touched (the maxima
@@ -177,7 +161,30 @@ impl<'t> CostWalk<'t> {
     }
 }
 
-fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Protocol) -> f64 {
+/// `path`: a pipelined plan's longest path ([`pipelined_path`]), which is
+/// then the estimate with the base latency (not the step costs).
+/// How an estimate pays the protocol's hops.
+#[derive(Debug, Clone, Copy)]
+enum Hops {
+    /// One per step (the network figure where the step crosses it).
+    PerStep,
+    /// A pipelined plan's longest path ([`pipelined_path`]): the estimate
+    /// itself, with the base latency (not the step costs).
+    Path([f64; 3]),
+    /// A ring, pipelined ([`Algorithm::pipelines_hops`]): the hops along the
+    /// data's path, of which `network` (fractional) cross the network, as
+    /// NCCL's model charges `nInterSteps` network hops; the steps' costs
+    /// without a hop.
+    Ring { network: f64 },
+}
+
+fn estimate(
+    costs: &[StepCost],
+    hops: Hops,
+    cal: &Calibration,
+    algo: Algorithm,
+    proto: Protocol,
+) -> f64 {
     let p = cal.params(algo, proto);
     let payload = if algo == Algorithm::Nvls {
         1.0
@@ -185,11 +192,18 @@ fn estimate(costs: &[StepCost], cal: &Calibration, algo: Algorithm, proto: Proto
         proto.payload_fraction()
     };
     let mut total = p.base_us * 1e6;
+    if let Hops::Path(path) = hops {
+        return total + path[Protocol::ALL.iter().position(|&q| q == proto).unwrap_or(0)];
+    }
+    if let Hops::Ring { network } = hops {
+        let steps = costs.len() as f64;
+        total += ((steps - network) * p.nvlink_hop_us + network * p.network_hop_us) * 1e6;
+    }
     for c in costs {
-        let hop = if c.crosses_network {
-            p.network_hop_us
-        } else {
-            p.nvlink_hop_us
+        let hop = match hops {
+            Hops::Ring { .. } => 0.0,
+            _ if c.crosses_network => p.network_hop_us,
+            _ => p.nvlink_hop_us,
         };
         let bw = (c.local / (payload * p.nvlink_fraction))
             .max(c.network / (payload * p.network_fraction));
@@ -273,8 +287,39 @@ pub fn choose(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
 ) -> Result<(Choice, Plan), CollectiveError> {
+    choose_inner(topo, group, op, total, elem_bytes, cal, algo, proto, true)
+}
+
+/// [`choose`] with every candidate's plan built and estimated (no lower-bound
+/// pruning): the same choice, for checks.
+#[allow(clippy::too_many_arguments)]
+pub fn choose_unpruned(
+    topo: &Topology,
+    group: &Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+) -> Result<(Choice, Plan), CollectiveError> {
+    choose_inner(topo, group, op, total, elem_bytes, cal, algo, proto, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn choose_inner(
+    topo: &Topology,
+    group: &Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+    prune: bool,
+) -> Result<(Choice, Plan), CollectiveError> {
     let mut routes = Routes::new(topo, group);
-    let (choice, cand) = choose_candidate(
+    let (choice, cand) = choose_candidate_with(
         topo,
         group,
         &mut routes,
@@ -284,6 +329,8 @@ pub fn choose(
         cal,
         algo,
         proto,
+        prune,
+        None,
     )?;
     let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
     Ok((choice, plan))
@@ -303,14 +350,48 @@ pub(crate) fn choose_candidate(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
+    choose_candidate_with(
+        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, None,
+    )
+}
+
+/// [`choose_candidate`]; `prune`: skip a candidate whose lower bound is
+/// above the best estimate so far (`false` for the checks that it changes
+/// nothing); `cache`: a sweep's earlier walks, for bounds from them
+/// (`path_cache.rs`), and where this call's walks go.
+#[allow(clippy::too_many_arguments)]
+fn choose_candidate_with(
+    topo: &Topology,
+    group: &Group,
+    routes: &mut Routes,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+    prune: bool,
+    mut cache: Option<&mut PathCache>,
+) -> Result<(Choice, Candidate), CollectiveError> {
     let opts = plan_options(topo, group, cal, total * elem_bytes);
     let algos: Vec<Algorithm> = match algo {
         Some(a) => vec![a],
         None => auto_algorithms(op).to_vec(),
     };
-    let mut best: Option<(Choice, Candidate)> = None;
+    // Estimated in this order, chosen by (estimate, place in `algos`): the
+    // tree before the ring, whose bound (`prune.rs`) then rules it out at
+    // small sizes without walking its plan.
+    let mut order: Vec<usize> = (0..algos.len()).collect();
+    if let (Some(r), Some(t)) = (
+        algos.iter().position(|&a| a == Algorithm::Ring),
+        algos.iter().position(|&a| a == Algorithm::Tree),
+    ) {
+        order.swap(r, t);
+    }
+    let mut best: Option<(Choice, Candidate, usize)> = None;
     let mut last_err = None;
-    for a in algos {
+    for place in order {
+        let a = algos[place];
         let spec = if a == Algorithm::Ring {
             match RingSpec::new(op, group.len(), total, &opts) {
                 Some(s) => Some(s),
@@ -324,7 +405,38 @@ pub(crate) fn choose_candidate(
         } else {
             None
         };
-        let (cand, costs) = match spec {
+        // Empty where `proto` does not apply (skipped once the candidate's
+        // own errors had their say).
+        let protos: Vec<Protocol> = match proto {
+            Some(p) if protocols_for(a).contains(&p) => vec![p],
+            Some(_) => Vec::new(),
+            None => protocols_for(a).to_vec(),
+        };
+        // `auto` only: a candidate whose lower bound is above the best so far
+        // cannot win (ties keep the earlier one), so its plan is not built.
+        if prune && algo.is_none() && *op == CollectiveOp::AllReduce {
+            if let Some((b, _, _)) = &best {
+                let bytes = total * elem_bytes;
+                let nodes = &opts.nodes;
+                let n = group.len();
+                if let Some(lb) = lower_bound_ps(topo, routes, n, nodes, a, &protos, bytes, cal)? {
+                    if lb * (1.0 - 1e-9) > b.estimate_ps {
+                        continue;
+                    }
+                }
+                let shape = cache
+                    .as_ref()
+                    .and_then(|_| shape_of(group, &opts, a, elem_bytes, &protos));
+                if let (Some(c), Some(sh)) = (cache.as_deref(), shape) {
+                    if let Some(lb) = c.bound(&sh, total, cal) {
+                        if lb * (1.0 - 1e-9) > b.estimate_ps {
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        let (cand, costs, hops) = match spec {
             Some(spec) => {
                 let step = Plan {
                     ranks: group.len(),
@@ -333,7 +445,19 @@ pub(crate) fn choose_candidate(
                     reduced: Vec::new(),
                 };
                 let one = step_costs(topo, routes, &step, elem_bytes, None)?[0];
-                (Candidate::Ring(spec.clone()), vec![one; spec.steps])
+                // The data's path visits `steps` ring positions in a row:
+                // the ring's share of network crossings.
+                let n = spec.rings[0].len();
+                let mut crossings = 0usize;
+                for m in &step.steps[0][..n] {
+                    crossings += usize::from(routes.crosses_network(m.from, m.to)?);
+                }
+                let network = spec.steps as f64 * crossings as f64 / n as f64;
+                (
+                    Candidate::Ring(spec.clone()),
+                    vec![one; spec.steps],
+                    Hops::Ring { network },
+                )
             }
             None => {
                 // NVLS's plan is quadratic in ranks: check the switch first
@@ -362,14 +486,47 @@ pub(crate) fn choose_candidate(
                 };
                 match quotient {
                     Some((plan0, q)) => {
-                        let costs =
-                            step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?;
-                        (Candidate::Channels(Box::new((plan0, q))), costs)
+                        // A pipelined plan's estimate is its path, not its steps.
+                        let costs = if a.estimated_by_path() {
+                            Vec::new()
+                        } else {
+                            step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?
+                        };
+                        let hops = if a.estimated_by_path() {
+                            Hops::Path(
+                                pipelined_path(
+                                    topo,
+                                    routes,
+                                    &plan0,
+                                    elem_bytes,
+                                    cal,
+                                    a,
+                                    &protos,
+                                    false,
+                                    Some(&q),
+                                )?
+                                .path,
+                            )
+                        } else {
+                            Hops::PerStep
+                        };
+                        (Candidate::Channels(Box::new((plan0, q))), costs, hops)
                     }
                     None if a == Algorithm::Tree && *op == CollectiveOp::AllReduce => {
                         let stream = TreeStream::allreduce(group.len(), total, &opts);
-                        let costs = stream_costs(topo, routes, &stream, elem_bytes, None)?;
-                        (Candidate::Tree(stream), costs)
+                        // Trees pipeline: the estimate is the stream's path.
+                        let path = streamed_path(
+                            topo,
+                            routes,
+                            group.len(),
+                            &stream,
+                            elem_bytes,
+                            cal,
+                            a,
+                            &protos,
+                        )?
+                        .path;
+                        (Candidate::Tree(stream), Vec::new(), Hops::Path(path))
                     }
                     None => {
                         let plan = match build(op, a, group.len(), total, &opts) {
@@ -379,22 +536,49 @@ pub(crate) fn choose_candidate(
                                 continue;
                             }
                         };
-                        let costs = step_costs(topo, routes, &plan, elem_bytes, None)?;
-                        (Candidate::Plan(plan), costs)
+                        let costs = if a.estimated_by_path() {
+                            Vec::new()
+                        } else {
+                            step_costs(topo, routes, &plan, elem_bytes, None)?
+                        };
+                        let hops = if a.estimated_by_path() {
+                            // A sweep keeps the walk (and its zero-bandwidth
+                            // path) where the shape bounds larger sizes.
+                            let shape = cache.as_ref().and_then(|_| {
+                                shape_of(group, &opts, a, elem_bytes, &protos)
+                                    .and_then(|sh| sh.exact(total))
+                            });
+                            let paths = pipelined_path(
+                                topo,
+                                routes,
+                                &plan,
+                                elem_bytes,
+                                cal,
+                                a,
+                                &protos,
+                                shape.is_some(),
+                                None,
+                            )?;
+                            if let (Some(c), Some(sh)) = (cache.as_deref_mut(), shape) {
+                                c.record(sh, total, paths);
+                            }
+                            Hops::Path(paths.path)
+                        } else {
+                            Hops::PerStep
+                        };
+                        (Candidate::Plan(plan), costs, hops)
                     }
                 }
             }
         };
-        let protos: Vec<Protocol> = match proto {
-            Some(p) if protocols_for(a).contains(&p) => vec![p],
-            Some(_) => continue,
-            None => protocols_for(a).to_vec(),
-        };
+        if protos.is_empty() {
+            continue;
+        }
         // This algorithm's cheapest protocol (the first of equal ones), then
         // against the others: the candidate moves, it is never copied.
         let mut mine: Option<Choice> = None;
-        for p in protos {
-            let e = estimate(&costs, cal, a, p);
+        for &p in &protos {
+            let e = estimate(&costs, hops, cal, a, p);
             if mine.map_or(true, |b| e < b.estimate_ps) {
                 mine = Some(Choice {
                     algo: a,
@@ -404,20 +588,46 @@ pub(crate) fn choose_candidate(
             }
         }
         if let Some(c) = mine {
-            if best
-                .as_ref()
-                .map_or(true, |(b, _)| c.estimate_ps < b.estimate_ps)
-            {
-                best = Some((c, cand));
+            if best.as_ref().map_or(true, |(b, _, bp)| {
+                c.estimate_ps < b.estimate_ps || (c.estimate_ps == b.estimate_ps && place < *bp)
+            }) {
+                best = Some((c, cand, place));
             }
         }
     }
-    best.ok_or_else(|| {
+    best.map(|(c, cand, _)| (c, cand)).ok_or_else(|| {
         last_err.unwrap_or(CollectiveError::NotApplicable {
             op: op.name(),
             algo: algo.map_or("auto", Algorithm::name),
             why: "no algorithm applies".into(),
         })
+    })
+}
+
+/// The plan shape of NVLS-tree over `group` (the one algorithm a sweep's
+/// [`PathCache`] bounds) estimated under `protos`.
+fn shape_of(
+    group: &Group,
+    opts: &PlanOptions,
+    algo: Algorithm,
+    elem_bytes: u64,
+    protos: &[Protocol],
+) -> Option<Shape> {
+    if algo != Algorithm::NvlsTree || opts.nodes.len() < 2 {
+        return None;
+    }
+    let per = if opts.channel_chunks > 0 {
+        opts.channel_chunks
+    } else {
+        opts.chunks
+    };
+    Some(Shape {
+        algo,
+        ranks: group.len(),
+        parts: opts.nodes[0].len(),
+        per,
+        elem_bytes,
+        protos: protos.to_vec(),
     })
 }
 
@@ -444,8 +654,29 @@ pub fn time_collective(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
 ) -> Result<TimedChoice, CollectiveError> {
+    let mut cache = PathCache::new();
+    time_collective_cached(
+        topo, group, op, total, elem_bytes, cal, algo, proto, &mut cache,
+    )
+}
+
+/// [`time_collective`] in a sweep over one topology, group and calibration:
+/// `cache` keeps the walks of earlier sizes, whose bounds let `auto` skip
+/// NVLS-tree where it cannot win (`path_cache.rs`; the same choice).
+#[allow(clippy::too_many_arguments)]
+pub fn time_collective_cached(
+    topo: &Topology,
+    group: &Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
+    cache: &mut PathCache,
+) -> Result<TimedChoice, CollectiveError> {
     let mut routes = Routes::new(topo, group);
-    let (choice, cand) = choose_candidate(
+    let (choice, cand) = choose_candidate_with(
         topo,
         group,
         &mut routes,
@@ -455,6 +686,8 @@ pub fn time_collective(
         cal,
         algo,
         proto,
+        true,
+        Some(cache),
     )?;
     if let Candidate::Ring(spec) = &cand {
         if let Some(t) = spec.time_units(

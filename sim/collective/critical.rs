@@ -1,0 +1,457 @@
+//! The tuner's estimate of a tree or NVLS-tree plan (see
+//! [`Algorithm::estimated_by_path`]): the longest path through its moves, as the
+//! timing runs them, instead of a sum of step costs. Chunks at different
+//! levels of a tree move at once and a level does not wait for a slower one
+//! elsewhere, so summing each step's busiest link over-counts where the
+//! steps' bottlenecks sit on different links (ECMP collisions on a
+//! fat tree's spines: 21% at 128 DGX nodes, which made `auto` rank the ring
+//! above a tree that times 13% faster).
+//!
+//! A move starts a protocol's hop after the ranges it sends have arrived and
+//! its sender's sends of the previous step have left (the hop after the data
+//! alone where the timing pipelines it, [`Algorithm::pipelines_hops`]); it
+//! takes its
+//! route's latency plus the bytes of its busiest link in the step over that
+//! link's protocol bandwidth (the step's moves share links evenly, no
+//! max-min). Figures per protocol, in [`Protocol::ALL`] order.
+//!
+//! When a range was written is kept per rank in a flat array over the
+//! walk's segments (the buffer cut at every boundary of a range the moves
+//! read or write), in the columns asked for only: a read's ready time is
+//! the latest write of a segment it covers, which is the latest write of a
+//! range it overlaps.
+
+use std::collections::BTreeSet;
+
+use crate::topology::{LinkClass, Topology};
+
+use super::calibration::Calibration;
+use super::kinds::{Algorithm, Protocol};
+use super::plan::{Move, Plan, Via};
+use super::stream::StepSource;
+use super::timing::{Quotient, Routes};
+use super::CollectiveError;
+
+pub(crate) type PerProto = [f64; 3];
+
+/// The walk's columns: per protocol of [`Protocol::ALL`], then the same
+/// protocols with every link's bytes left out (the zero-bandwidth path,
+/// asked for with `zero_bw`).
+type Cols = [f64; 6];
+
+/// A walk's longest paths: with the bytes, and without them (zero where
+/// not asked for).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paths {
+    pub path: PerProto,
+    pub zero_bw: PerProto,
+}
+
+impl Paths {
+    fn of(c: Cols) -> Paths {
+        Paths {
+            path: [c[0], c[1], c[2]],
+            zero_bw: [c[3], c[4], c[5]],
+        }
+    }
+}
+
+/// The longest path (picoseconds, without the base latency) of `plan` with
+/// `algo` under each protocol of `protos` (the others' figures are 0), and
+/// with `zero_bw` the same without the bytes (see [`PathCache`]);
+/// `quotient`: a plan that stands for its images (its routes run on link
+/// classes, a rank's sends gate its class).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pipelined_path(
+    topo: &Topology,
+    routes: &mut Routes,
+    plan: &Plan,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+    protos: &[Protocol],
+    zero_bw: bool,
+    quotient: Option<&Quotient>,
+) -> Result<Paths, CollectiveError> {
+    // Moves repeat their ranges: a range equal to the last one adds nothing.
+    let mut bounds = Vec::new();
+    let mut last = None;
+    for m in plan.steps.iter().flatten() {
+        for r in [(m.src, m.len), (m.dst, m.len)] {
+            if last != Some(r) {
+                bounds.extend([r.0, r.0 + r.1]);
+                last = Some(r);
+            }
+        }
+    }
+    let mut walk = PathWalk::new(
+        topo, plan.ranks, bounds, elem_bytes, cal, algo, protos, zero_bw, quotient,
+    );
+    for step in &plan.steps {
+        walk.step(routes, step)?;
+    }
+    Ok(Paths::of(walk.worst))
+}
+
+/// [`pipelined_path`] of a streamed schedule's steps (the plan's, generated
+/// one at a time: the whole plan is never held).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn streamed_path(
+    topo: &Topology,
+    routes: &mut Routes,
+    ranks: usize,
+    source: &dyn StepSource,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+    protos: &[Protocol],
+) -> Result<Paths, CollectiveError> {
+    let mut bounds = Vec::new();
+    source.bounds_into(&mut bounds);
+    let mut walk = PathWalk::new(
+        topo, ranks, bounds, elem_bytes, cal, algo, protos, false, None,
+    );
+    let mut buf: Vec<Move> = Vec::new();
+    for k in 0..source.num_steps() {
+        buf.clear();
+        source.step_into(k, &mut buf);
+        walk.step(routes, &buf)?;
+    }
+    Ok(Paths::of(walk.worst))
+}
+
+/// The path walk's state: per rank, when each range it holds was written
+/// and when its last step's sends ended; the worst end so far.
+struct PathWalk<'t, 'q> {
+    topo: &'t Topology,
+    elem_bytes: u64,
+    /// The columns asked for: their index in [`Cols`], figures.
+    params: Vec<(usize, Scaled)>,
+    quotient: Option<&'q Quotient>,
+    /// Segment boundaries, ascending: segment `i` is `bounds[i]..bounds[i + 1]`.
+    bounds: Vec<u64>,
+    /// Per rank and segment (`rank * segments + i`), its latest write in
+    /// each column asked for (`params`' order, `width` of them: a walk of
+    /// three protocols keeps three figures, not six).
+    writes: Vec<f64>,
+    width: usize,
+    segments: usize,
+    /// Per sender and slot (channel, [`Algorithm::per_channel_slots`]).
+    last_end: Vec<Vec<Cols>>,
+    per_channel: bool,
+    load: Vec<u64>,
+    worst: Cols,
+    // Per-step scratch, reused.
+    /// (move index, crosses the network, slot).
+    moves: Vec<(usize, bool, usize)>,
+    down_done: BTreeSet<(usize, u64, u64, bool)>,
+    /// (receiver, first segment, end segment, time).
+    landed: Vec<(usize, usize, usize, Cols)>,
+    /// This step's sends' ends by (sender, slot) with channel slots; else
+    /// by sender in `step_end` (slot 0).
+    ends: Vec<(usize, usize, Cols)>,
+    step_end: Vec<Option<Cols>>,
+    /// Per sender, its point-to-point moves so far in this step.
+    slot_count: Vec<usize>,
+    senders: Vec<usize>,
+    /// A move's route per (network?, bandwidth): its largest load.
+    by_bw: Vec<(bool, u64, u64)>,
+}
+
+impl<'t, 'q> PathWalk<'t, 'q> {
+    /// `bounds`: every boundary of a range the walk's moves read or write
+    /// (in any order, repeats allowed).
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        topo: &'t Topology,
+        ranks: usize,
+        mut bounds: Vec<u64>,
+        elem_bytes: u64,
+        cal: &Calibration,
+        algo: Algorithm,
+        protos: &[Protocol],
+        zero_bw: bool,
+        quotient: Option<&'q Quotient>,
+    ) -> PathWalk<'t, 'q> {
+        let zero: &[bool] = if zero_bw { &[false, true] } else { &[false] };
+        let params: Vec<(usize, Scaled)> = zero
+            .iter()
+            .flat_map(|&z| {
+                Protocol::ALL
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, &p)| (z, i, p))
+            })
+            .filter(|&(_, _, p)| protos.contains(&p))
+            .map(|(z, i, p)| {
+                let q = *cal.params(algo, p);
+                let payload = if algo == Algorithm::Nvls {
+                    1.0
+                } else {
+                    p.payload_fraction()
+                };
+                let mut s = q_scaled(q, payload);
+                s.pipelined = algo.pipelines_hops();
+                if z {
+                    s.no_bytes = true;
+                    (i + 3, s)
+                } else {
+                    (i, s)
+                }
+            })
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let segments = bounds.len().saturating_sub(1);
+        // At least one column (`chunks_exact` needs a non-zero width).
+        let width = params.len().max(1);
+        PathWalk {
+            topo,
+            elem_bytes,
+            params,
+            quotient,
+            bounds,
+            writes: vec![0.0; ranks * segments * width],
+            width,
+            segments,
+            last_end: vec![Vec::new(); ranks],
+            per_channel: algo.per_channel_slots(),
+            load: vec![0; topo.links().len()],
+            worst: [0.0; 6],
+            moves: Vec::new(),
+            down_done: BTreeSet::new(),
+            landed: Vec::new(),
+            ends: Vec::new(),
+            step_end: vec![None; ranks],
+            slot_count: vec![0; ranks],
+            senders: Vec::new(),
+            by_bw: Vec::new(),
+        }
+    }
+
+    fn step(&mut self, routes: &mut Routes, step: &[Move]) -> Result<(), CollectiveError> {
+        let links = self.topo.links();
+        let quotient = self.quotient;
+        let class = |l: usize| quotient.map_or(l, |q| q.link_class[l]);
+        let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
+        let (load, moves) = (&mut self.load, &mut self.moves);
+        // The step's loads; a move's links are looked up again below (the
+        // routes are cached), not copied: a step of a ring topology's tree
+        // holds thousands of routes of thousands of links.
+        moves.clear();
+        self.down_done.clear();
+        for (i, m) in step.iter().enumerate() {
+            // Slots as the timing counts them (empty moves included).
+            let slot = if self.per_channel && m.via == Via::P2p && m.from != m.to {
+                let k = key(m.from);
+                if self.slot_count[k] == 0 {
+                    self.senders.push(k);
+                }
+                self.slot_count[k] += 1;
+                self.slot_count[k] - 1
+            } else {
+                0
+            };
+            let bytes = m.len * self.elem_bytes;
+            if bytes == 0 || (m.via == Via::P2p && m.from == m.to) {
+                continue;
+            }
+            let net = match m.via {
+                Via::P2p => {
+                    let mut net = false;
+                    for &l in routes.get(m.from, m.to)? {
+                        let l = class(l);
+                        load[l] += bytes;
+                        net |= links[l].class == LinkClass::Network;
+                    }
+                    net
+                }
+                Via::SwitchReduce | Via::SwitchMulticast => {
+                    // As the step costs count them: reduce loads every
+                    // sender's up link and the receiver's down link once,
+                    // multicast the sender's up link once and every down link.
+                    let reduce = m.via == Via::SwitchReduce;
+                    let (up, _) = routes.switch_links(m.from)?;
+                    let (_, down) = routes.switch_links(m.to)?;
+                    let k = if reduce { m.to } else { m.from };
+                    let once = self.down_done.insert((k, m.src, bytes, reduce));
+                    if reduce || once {
+                        load[up] += bytes;
+                    }
+                    if !reduce || once {
+                        load[down] += bytes;
+                    }
+                    false
+                }
+            };
+            moves.push((i, net, slot));
+        }
+        for k in self.senders.drain(..) {
+            self.slot_count[k] = 0;
+        }
+        self.landed.clear();
+        for &(i, net, slot) in moves.iter() {
+            let m = &step[i];
+            let mut ready = [0.0f64; 6];
+            let (a, b) = segs(&self.bounds, m.src, m.len);
+            let (base, width) = (m.from * self.segments, self.width);
+            for w in self.writes[(base + a) * width..(base + b) * width].chunks_exact(width) {
+                for (&x, &(k, _)) in w.iter().zip(&self.params) {
+                    ready[k] = ready[k].max(x);
+                }
+            }
+            // One pass over the route: its latency and, per (class,
+            // bandwidth), its busiest link's load (the same denominator per
+            // group, so the group's largest load gives its largest time).
+            let mut lat = 0u64;
+            let by_bw = &mut self.by_bw;
+            by_bw.clear();
+            for l in move_links(routes, m, quotient)? {
+                let link = &links[l];
+                lat += link.latency_ps();
+                let g = (
+                    link.class == LinkClass::Network,
+                    link.bandwidth_bytes_per_s(),
+                );
+                match by_bw.iter_mut().find(|e| (e.0, e.1) == g) {
+                    Some(e) => e.2 = e.2.max(load[l]),
+                    None => by_bw.push((g.0, g.1, load[l])),
+                }
+            }
+            let mut end = [0.0f64; 6];
+            let sender = key(m.from);
+            let last = self.last_end[sender].get(slot).copied().unwrap_or([0.0; 6]);
+            for &(k, ref p) in &self.params {
+                let hop = if net { p.network_hop } else { p.nvlink_hop };
+                let start = if p.pipelined {
+                    (ready[k] + hop).max(last[k])
+                } else {
+                    ready[k].max(last[k]) + hop
+                };
+                let t = if p.no_bytes {
+                    0.0
+                } else {
+                    by_bw
+                        .iter()
+                        .map(|&(network, bw, most)| {
+                            let f = if network { p.network_bw } else { p.nvlink_bw };
+                            most as f64 / (bw as f64 * f)
+                        })
+                        .fold(0.0, f64::max)
+                };
+                end[k] = start + lat as f64 + t * 1e12;
+                self.worst[k] = self.worst[k].max(end[k]);
+            }
+            if self.per_channel {
+                self.ends.push((sender, slot, end));
+            } else {
+                if self.step_end[sender].is_none() {
+                    self.senders.push(sender);
+                }
+                let e = self.step_end[sender].get_or_insert([0.0; 6]);
+                for k in 0..6 {
+                    e[k] = e[k].max(end[k]);
+                }
+            }
+            let (a, b) = segs(&self.bounds, m.dst, m.len);
+            self.landed.push((m.to, a, b, end));
+        }
+        for &(i, _, _) in moves.iter() {
+            for l in move_links(routes, &step[i], quotient)? {
+                load[l] = 0;
+            }
+        }
+        // A rank's next step (in a slot) waits for all its sends of this
+        // one (in the slot); a slot it did not send in keeps its last end.
+        for r in self.senders.drain(..) {
+            if let Some(e) = self.step_end[r].take() {
+                match self.last_end[r].first_mut() {
+                    Some(l) => *l = e,
+                    None => self.last_end[r].push(e),
+                }
+            }
+        }
+        self.ends.sort_by_key(|&(r, slot, _)| (r, slot));
+        let mut i = 0;
+        while i < self.ends.len() {
+            let (r, slot, mut e) = self.ends[i];
+            let mut j = i + 1;
+            while j < self.ends.len() && (self.ends[j].0, self.ends[j].1) == (r, slot) {
+                for (x, y) in e.iter_mut().zip(self.ends[j].2) {
+                    *x = x.max(y);
+                }
+                j += 1;
+            }
+            let l = &mut self.last_end[r];
+            if l.len() <= slot {
+                l.resize(slot + 1, [0.0; 6]);
+            }
+            l[slot] = e;
+            i = j;
+        }
+        self.ends.clear();
+        // Writes land after the step's reads; two writes of one range keep
+        // the later one.
+        for &(r, a, b, t) in &self.landed {
+            let (base, width) = (r * self.segments, self.width);
+            for w in self.writes[(base + a) * width..(base + b) * width].chunks_exact_mut(width) {
+                for (x, &(k, _)) in w.iter_mut().zip(&self.params) {
+                    *x = x.max(t[k]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The links (class ids in a quotient) of a move the walk counts: a
+/// point-to-point move's route, a switch move's up and down links.
+fn move_links<'a>(
+    routes: &'a mut Routes,
+    m: &Move,
+    quotient: Option<&'a Quotient>,
+) -> Result<impl Iterator<Item = usize> + 'a, CollectiveError> {
+    let (route, pair): (&[usize], Option<[usize; 2]>) = match m.via {
+        Via::P2p => (routes.get(m.from, m.to)?, None),
+        Via::SwitchReduce | Via::SwitchMulticast => {
+            let (up, _) = routes.switch_links(m.from)?;
+            let (_, down) = routes.switch_links(m.to)?;
+            (&[], Some([up, down]))
+        }
+    };
+    Ok(route
+        .iter()
+        .map(move |&l| quotient.map_or(l, |q| q.link_class[l]))
+        .chain(pair.into_iter().flatten()))
+}
+
+/// The segments of `off..off + len` (a range of the walk's moves) over
+/// the boundaries `bounds`.
+fn segs(bounds: &[u64], off: u64, len: u64) -> (usize, usize) {
+    let a = bounds.partition_point(|&b| b < off);
+    let b = bounds.partition_point(|&b| b < off + len);
+    (a, b)
+}
+
+/// One protocol's figures in picoseconds and bandwidth factors.
+struct Scaled {
+    nvlink_hop: f64,
+    network_hop: f64,
+    /// The hop waits for the data only ([`Algorithm::pipelines_hops`]).
+    pipelined: bool,
+    nvlink_bw: f64,
+    network_bw: f64,
+    /// The zero-bandwidth column: moves cost their latencies only.
+    no_bytes: bool,
+}
+
+fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
+    Scaled {
+        nvlink_hop: q.nvlink_hop_us * 1e6,
+        network_hop: q.network_hop_us * 1e6,
+        pipelined: false,
+        nvlink_bw: q.nvlink_fraction * payload,
+        network_bw: q.network_fraction * payload,
+        no_bytes: false,
+    }
+}
