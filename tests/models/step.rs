@@ -433,7 +433,7 @@ fn unfused_cross_entropy_moves_the_logits_as_worked_by_hand() {
 const KNOWN_MISSES: &[(&str, f64, &str)] = &[
     (
         "H100-80GB 32B tp8 pp1 dp48",
-        0.205,
+        0.2,
         "4 microbatches per replica: the distributed optimizer's reduce-scatter and all-gather (7.7 GB each per GPU over one NIC, 246 and 243 ms) outlast the last backward and first forward they overlap (NCCL's ring latency over 47 nodes per 96 MB bucket)",
     ),
 ];
