@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use shardsim::ir::mlir::print_module;
 use shardsim::ir::{Func, Module, ValueDef};
-use shardsim::propagate::{propagate_module, Report, Strategy};
+use shardsim::propagate::{propagate_module_with, Options, Report, Strategy};
 use shardsim::sharding::TensorSharding;
 
 use super::output::{read_module, write_output};
@@ -45,6 +45,11 @@ pub struct PropagateArgs {
     /// Explain why a value (e.g. %3, or @func:%3) got its sharding, instead of printing the program.
     #[arg(long, value_name = "VALUE")]
     explain: Option<String>,
+    /// Shardy's dedup-functions-fully: a function called from several places is one function, so every call
+    /// sees the same shardings of its values (by default each call propagates as if inlined and the callee keeps
+    /// its first call's shardings).
+    #[arg(long)]
+    dedup_functions_fully: bool,
 }
 
 #[derive(Serialize)]
@@ -69,7 +74,10 @@ pub fn run(args: PropagateArgs) -> anyhow::Result<()> {
         StrategyArg::OpPriority => Strategy::OpPriority,
         StrategyArg::UserPriority => Strategy::UserPriority,
     };
-    let report = propagate_module(&mut module, strategy)?;
+    let options = Options {
+        dedup_functions_fully: args.dedup_functions_fully,
+    };
+    let report = propagate_module_with(&mut module, strategy, options)?;
     if let Some(target) = &args.explain {
         return write_output(args.out.as_deref(), &explain(&module, &report, target)?);
     }

@@ -726,3 +726,39 @@ fn inline_meshes_are_lifted_to_module_meshes() {
         "a taken name gets a suffix"
     );
 }
+
+/// `propagate --dedup-functions-fully` runs the pipeline's dedup mode: on the
+/// dedup lit fixture the caller's parameter takes the shared leaf's sharding
+/// from the callee's constraint (`{"b"}`, Shardy's answer), where the default
+/// mode propagates each call on its own (`{"a"}`).
+#[test]
+fn dedup_functions_fully_flag_runs_shardys_dedup_mode() {
+    let fixture = crate::common::fixture("shardy_lit").join("dedup_functions_fully.mlir");
+    let path = fixture.to_str().unwrap();
+    let first_line_of_caller = |args: &[&str]| {
+        let out = crate::common::shardsim(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("func.func @caller_1("))
+            .expect("caller_1 printed")
+            .to_string();
+        line
+    };
+    let dedup = first_line_of_caller(&["propagate", path, "--dedup-functions-fully"]);
+    let default = first_line_of_caller(&["propagate", path]);
+    assert!(
+        dedup.contains(r#"%p: tensor<16x4xi32> {sdy.sharding = #sdy.sharding<@m4, [{"b"}, {}]>}"#),
+        "{dedup}"
+    );
+    assert!(
+        default
+            .contains(r#"%p: tensor<16x4xi32> {sdy.sharding = #sdy.sharding<@m4, [{"a"}, {}]>}"#),
+        "{default}"
+    );
+}
