@@ -1,8 +1,9 @@
 //! Propagation through `func.call`: for the time of propagation, each call gets
 //! a private copy of its callee's body as a region (values and ops appended to
 //! the caller's arenas), which the driver treats like a named computation —
-//! as if inlined. Afterwards the copies are removed and the first call's
-//! shardings of each callee value are written back to the callee.
+//! as if inlined. Afterwards the copies are removed and each call's shardings
+//! of its callee's values are handed back (`clones.rs` turns them into one
+//! function per distinct sharding, as Shardy's flatten/unflatten does).
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,20 @@ pub(super) struct Inlined {
     ops_len: usize,
     /// Per call op: the callee and the copy of each callee value (callee value index -> caller value).
     calls: Vec<(OpId, String, Vec<Option<ValueId>>)>,
+    /// Per call op: the call whose copied body holds it (None: the caller's
+    /// own) and the call op's id in the function that holds it.
+    origins: Vec<(Option<usize>, OpId)>,
+}
+
+/// One call in the tree of calls under a function, after propagation.
+pub(super) struct CallInstance {
+    /// The call (an index into the same list) whose callee holds this call;
+    /// None: the root function itself.
+    pub parent: Option<usize>,
+    /// The call op's id in the function that holds it.
+    pub op: OpId,
+    /// The sharding each callee value got in this call.
+    pub shardings: Vec<Option<TensorSharding>>,
 }
 
 /// Give every call in `func` (recursively) a copy of its callee's body.
@@ -27,9 +42,14 @@ pub(super) fn add_call_bodies(module: &Module, func: &mut Func) -> Result<Inline
         values_len: func.values.len(),
         ops_len: func.ops.len(),
         calls: Vec::new(),
+        origins: Vec::new(),
     };
-    let mut pending: Vec<(OpId, usize)> = func.walk().into_iter().map(|id| (id, 0)).collect();
-    while let Some((id, depth)) = pending.pop() {
+    let mut pending: Vec<(OpId, usize, Option<usize>, OpId)> = func
+        .walk()
+        .into_iter()
+        .map(|id| (id, 0, None, id))
+        .collect();
+    while let Some((id, depth, parent, origin)) = pending.pop() {
         let OpKind::Call { callee } = &func.op(id).kind else {
             continue;
         };
@@ -44,8 +64,13 @@ pub(super) fn add_call_bodies(module: &Module, func: &mut Func) -> Result<Inline
         };
         let (region, map, new_ops) = copy_body(f, func, id);
         func.op_mut(id).regions.push(region);
-        pending.extend(new_ops.into_iter().map(|o| (o, depth + 1)));
+        let me = inlined.calls.len();
+        pending.extend(
+            (new_ops.into_iter().enumerate())
+                .map(|(i, o)| (o, depth + 1, Some(me), OpId(i as u32))),
+        );
         inlined.calls.push((id, callee, map));
+        inlined.origins.push((parent, origin));
     }
     Ok(inlined)
 }
@@ -157,23 +182,22 @@ impl Inlined {
     }
 }
 
-/// Remove the copies from the caller; return the shardings each callee's
-/// values got in its first call (callee name -> per-value sharding).
-pub(super) fn remove_call_bodies(
-    func: &mut Func,
-    inlined: Inlined,
-) -> BTreeMap<String, Vec<Option<TensorSharding>>> {
-    let mut found: BTreeMap<String, Vec<Option<TensorSharding>>> = BTreeMap::new();
-    for (call, callee, map) in &inlined.calls {
-        if !found.contains_key(callee) {
-            let shardings = map
-                .iter()
-                .map(|v| v.and_then(|v| func.value(v).sharding.clone()))
-                .collect();
-            found.insert(callee.clone(), shardings);
-        }
+/// Remove the copies from the caller; return every call (nested ones
+/// included) with the shardings its callee's values got there.
+pub(super) fn remove_call_bodies(func: &mut Func, inlined: Inlined) -> Vec<CallInstance> {
+    let mut found = Vec::with_capacity(inlined.calls.len());
+    for ((call, _, map), (parent, op)) in inlined.calls.into_iter().zip(inlined.origins) {
+        let shardings = map
+            .iter()
+            .map(|v| v.and_then(|v| func.value(v).sharding.clone()))
+            .collect();
+        found.push(CallInstance {
+            parent,
+            op,
+            shardings,
+        });
         if (call.0 as usize) < inlined.ops_len {
-            func.op_mut(*call).regions.clear();
+            func.op_mut(call).regions.clear();
         }
     }
     func.values.truncate(inlined.values_len);

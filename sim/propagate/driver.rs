@@ -207,14 +207,15 @@ pub struct Options {
     /// Shardy's `dedup-functions-fully=true`: a function called from several
     /// places is one function for all of them, so every call sees the same
     /// shardings of its values (by default each call propagates on its own
-    /// and the callee keeps its first call's shardings).
+    /// and a callee called with different shardings is cloned).
     pub dedup_functions_fully: bool,
 }
 
 /// Run propagation on every function of `module` (in place) and report the steps.
 ///
 /// Functions reached through `func.call` are propagated as if inlined into
-/// their first caller (in module order) and take the shardings found there.
+/// each caller; a callee called with different shardings is cloned (`@f_0`,
+/// as Shardy names clones), calls with equal shardings share one function.
 pub fn propagate_module(module: &mut Module, strategy: Strategy) -> Result<Report, PropagateError> {
     propagate_module_with(module, strategy, Options::default())
 }
@@ -238,7 +239,8 @@ pub fn propagate_module_with(
             _ => None,
         })
         .collect();
-    let mut callee_shardings: BTreeMap<String, Vec<Option<TensorSharding>>> = BTreeMap::new();
+    // Per root function, its calls (nested ones too) and their shardings.
+    let mut calls: BTreeMap<usize, Vec<super::calls::CallInstance>> = BTreeMap::new();
     // Group ids are module-wide (Shardy's ShardingGroupMap): a group's sharding
     // found in one function reaches its members in the functions after it.
     let mut group_shardings: BTreeMap<i64, TensorSharding> = BTreeMap::new();
@@ -258,9 +260,7 @@ pub fn propagate_module_with(
         };
         let steps = propagate_func(&mut func, &meshes, strategy, shared)?;
         super::groups::record_group_shardings(&func, &mut group_shardings);
-        for (name, shardings) in super::calls::remove_call_bodies(&mut func, inlined) {
-            callee_shardings.entry(name).or_insert(shardings);
-        }
+        calls.insert(i, super::calls::remove_call_bodies(&mut func, inlined));
         let values_len = split.values_len();
         let moved = super::split::merge_copies(&mut func, split);
         // Steps on folded copies go; steps on kept copies follow their new ids.
@@ -277,23 +277,10 @@ pub fn propagate_module_with(
         report.steps.insert(func.name.clone(), steps);
         module.funcs[i] = func;
     }
-    for f in &mut module.funcs {
-        if let Some(shardings) = callee_shardings.get(&f.name) {
-            for (v, s) in f.values.iter_mut().zip(shardings) {
-                v.sharding = s.clone();
-            }
-            let returned: Vec<ValueId> = f
-                .body
-                .last()
-                .map(|&r| f.op(r).operands.clone())
-                .unwrap_or_default();
-            f.result_shardings = returned
-                .iter()
-                .map(|&v| f.value(v).sharding.clone())
-                .collect();
-        }
-    }
     tokens.restore(module);
+    // Each call's callee with that call's shardings: one function per
+    // distinct sharding (Shardy's flatten and unflatten of the call graph).
+    super::clones::unflatten(module, &calls, options.dedup_functions_fully);
     // Export's canonicalization drops the constraints nothing uses (a
     // function's steps follow its values' new ids).
     for f in &mut module.funcs {

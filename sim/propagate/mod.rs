@@ -4,6 +4,7 @@
 //! builds on these.
 
 mod calls;
+mod clones;
 mod dead;
 pub mod driver;
 pub mod factor;

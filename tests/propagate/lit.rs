@@ -232,18 +232,6 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         "unreduced_reduced_in_two_steps",
         NO_EXPLICIT_ALL_REDUCE,
     ),
-    ("propagation_pipeline", "leaf3_callee", ONE_CALLEE),
-    (
-        "propagation_pipeline_data_flow_edges",
-        "leaf3_callee",
-        ONE_CALLEE,
-    ),
-    (
-        "propagation_pipeline_data_flow_edges",
-        "leaf3_callee_0",
-        ONE_CALLEE,
-    ),
-    ("propagation_pipeline", "leaf3_callee_0", ONE_CALLEE),
     (
         "sharding_groups",
         "incompatible_with_a_constraint",
@@ -289,13 +277,6 @@ const DIFFERS: &[(&str, &str, &str)] = &[
 const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy.all_reduce where \
      a reshard drops unreduced axes; shardsim's export adds no collectives (the partitioner reduces \
      the partial sums at that reshard); every value both programs have matches";
-
-/// Shardy's flatten/unflatten of the call graph clones a callee called from
-/// several places and keeps one clone per distinct sharding (`@bar`,
-/// `@bar_0`); shardsim propagates through each call as if inlined and keeps
-/// one callee function, with its first call's shardings.
-const ONE_CALLEE: &str = "deliberate: shardsim keeps one function per callee (its first call's \
-     shardings); Shardy clones a callee called with two different shardings";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.

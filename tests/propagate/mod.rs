@@ -1,6 +1,7 @@
 //! Sharding rules and propagation, against Shardy's own output in the JAX fixtures.
 
 mod cases;
+mod clones;
 mod core;
 mod custom_calls;
 mod fft;
