@@ -221,24 +221,29 @@ pub(super) fn unflatten(
         .map(|(&f, s)| (f, key(module, flat.funcs[f].base, s)))
         .collect();
     // The first call (module order, then the clones) reaching each key.
-    let mut canonical: Vec<(Key, usize)> = Vec::new();
+    // A hash map only for lookups (never iterated: order comes from the walk).
+    let mut canonical: std::collections::HashMap<&Key, usize> = std::collections::HashMap::new();
     for f in &flat.funcs {
         for (op, _) in call_ops(&module.funcs[f.base]) {
             let Some(k) = f.calls.get(&op).and_then(|t| keys.get(t)) else {
                 continue;
             };
-            if !canonical.iter().any(|(c, _)| c == k) {
-                canonical.push((k.clone(), f.calls[&op]));
+            if !canonical.contains_key(k) {
+                canonical.insert(k, f.calls[&op]);
             }
         }
     }
     let target_of = |t: usize| -> usize {
         keys.get(&t)
-            .and_then(|k| canonical.iter().find(|(c, _)| c == k))
-            .map_or(t, |(_, c)| *c)
+            .and_then(|k| canonical.get(k))
+            .map_or(t, |c| *c)
     };
     // The functions to write: the roots and the canonical callees.
-    let kept: BTreeSet<usize> = canonical.iter().map(|(_, c)| *c).collect();
+    let kept: BTreeSet<usize> = keys
+        .values()
+        .filter_map(|k| canonical.get(k))
+        .copied()
+        .collect();
     let mut out: Vec<Option<Func>> = module.funcs.iter().cloned().map(Some).collect();
     for (i, f) in flat.funcs.iter().enumerate() {
         let is_callee = got.contains_key(&i);
