@@ -455,3 +455,97 @@ fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
         no_bytes: false,
     }
 }
+
+/// A lower bound (picoseconds, base latency included) of the best estimate
+/// over `protos` of [`streamed_path`] for an algorithm without channel
+/// slots: one rank's chain of steps. The walk starts a rank's sends of a
+/// step after all its sends of the last one ended (plus the hop where hops
+/// do not pipeline), and a send lasts at least its route's latency plus its
+/// own bytes over its slowest link; the rank is the sender of the longest
+/// move by place in the group (on a ring topology, the tree's longest
+/// routes). Costs a pass over the steps and that rank's routes only.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn streamed_chain_bound(
+    topo: &Topology,
+    routes: &mut Routes,
+    ranks: usize,
+    source: &dyn StepSource,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+    protos: &[Protocol],
+) -> Result<Option<f64>, CollectiveError> {
+    if algo.per_channel_slots() || protos.is_empty() || ranks < 2 {
+        return Ok(None);
+    }
+    let sends = |m: &Move| m.via == Via::P2p && m.from != m.to && m.len > 0;
+    let mut buf: Vec<Move> = Vec::new();
+    let mut far: Option<(usize, usize)> = None;
+    for k in 0..source.num_steps() {
+        buf.clear();
+        source.step_into(k, &mut buf);
+        for m in buf.iter().filter(|m| sends(m)) {
+            let d = m.from.abs_diff(m.to);
+            let d = d.min(ranks - d);
+            if far.map_or(true, |(best, _)| d > best) {
+                far = Some((d, m.from));
+            }
+        }
+    }
+    let Some((_, rank)) = far else {
+        return Ok(None);
+    };
+    let links = topo.links();
+    let params: Vec<(f64, Scaled)> = protos
+        .iter()
+        .map(|&p| {
+            let q = *cal.params(algo, p);
+            let mut s = q_scaled(q, p.payload_fraction());
+            s.pipelined = algo.pipelines_hops();
+            (q.base_us * 1e6, s)
+        })
+        .collect();
+    let mut end = vec![0.0f64; params.len()];
+    let mut next = vec![0.0f64; params.len()];
+    for k in 0..source.num_steps() {
+        buf.clear();
+        source.step_into(k, &mut buf);
+        let mut any = false;
+        next.copy_from_slice(&end);
+        for m in buf.iter().filter(|m| m.from == rank && sends(m)) {
+            let bytes = (m.len * elem_bytes) as f64;
+            let (mut lat, mut net) = (0u64, false);
+            let (mut local_t, mut net_t) = (0.0f64, 0.0f64);
+            for &l in routes.get(m.from, m.to)? {
+                let link = &links[l];
+                lat += link.latency_ps();
+                let t = bytes / link.bandwidth_bytes_per_s() as f64;
+                if link.class == LinkClass::Network {
+                    net = true;
+                    net_t = net_t.max(t);
+                } else {
+                    local_t = local_t.max(t);
+                }
+            }
+            for (i, (_, p)) in params.iter().enumerate() {
+                let hop = if net { p.network_hop } else { p.nvlink_hop };
+                let start = if p.pipelined {
+                    end[i].max(hop)
+                } else {
+                    end[i] + hop
+                };
+                let t = (local_t / p.nvlink_bw).max(net_t / p.network_bw);
+                next[i] = next[i].max(start + lat as f64 + t * 1e12);
+            }
+            any = true;
+        }
+        if any {
+            end.copy_from_slice(&next);
+        }
+    }
+    Ok(params
+        .iter()
+        .zip(&end)
+        .map(|((base, _), e)| base + e)
+        .reduce(f64::min))
+}

@@ -16,7 +16,7 @@ use crate::topology::{LinkClass, Topology};
 use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
 use super::channels::TreeSpec;
-use super::critical::{pipelined_path, streamed_path};
+use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::path_cache::{PathCache, Shape};
 use super::plan::{Plan, Via};
@@ -381,12 +381,16 @@ fn choose_candidate_with(
     // Estimated in this order, chosen by (estimate, place in `algos`): the
     // tree before the ring, whose bound (`prune.rs`) then rules it out at
     // small sizes without walking its plan.
+    // A ring of equal moves costs one step's estimate: it goes first, and
+    // its estimate then bounds the tree's walk (its chain bound, below).
     let mut order: Vec<usize> = (0..algos.len()).collect();
     if let (Some(r), Some(t)) = (
         algos.iter().position(|&a| a == Algorithm::Ring),
         algos.iter().position(|&a| a == Algorithm::Tree),
     ) {
-        order.swap(r, t);
+        if RingSpec::new(op, group.len(), total, &opts).is_none() {
+            order.swap(r, t);
+        }
     }
     let mut best: Option<(Choice, Candidate, usize)> = None;
     let mut last_err = None;
@@ -514,6 +518,23 @@ fn choose_candidate_with(
                     }
                     None if a == Algorithm::Tree && *op == CollectiveOp::AllReduce => {
                         let stream = TreeStream::allreduce(group.len(), total, &opts);
+                        // `auto`: one rank's chain of steps bounds the walk
+                        // (on a ring topology, routes of up to n / 2 links).
+                        if let (true, None, Some((b, _, _))) = (prune, algo, &best) {
+                            let lb = streamed_chain_bound(
+                                topo,
+                                routes,
+                                group.len(),
+                                &stream,
+                                elem_bytes,
+                                cal,
+                                a,
+                                &protos,
+                            )?;
+                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
+                                continue;
+                            }
+                        }
                         // Trees pipeline: the estimate is the stream's path.
                         let path = streamed_path(
                             topo,

@@ -74,3 +74,26 @@ fn sweep_with_cached_walks_equals_sizes_timed_alone() {
     }
     assert!(nvls_tree > 0);
 }
+
+/// On ring topologies an even ring is estimated first and one rank's chain
+/// of steps bounds the tree's walk (`critical.rs`, `streamed_chain_bound`):
+/// the choices must be the unpruned ones from 8 B to 512 MiB, where the tree
+/// wins at small sizes and the ring at large ones.
+#[test]
+fn pruned_choices_on_rings_equal_unpruned() {
+    let op = CollectiveOp::AllReduce;
+    let mut algos = std::collections::BTreeSet::new();
+    for preset in ["ring:12", "ring:64"] {
+        let t = super::load(preset, &[]);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        for k in (3..=29).step_by(2) {
+            let total = (1u64 << k) / 4;
+            let (a, _) = choose(&t, &g, &op, total, 4, &cal, None, None).unwrap();
+            let (b, _) = choose_unpruned(&t, &g, &op, total, 4, &cal, None, None).unwrap();
+            assert_eq!(a, b, "{preset}, {} B", 1u64 << k);
+            algos.insert(a.algo.name());
+        }
+    }
+    assert!(algos.len() > 1, "{algos:?}");
+}
