@@ -117,8 +117,8 @@ type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 #[derive(Default)]
 pub struct CommMemo(std::sync::Mutex<BTreeMap<MemoKey, GroupsTiming>>);
 
-/// Groups, operations and the algorithm asked for (as printed), elements
-/// per rank, bytes per element.
+/// Groups, operations, the algorithm asked for and whether the round ran
+/// latency-free (as printed), elements per rank, bytes per element.
 type MemoKey = (Vec<Vec<u32>>, String, u64, u64);
 
 impl std::fmt::Debug for CommMemo {
@@ -133,12 +133,14 @@ impl CommMemo {
         topo: &Topology,
         (groups, ops, total): (&[Vec<u32>], &[CollectiveOp], u64),
         elem_bytes: u64,
-        cal: &Calibration,
+        (cal, latency_free): (&Calibration, bool),
         algo: Option<Algorithm>,
     ) -> Result<GroupsTiming, CollectiveError> {
+        // The memo serves one calibration; a latency-free round runs on the
+        // variant derived from it, so a flag tells the two apart.
         let key = (
             groups.to_vec(),
-            format!("{ops:?} {algo:?} {cal:?}"),
+            format!("{ops:?} {algo:?} {latency_free}"),
             total,
             elem_bytes,
         );
@@ -238,16 +240,18 @@ impl<'t> CommModel<'t> {
         self
     }
 
+    /// The node of device `d`, if it has one.
+    fn node_of(&self, d: u32) -> Option<u32> {
+        self.topo
+            .device(d)
+            .and_then(|c| self.topo.component(c).node)
+    }
+
     /// Whether every group of a round sits in one node.
     fn node_local_groups(&self, groups: &[Vec<u32>]) -> bool {
-        let node = |d: u32| {
-            self.topo
-                .device(d)
-                .and_then(|c| self.topo.component(c).node)
-        };
         groups.iter().all(|g| {
-            let first = g.first().and_then(|&d| node(d));
-            first.is_some() && g.iter().all(|&d| node(d) == first)
+            let first = g.first().and_then(|&d| self.node_of(d));
+            first.is_some() && g.iter().all(|&d| self.node_of(d) == first)
         })
     }
 
@@ -261,18 +265,16 @@ impl<'t> CommModel<'t> {
         (kind_fits && self.node_local_groups(groups)).then_some(algo)
     }
 
-    /// The calibration of a round: latency-free for a node-local round asked
-    /// for and for a collective permute inside one node, when set.
+    /// The calibration of a round and whether it is the latency-free one:
+    /// for a node-local round asked for and for a collective permute inside
+    /// one node, when set.
     fn round_calibration(
         &self,
         groups: &[Vec<u32>],
         ops: &[CollectiveOp],
         asked: Option<Algorithm>,
-    ) -> &Calibration {
-        let node = |d: Option<&u32>| {
-            d.and_then(|&d| self.topo.device(d))
-                .and_then(|c| self.topo.component(c).node)
-        };
+    ) -> (&Calibration, bool) {
+        let node = |d: Option<&u32>| d.and_then(|&d| self.node_of(d));
         // Every send of the round from a device to one of its own node.
         let permutes = !ops.is_empty()
             && groups.iter().zip(ops).all(|(g, o)| match o {
@@ -283,8 +285,8 @@ impl<'t> CommModel<'t> {
                 _ => false,
             });
         match &self.latency_free {
-            Some(cal) if asked.is_some() || permutes => cal,
-            _ => &self.cal,
+            Some(cal) if asked.is_some() || permutes => (cal, true),
+            _ => (&self.cal, false),
         }
     }
 
@@ -539,10 +541,10 @@ impl<'t> CommModel<'t> {
                 continue;
             }
             let algo = self.asked(groups, ops);
-            let cal = self.round_calibration(groups, ops, algo);
+            let (cal, latency_free) = self.round_calibration(groups, ops, algo);
             let round = (groups.as_slice(), ops.as_slice(), *total);
             let t = match &self.memo {
-                Some(memo) => memo.time(self.topo, round, elem_bytes, cal, algo)?,
+                Some(memo) => memo.time(self.topo, round, elem_bytes, (cal, latency_free), algo)?,
                 None => time_round(self.topo, round, elem_bytes, cal, algo)?,
             };
             timing.time = timing.time.checked_add(t.time)?;
