@@ -395,3 +395,39 @@ fn propagate_strategy_basic_conservative_never_splits_an_axis() {
         "conservative: {conservative}"
     );
 }
+
+/// A user error: exit 2, one line on stderr that says `want`; no panic.
+fn refused(args: &[&str], want: &str) {
+    let out = shardsim(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err}");
+}
+
+/// Without `--topology` nothing is timed, so every flag of the timed run
+/// would silently do nothing: each is refused by name.
+#[test]
+fn exec_timing_flags_without_a_topology_are_refused() {
+    let program = crate::common::fixture("timed/chain.mlir");
+    let p = program.to_str().unwrap();
+    for (flag, value) in [
+        ("--nodes", Some("2")),
+        ("--set", Some("nvlink.bandwidth=900GB/s")),
+        ("--seed", Some("7")),
+        ("--jitter", Some("0.05")),
+        ("--straggler", Some("3:1.5")),
+        ("--on-oom", Some("continue")),
+        ("--roofline", Some("x.toml")),
+        ("--link-fault", Some("n0.gpu3->n0.nvswitch@2ms:0.5")),
+        ("--random-stragglers", Some("2:1.5")),
+        ("--random-link-failures", Some("2@5ms")),
+        ("--no-symmetry", None),
+        ("--trip-count", Some("3")),
+    ] {
+        let mut args = vec!["exec", p, "--shape-only", flag];
+        args.extend(value);
+        refused(&args, &format!("{flag} needs --topology"));
+    }
+}
