@@ -431,3 +431,27 @@ fn exec_timing_flags_without_a_topology_are_refused() {
         refused(&args, &format!("{flag} needs --topology"));
     }
 }
+
+/// `--separate-attention-dropout` splits a kernel out of unfused attention
+/// with dropout: with flash attention, or for a model without dropout, the
+/// flag would do nothing and is refused.
+#[test]
+fn train_separate_attention_dropout_that_would_do_nothing_is_refused() {
+    let base = [
+        "train",
+        "gpt3-175b",
+        "--tp",
+        "8",
+        "--global-batch",
+        "1",
+        "--seq",
+        "64",
+        "--separate-attention-dropout",
+    ];
+    let mut flash = base.to_vec();
+    flash.push("--flash-attention");
+    refused(&flash, "flash attention fuses the dropout");
+    let mut llama = base.to_vec();
+    llama[1] = "llama3-8b";
+    refused(&llama, "`llama3-8b` has no attention dropout");
+}
