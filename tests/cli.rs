@@ -455,3 +455,76 @@ fn train_separate_attention_dropout_that_would_do_nothing_is_refused() {
     llama[1] = "llama3-8b";
     refused(&llama, "`llama3-8b` has no attention dropout");
 }
+
+/// Output directories that exist as files, a results CSV that is a
+/// directory and zero jobs are refused before any work, naming the flag.
+#[test]
+fn output_directories_onto_files_and_zero_jobs_are_refused_up_front() {
+    let tmp = std::env::temp_dir().join(format!("shardsim_cli_outdir_{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let file = tmp.join("a_file");
+    std::fs::write(&file, "keep me").unwrap();
+    let f = file.to_str().unwrap();
+    let add_relu = crate::common::fixture("jax/add_relu/lowered.mlir");
+    let (in0, in1) = (
+        crate::common::fixture("jax/add_relu/in0.npy"),
+        crate::common::fixture("jax/add_relu/in1.npy"),
+    );
+    let inputs = format!("{},{}", in0.display(), in1.display());
+    let p = add_relu.to_str().unwrap();
+    let gpt = format!("{}/models/gpt3_mlp_block.mlir", env!("CARGO_MANIFEST_DIR"));
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let not_dir = format!("{f}: exists and is not a directory");
+    for (args, want) in [
+        (
+            vec!["run", "--out", f, "--no-plots"],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["interp", p, "--inputs", &inputs, "--out", f],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["exec", p, "--inputs", &inputs, "--out", f],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["exec", &gpt, "--topology", "dgx-h100", "--trace", f],
+            format!("--trace {not_dir}"),
+        ),
+        (
+            vec![
+                "collective",
+                "--topology",
+                "dgx-h100",
+                "--sizes",
+                "1MiB",
+                "--out",
+                f,
+            ],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["infer", "llama3-8b", "--tp", "8", "--emit", f],
+            format!("--emit {not_dir}"),
+        ),
+        (
+            vec!["sweep", &sweep, "--out", tmp.to_str().unwrap()],
+            "is a directory (expected the results CSV file)".to_string(),
+        ),
+        (
+            vec!["sweep", &sweep, "--jobs", "0", "--out", "x.csv"],
+            "--jobs 0".to_string(),
+        ),
+    ] {
+        let out = shardsim(&args);
+        // Refused before any work: nothing on stdout.
+        assert!(out.stdout.is_empty(), "{args:?} printed before failing");
+        refused(&args, &want);
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -115,6 +115,9 @@ fn host_memory() -> u64 {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.out {
+        super::output::check_out_dir(dir, "--out")?;
+    }
     let Some(backend) = args.backend else {
         return super::calibrate_measured::run(&args);
     };
@@ -232,7 +235,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     }
 
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::cli::output::create_out_dir(dir, "--out")?;
         let devices = topo.num_devices();
         let file = topology_file(
             &fitted,

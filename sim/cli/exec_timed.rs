@@ -151,7 +151,7 @@ fn write_trace(
     topo: &Topology,
     summary: &TimedSummary,
 ) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--trace")?;
     let full = t.expand();
     let files = [
         ("trace.json", trace::chrome_trace(&full, topo)),
@@ -171,6 +171,9 @@ fn write_trace(
 /// Refuse option combinations that cannot work, before any work is done.
 pub fn check_args(args: &TimedArgs) -> anyhow::Result<()> {
     if args.topology.is_some() {
+        if let Some(dir) = &args.trace {
+            super::output::check_out_dir(dir, "--trace")?;
+        }
         return Ok(());
     }
     // Without a topology nothing is timed: a timing flag would do nothing.

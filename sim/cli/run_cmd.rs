@@ -84,6 +84,7 @@ fn text_table(rows: &[Vec<String>]) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    super::output::check_out_dir(&args.out, "--out")?;
     let paths: Vec<Option<&Path>> = if args.scenarios.is_empty() {
         vec![None]
     } else {

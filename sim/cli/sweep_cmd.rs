@@ -33,6 +33,17 @@ pub struct SweepArgs {
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<()> {
+    if args.jobs == Some(0) {
+        anyhow::bail!(
+            "--jobs 0: expected at least 1 point at a time (leave it out for one per CPU)"
+        );
+    }
+    if let Some(out) = args.out.as_deref().filter(|o| o.is_dir()) {
+        anyhow::bail!(
+            "--out {}: is a directory (expected the results CSV file)",
+            out.display()
+        );
+    }
     let sweep = Sweep::load(&args.sweep)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let stem = args
