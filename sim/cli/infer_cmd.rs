@@ -5,7 +5,6 @@
 //! time, tokens/s and memory per GPU (weights, key/value cache); exit 3
 //! when it does not fit.
 
-use anyhow::Context;
 use clap::Args;
 
 use shardsim::models::inference::{
