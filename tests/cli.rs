@@ -528,3 +528,52 @@ fn output_directories_onto_files_and_zero_jobs_are_refused_up_front() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// Same inputs, same bytes: `run` and `sweep` print no wall time on stdout
+/// (it goes to a terminal's stderr only), so two runs print the same.
+#[test]
+fn run_and_sweep_print_the_same_bytes_twice() {
+    let tmp = std::env::temp_dir().join(format!("shardsim_cli_twice_{}", std::process::id()));
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let twice = |args: &dyn Fn(usize) -> Vec<String>| {
+        let outs: Vec<_> = (0..2)
+            .map(|i| {
+                let a = args(i);
+                let out = shardsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+                assert!(out.status.success(), "{a:?}");
+                String::from_utf8(out.stdout)
+                    .unwrap()
+                    .replace(&format!("/{i}"), "/N")
+            })
+            .collect();
+        assert_eq!(outs[0], outs[1]);
+    };
+    twice(&|i| {
+        let dir = tmp.join(i.to_string());
+        vec![
+            "run".into(),
+            "--no-plots".into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ]
+    });
+    twice(&|i| {
+        let csv = tmp.join(i.to_string()).join("r.csv");
+        vec![
+            "sweep".into(),
+            sweep.clone(),
+            "--shard".into(),
+            "3/50".into(),
+            "--out".into(),
+            csv.display().to_string(),
+        ]
+    });
+    assert_eq!(
+        std::fs::read(tmp.join("0/r.csv")).unwrap(),
+        std::fs::read(tmp.join("1/r.csv")).unwrap()
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -114,12 +114,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 for c in check_rows(&r) {
                     text += &format!("expect {}: {} (expected {}) {}\n", c[0], c[1], c[2], c[3]);
                 }
-                text += &format!(
-                    "wrote {} ({} files) in {secs:.2} s\n\n",
-                    dir.display(),
-                    files.len()
-                );
-                bar.suspend(|| write_output(None, &text))?;
+                // Wall time only on a terminal's stderr: stdout (and a
+                // log's stderr) stays byte-identical run to run.
+                text += &format!("wrote {} ({} files)\n\n", dir.display(), files.len());
+                bar.suspend(|| {
+                    if super::progress::enabled() {
+                        eprintln!("scenario {} ran in {secs:.2} s", sc.name);
+                    }
+                    write_output(None, &text)
+                })?;
             }
             Format::Json => json.push(serde_json::to_value(&r.summary)?),
         }

@@ -89,11 +89,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         .values()
         .filter(|r| r.iter().any(|c| c == "error"))
         .count();
+    // Wall time and jobs only on a terminal's stderr: stdout (and a log's
+    // stderr) stays byte-identical run to run.
+    if super::progress::enabled() {
+        eprintln!("{:.2} s with {jobs} jobs", start.elapsed().as_secs_f64());
+    }
     outln!(
-        "{} points ({} failed to run) in {:.2} s with {jobs} jobs: {}",
+        "{} points ({} failed to run): {}",
         rows.len(),
         errors,
-        start.elapsed().as_secs_f64(),
         out.display()
     )?;
     if shard.is_none() && !args.no_plots {
