@@ -577,3 +577,30 @@ fn run_and_sweep_print_the_same_bytes_twice() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// Zero cases, ops, blocks or runs would measure nothing (or silently run
+/// once): each benchmark refuses them.
+#[test]
+fn benchmarks_refuse_zero_work() {
+    for (args, want) in [
+        (
+            vec!["bench", "fuzz", "--cases", "0"],
+            "--cases must be at least 1",
+        ),
+        (vec!["bench", "propagate", "--ops", "0"], "--ops and --runs"),
+        (
+            vec!["bench", "propagate", "--ops", "10", "--runs", "0"],
+            "--ops and --runs",
+        ),
+        (
+            vec!["bench", "exec", "--blocks", "0"],
+            "--blocks and --runs",
+        ),
+        (
+            vec!["bench", "exec", "--blocks", "1", "--runs", "0"],
+            "--blocks and --runs",
+        ),
+    ] {
+        refused(&args, want);
+    }
+}
