@@ -604,3 +604,20 @@ fn benchmarks_refuse_zero_work() {
         refused(&args, want);
     }
 }
+
+/// `calibrate --name` names the topology `--out` writes: alone it would do nothing.
+#[test]
+fn calibrate_name_without_out_is_refused() {
+    refused(
+        &[
+            "calibrate",
+            "--measured",
+            "x.csv",
+            "--topology",
+            "dgx-a100",
+            "--name",
+            "mine",
+        ],
+        "--name names the topology file that --out DIR writes",
+    );
+}

@@ -118,6 +118,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         super::output::check_out_dir(dir, "--out")?;
     }
+    if args.name.is_some() && args.out.is_none() {
+        anyhow::bail!("--name names the topology file that --out DIR writes: give --out too");
+    }
     let Some(backend) = args.backend else {
         return super::calibrate_measured::run(&args);
     };
