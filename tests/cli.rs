@@ -621,3 +621,22 @@ fn calibrate_name_without_out_is_refused() {
         "--name names the topology file that --out DIR writes",
     );
 }
+
+/// `propagate --explain` prints its explanation as text instead of the
+/// program: a `--format` with it would do nothing and is refused.
+#[test]
+fn propagate_explain_with_a_format_is_refused() {
+    let p = crate::common::fixture("jax/wsc_to_other_axis/before.mlir");
+    let p = p.to_str().unwrap();
+    for format in ["json", "mlir"] {
+        refused(
+            &["propagate", p, "--explain", "%1", "--format", format],
+            "cannot be used with",
+        );
+    }
+    let out = shardsim(&["propagate", p, "--explain", "%1"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("final sharding: <@mesh, [{}, {\"y\"}]>"));
+}
