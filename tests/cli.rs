@@ -640,3 +640,13 @@ fn propagate_explain_with_a_format_is_refused() {
         .unwrap()
         .contains("final sharding: <@mesh, [{}, {\"y\"}]>"));
 }
+
+/// A `--set` value of the wrong type is reported with the `--set` that
+/// brought it, not only the scenario file (where the value is not).
+#[test]
+fn run_set_value_errors_name_the_set() {
+    refused(
+        &["run", "--set", "run.seed=abc", "--out", "/nonexistent/x"],
+        "(with --set run.seed=abc)",
+    );
+}

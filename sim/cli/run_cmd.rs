@@ -71,7 +71,17 @@ pub fn load_scenario(path: Option<&Path>, sets: &[String]) -> anyhow::Result<Sce
         let (k, v) = set_value(s)?;
         assign(&mut table, &k, v)?;
     }
-    let mut edited = Scenario::from_table(&table, &file, base)?;
+    // The file itself parsed: an error now comes from a --set value, which
+    // the file's name alone would not lead the user to.
+    let mut edited = Scenario::from_table(&table, &file, base).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (with --set {})",
+            sets.iter()
+                .map(|s| s.trim())
+                .collect::<Vec<_>>()
+                .join(" --set ")
+        )
+    })?;
     edited.name = sc.name;
     Ok(edited)
 }
