@@ -650,3 +650,33 @@ fn run_set_value_errors_name_the_set() {
         "(with --set run.seed=abc)",
     );
 }
+
+/// `--nodes N` is `--set nodes=N`: two different counts contradict each
+/// other (the later one used to win silently); the same count is fine.
+#[test]
+fn nodes_and_set_nodes_that_contradict_are_refused() {
+    refused(
+        &[
+            "topology", "show", "dgx-h100", "--nodes", "2", "--set", "nodes=4",
+        ],
+        "--nodes 2 and --set nodes=4 contradict each other",
+    );
+    refused(
+        &[
+            "collective",
+            "--topology",
+            "dgx-h100",
+            "--nodes",
+            "2",
+            "--set",
+            "nodes=4",
+            "--sizes",
+            "1MiB",
+        ],
+        "contradict",
+    );
+    let out = shardsim(&[
+        "topology", "show", "dgx-h100", "--nodes", "2", "--set", "nodes=2",
+    ]);
+    assert!(out.status.success());
+}

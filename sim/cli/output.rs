@@ -76,7 +76,16 @@ pub fn load_topology(
         });
     }
     for s in set {
-        overrides.push(Override::parse(s)?);
+        let o = Override::parse(s)?;
+        // Two node counts: the later one would silently win.
+        if let Some(n) = nodes.filter(|n| o.key == "nodes" && o.value.trim() != n.to_string()) {
+            anyhow::bail!(
+                "--nodes {n} and --set {}={} contradict each other: give one",
+                o.key,
+                o.value.trim()
+            );
+        }
+        overrides.push(o);
     }
     Ok(shardsim::topology::load(name, &overrides)?)
 }
