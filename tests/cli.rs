@@ -680,3 +680,27 @@ fn nodes_and_set_nodes_that_contradict_are_refused() {
     ]);
     assert!(out.status.success());
 }
+
+/// `--schedule` orders a pipeline's microbatches: with one stage it would
+/// do nothing (or, interleaved, split a stage Megatron-LM would not), so
+/// it is refused; with stages it runs.
+#[test]
+fn train_schedule_without_pipeline_stages_is_refused() {
+    for k in ["gpipe", "1f1b", "interleaved"] {
+        refused(
+            &[
+                "train",
+                "llama3-8b",
+                "--tp",
+                "8",
+                "--global-batch",
+                "1",
+                "--seq",
+                "64",
+                "--schedule",
+                k,
+            ],
+            &format!("--schedule {k} needs pipeline stages"),
+        );
+    }
+}

@@ -221,6 +221,13 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let strategy = strategy_of(&args)?;
     strategy.check(&model)?;
+    // With one stage there is no pipeline to schedule: every schedule is
+    // the same run (Megatron-LM refuses interleaving without pipeline stages).
+    if let (Some(k), 1) = (&args.schedule, strategy.pp) {
+        anyhow::bail!(
+            "--schedule {k} needs pipeline stages (--pp above 1): with pp = 1 there is nothing to schedule"
+        );
+    }
     // The kernel it splits out exists only without flash attention, in a
     // model with attention dropout: elsewhere the flag would do nothing.
     if args.separate_attention_dropout && (strategy.flash_attention || !model.dropout) {
