@@ -704,3 +704,17 @@ fn train_schedule_without_pipeline_stages_is_refused() {
         );
     }
 }
+
+/// A results CSV that cannot be written says so ("cannot write"), not
+/// "cannot read".
+#[test]
+fn sweep_output_that_cannot_be_written_says_write() {
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    refused(
+        &["sweep", &sweep, "--shard", "3/50", "--out", "/dev/full"],
+        "cannot write /dev/full: No space left on device",
+    );
+}
