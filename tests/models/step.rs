@@ -214,6 +214,10 @@ fn strategies_that_do_not_divide_the_model_are_refused_with_the_numbers() {
             "dp x micro_batch = 4 x 3",
         ),
         ("virtual_stages = 2\nglobal_batch = 2", "needs schedule"),
+        (
+            "virtual_stages = 2\nschedule = \"interleaved\"\nglobal_batch = 2",
+            "virtual_stages = 2 needs pipeline stages (pp above 1)",
+        ),
         ("zero = 5\nglobal_batch = 2", "zero stage 5"),
         (
             "tp = 4\ntp_comm_overlap = true\nglobal_batch = 2",
