@@ -296,6 +296,9 @@ pub fn propagate_module_with(
             }
         }
     }
+    // Export's explicit all-reduces where a use drops unreduced axes (new
+    // values follow the others: the steps' ids stay).
+    super::unreduced::insert_all_reduces(module);
     Ok(report)
 }
 
@@ -617,8 +620,15 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
     }
     for &id in &order {
         let op = func.op(id);
-        // A reshard's result has the reshard's sharding (it never reaches its input).
+        // A reshard's result has the reshard's sharding (it never reaches its
+        // input); so has an explicit collective's (an all-reduce a previous
+        // export inserted).
         if let OpKind::Reshard { sharding } = &op.kind {
+            let (sharding, result) = (sharding.clone(), op.results[0]);
+            func.value_mut(result).sharding = Some(sharding);
+            continue;
+        }
+        if let Some(sharding) = op.kind.out_sharding() {
             let (sharding, result) = (sharding.clone(), op.results[0]);
             func.value_mut(result).sharding = Some(sharding);
             continue;
@@ -853,9 +863,12 @@ fn remove_size_one_axes(func: &mut Func, meshes: &[(String, Mesh)]) {
     }
     for op in &mut func.ops {
         match &mut op.kind {
-            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
-                strip(sharding)
-            }
+            OpKind::ShardingConstraint { sharding }
+            | OpKind::Reshard { sharding }
+            | OpKind::AllReduce {
+                out_sharding: sharding,
+                ..
+            } => strip(sharding),
             OpKind::ManualComputation {
                 in_shardings,
                 out_shardings,
