@@ -7,6 +7,8 @@
 //! axes; a function return's, the function result's; a call's, the callee
 //! argument's; a data-flow edge's (a while's operand and its body's return,
 //! an optimization barrier's operand, a case branch's return), its result's.
+//! Before the use, except for calls and data-flow edges: after the value's
+//! definition (where Shardy puts those).
 //! Ops without results, the predicate of a case, manual computations' bodies
 //! and ops that already are collectives are left alone.
 
@@ -38,12 +40,15 @@ pub(super) fn insert_all_reduces(module: &mut crate::ir::Module) {
     }
 }
 
-/// One all-reduce to insert: before `user`, on its operand `value`.
+/// One all-reduce to insert on operand `value` of `user`: just before
+/// `user`, or (`after_def`, a call's or data-flow edge's source, as Shardy
+/// places those) just after `value` is defined.
 struct Insertion {
     user: OpId,
     value: ValueId,
     axes: Vec<AxisRef>,
     out: TensorSharding,
+    after_def: bool,
 }
 
 fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<TensorSharding>>>) {
@@ -84,11 +89,19 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
             }
             let mut out = s.clone();
             out.unreduced.retain(|a| want.contains(a));
+            let after_def = matches!(
+                op.kind,
+                OpKind::Call { .. }
+                    | OpKind::While
+                    | OpKind::OptimizationBarrier
+                    | OpKind::StablehloReturn
+            );
             todo.push(Insertion {
                 user: id,
                 value: v,
                 axes,
                 out,
+                after_def,
             });
         }
     }
@@ -131,7 +144,10 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
                 *x = result;
             }
         }
-        insert_before(func, &parent, ins.user, id);
+        match ins.after_def {
+            true => insert_after_def(func, &parent, ins.value, id),
+            false => insert_before(func, &parent, ins.user, id),
+        }
     }
 }
 
@@ -206,4 +222,26 @@ fn insert_before(func: &mut Func, parent: &BTreeMap<OpId, (OpId, usize)>, user: 
     };
     let at = block.iter().position(|&o| o == user).unwrap_or(block.len());
     block.insert(at, new);
+}
+
+/// Put new op `new` just after the op defining `value` (at the start of the
+/// block whose argument it is).
+fn insert_after_def(
+    func: &mut Func,
+    parent: &BTreeMap<OpId, (OpId, usize)>,
+    value: ValueId,
+    new: OpId,
+) {
+    match func.value(value).def {
+        ValueDef::Result { op, .. } => {
+            let block = match parent.get(&op) {
+                Some(&(p, ri)) => &mut func.op_mut(p).regions[ri].ops,
+                None => &mut func.body,
+            };
+            let at = block.iter().position(|&o| o == op).map_or(0, |i| i + 1);
+            block.insert(at, new);
+        }
+        ValueDef::BlockArg { op, region, .. } => func.op_mut(op).regions[region].ops.insert(0, new),
+        ValueDef::FuncArg(_) => func.body.insert(0, new),
+    }
 }

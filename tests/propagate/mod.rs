@@ -10,3 +10,4 @@ mod linalg;
 mod lit;
 mod props;
 mod tokens;
+mod unreduced;
