@@ -281,6 +281,11 @@ pub fn propagate_module_with(
     // Each call's callee with that call's shardings: one function per
     // distinct sharding (Shardy's flatten and unflatten of the call graph).
     super::clones::unflatten(module, &calls, options.dedup_functions_fully);
+    // Callees (and their clones) are written back from their callers'
+    // copies: their constraints become reshards here.
+    for f in &mut module.funcs {
+        constraints_to_reshards(f);
+    }
     // Export's canonicalization drops the constraints nothing uses (a
     // function's steps follow its values' new ids).
     for f in &mut module.funcs {
@@ -1448,6 +1453,13 @@ fn export(func: &mut Func, st: &State<'_>) {
     }
     export_manual(func, st);
     export_named(func);
+    constraints_to_reshards(func);
+}
+
+/// Shardy's sharding-constraint-to-reshard: every constraint with a
+/// sharding becomes a reshard to it (also in callees, which export reaches
+/// only through their callers' inlined copies).
+fn constraints_to_reshards(func: &mut Func) {
     for id in func.walk() {
         if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
             let result = func.op(id).results[0];

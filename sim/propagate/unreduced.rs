@@ -89,6 +89,9 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
             }
             let mut out = s.clone();
             out.unreduced.retain(|a| want.contains(a));
+            if out.unreduced.is_empty() {
+                out.reduction = crate::sharding::Reduction::Sum;
+            }
             let after_def = matches!(
                 op.kind,
                 OpKind::Call { .. }
