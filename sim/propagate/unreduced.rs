@@ -6,7 +6,9 @@
 //! axes kept unreduced. What a use wants: an op's first result's unreduced
 //! axes; a function return's, the function result's; a call's, the callee
 //! argument's; a data-flow edge's (a while's operand and its body's return,
-//! an optimization barrier's operand, a case branch's return), its result's.
+//! an optimization barrier's operand, a case branch's return, a named
+//! computation's return), its result's; a named computation's operand, its
+//! block argument's.
 //! Before the use, except for calls and data-flow edges: after the value's
 //! definition (where Shardy puts those).
 //! Ops without results, the predicate of a case, manual computations' bodies
@@ -45,6 +47,8 @@ pub(super) fn insert_all_reduces(module: &mut crate::ir::Module) {
 /// places those) just after `value` is defined.
 struct Insertion {
     user: OpId,
+    /// Which operand of `user` (one all-reduce per use, as Shardy's).
+    index: usize,
     value: ValueId,
     axes: Vec<AxisRef>,
     out: TensorSharding,
@@ -67,12 +71,11 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
         }
         let op = func.op(id);
         // Per use, the unreduced axes it wants (None: left alone).
-        let mut seen: BTreeSet<ValueId> = BTreeSet::new();
         for (i, &v) in op.operands.iter().enumerate() {
             let Some(s) = func.value(v).sharding.as_ref() else {
                 continue;
             };
-            if s.unreduced.is_empty() || !seen.insert(v) {
+            if s.unreduced.is_empty() {
                 continue;
             }
             let Some(want) = wanted(func, &parent, callee_args, id, i) else {
@@ -97,10 +100,13 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
                 OpKind::Call { .. }
                     | OpKind::While
                     | OpKind::OptimizationBarrier
+                    | OpKind::NamedComputation { .. }
                     | OpKind::StablehloReturn
+                    | OpKind::SdyReturn
             );
             todo.push(Insertion {
                 user: id,
+                index: i,
                 value: v,
                 axes,
                 out,
@@ -142,11 +148,7 @@ fn insert_in_func(func: &mut Func, callee_args: &BTreeMap<String, Vec<Option<Ten
             def: ValueDef::Result { op: id, index: 0 },
         });
         func.op_mut(id).results.push(result);
-        for x in func.op_mut(ins.user).operands.iter_mut() {
-            if *x == ins.value {
-                *x = result;
-            }
-        }
+        func.op_mut(ins.user).operands[ins.index] = result;
         match ins.after_def {
             true => insert_after_def(func, &parent, ins.value, id),
             false => insert_before(func, &parent, ins.user, id),
@@ -208,10 +210,23 @@ fn wanted(
                 _ => None,
             }
         }
+        OpKind::SdyReturn => {
+            let &(p, _) = parent.get(&id)?;
+            let p = func.op(p);
+            match p.kind {
+                OpKind::NamedComputation { .. } => result(p, i),
+                _ => None,
+            }
+        }
         OpKind::Call { callee } => Some(unreduced_of(callee_args.get(callee)?.get(i)?.as_ref())),
         OpKind::While | OpKind::OptimizationBarrier => result(op, i),
+        // A named computation's operands feed its block arguments.
+        OpKind::NamedComputation { .. } => {
+            let &arg = op.regions.first()?.args.get(i)?;
+            Some(unreduced_of(func.value(arg).sharding.as_ref()))
+        }
         OpKind::Case | OpKind::If => None,
-        OpKind::ManualComputation { .. } | OpKind::NamedComputation { .. } => None,
+        OpKind::ManualComputation { .. } => None,
         k if k.is_terminator() || k.is_collective() => None,
         _ => result(op, 0),
     }

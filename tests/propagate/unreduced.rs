@@ -85,28 +85,44 @@ fn all_reduces_go_where_unreduced_axes_are_dropped() {
         ]
     );
     // A call's source gets its all-reduce right after the value (Shardy's
-    // insertAfterOperand), a function result right before the return; one
-    // per use.
+    // insertAfterOperand), an op's operands and a function result right
+    // before their user; one per use, as Shardy's.
+    let ar = |n: &str| format!(r#"{n} = sdy.all_reduce %d {{"b"}} out=<@m, [{{"a"}}, {{}}]>"#);
     assert_eq!(
         listing(ms[1].func("main").unwrap()),
         [
-            "%d = stablehlo.dot_general %l,%r",
-            r#"%all_reduce = sdy.all_reduce %d {"b"} out=<@m, [{"a"}, {}]>"#,
-            "%t = func.call %all_reduce",
-            r#"%all_reduce_1 = sdy.all_reduce %d {"b"} out=<@m, [{"a"}, {}]>"#,
-            " = func.return %t,%all_reduce_1",
+            "%d = stablehlo.dot_general %l,%r".to_string(),
+            ar("%all_reduce"),
+            "%t = func.call %all_reduce".into(),
+            ar("%all_reduce_1"),
+            ar("%all_reduce_2"),
+            "%sq = stablehlo.multiply %all_reduce_1,%all_reduce_2".into(),
+            ar("%all_reduce_3"),
+            " = func.return %t,%all_reduce_3,%sq".into(),
         ]
     );
     // The callee takes no unreduced value: nothing inserted there.
     assert_eq!(listing(ms[1].func("twice").unwrap()).len(), 2);
+    // A named computation's operand feeds its block argument (a data-flow
+    // edge): the all-reduce goes right after the value.
+    assert_eq!(
+        listing(ms[2].func("main").unwrap()),
+        [
+            "%d = stablehlo.dot_general %l,%r".to_string(),
+            ar("%all_reduce"),
+            "%n = sdy.named_computation %all_reduce".into(),
+            " = func.return %n".into(),
+        ]
+    );
 }
 
 #[test]
 fn printed_all_reduces_read_back_propagate_to_themselves_and_run() {
     // Per module: the all-reduce's local bytes (rows of "a"'s block x
     // columns x 4 bytes: the result is sharded on "a" alone) and the input shapes.
-    let cases: [(u64, [[usize; 2]; 2]); 2] = [
+    let cases: [(u64, [[usize; 2]; 2]); 3] = [
         (4 * 32 * 4, [[8, 8], [8, 32]]),
+        (4 * 16 * 4, [[8, 8], [8, 16]]),
         (4 * 16 * 4, [[8, 8], [8, 16]]),
     ];
     for (m, (bytes, shapes)) in modules().iter().zip(cases) {
