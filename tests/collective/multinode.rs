@@ -10,7 +10,10 @@
 //! A100 v4 VMs (a100_2node_allreduce_ndmv4.csv, 1 and 4 GiB only) and four
 //! DGX A100 (a100_4node_allreduce_dgx.csv); and two OCI BM.GPU.H100.8 nodes
 //! (3.2 Tb/s of RoCE each, h100_2node_allreduce_oci.csv, 1-16 GiB, as
-//! `dgx-h100 --nodes 2`: NVLS-tree). The simulated time must be within
+//! `dgx-h100 --nodes 2`: NVLS-tree); and two AWS p5.48xlarge (32 x 100 Gb/s
+//! EFA each, h100_2node_allreduce_p5.csv, as `dgx-h100 --nodes 2`) and two
+//! p4de.24xlarge (4 x 100 Gb/s EFA each, a100_2node_allreduce_p4de.csv, as
+//! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`). The simulated time must be within
 //! 15% of the measured one at every size from 64 MiB on, except the sizes
 //! listed as known misses, which must still miss (so a change that fixes or
 //! breaks one shows here and in README's table); and the two-node tree
@@ -167,6 +170,38 @@ fn oci_h100_two_nodes_nvls_tree_within_fifteen_percent_from_1_gib() {
     );
     assert!(missed.is_empty(), "{report}");
     assert_eq!(report.matches("(nvls-tree)").count(), 5, "{report}");
+}
+
+#[test]
+fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
+    // NCCL chose (no NCCL_ALGO); from 1 GiB its busbw (437-487 GB/s) is
+    // above the ring's and the tree's bounds, i.e. NVLS-tree, as ours.
+    // 128 MiB: our estimate prefers NVLS-tree (247.1 GB/s when timed) where
+    // timing the ring would give 309.7 (-6.6%): an estimate/timing
+    // disagreement inside `auto`, not a fabric question.
+    let (missed, report) = misses(
+        "dgx-h100",
+        &[("nodes", "2")],
+        "collective/h100_2node_allreduce_p5.csv",
+        None,
+        9,
+    );
+    assert_eq!(missed, vec![128 << 20], "{report}");
+}
+
+#[test]
+fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
+    // 64 MiB: EFA's fixed cost per message is far above InfiniBand's (161 us
+    // at 8 B against 36-40 us on the InfiniBand and RoCE curves), which the
+    // model does not have; every size from 128 MiB is within 15%.
+    let (missed, report) = misses(
+        "dgx-a100",
+        &[("nodes", "2"), ("nic.bandwidth", "50Gb/s")],
+        "collective/a100_2node_allreduce_p4de.csv",
+        None,
+        6,
+    );
+    assert_eq!(missed, vec![64 << 20], "{report}");
 }
 
 #[test]
