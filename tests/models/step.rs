@@ -456,7 +456,7 @@ const KNOWN_MISSES: &[(&str, f64, &str)] = &[
     (
         "H100-80GB 32B tp8 pp1 dp48",
         0.2,
-        "4 microbatches per replica: the distributed optimizer's reduce-scatter and all-gather (7.7 GB each per GPU through the one NIC of a one-GPU-per-node group, 242 and 239 ms) outlast the last backward and first forward they overlap as Megatron-Core r0.8 issues them; at the NIC's line rate with no ring latency at all the row would still be at best -3.8% (bf16 gradients) and -17.3% (the fp32 reduction the table's commit forces); 810 us of each 96 MB bucket's 2.9 ms is the 48-node ring's step latency (NCCL's own model: 666 us; SHARP, not enabled by Megatron-LM at that commit: one step), README \"The 32B row audited\"",
+        "4 microbatches per replica: the distributed optimizer's reduce-scatter and all-gather (7.7 GB each per GPU through the one NIC of a one-GPU-per-node group, 242 and 239 ms) outlast the last backward and first forward they overlap as Megatron-Core r0.8 issues them; at the NIC's line rate with no ring latency at all the row would still be at best -3.7% (bf16 gradients) and -18.5% (the fp32 reduction the table's commit forces); 810 us of each 96 MB bucket's 2.9 ms is the 48-node ring's step latency (NCCL's own model: 666 us; SHARP, not enabled by Megatron-LM at that commit: one step), README \"The 32B row audited\"",
     ),
 ];
 
