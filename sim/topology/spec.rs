@@ -66,6 +66,12 @@ pub struct TopologyFile {
     pub collective: Option<toml::Table>,
 }
 
+/// The `[collective]` key naming how `auto` chooses (`"model"` or
+/// `"nccl"`, read by the collectives layer); checked when a file is built.
+pub const CHOOSER_KEY: &str = "chooser";
+/// Its values.
+pub const CHOOSERS: [&str; 2] = ["model", "nccl"];
+
 fn one() -> u32 {
     1
 }
