@@ -50,7 +50,12 @@ use super::tuner::protocols_for;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chooser {
     Model,
+    /// NCCL's algorithm and protocol.
     Nccl,
+    /// NCCL's algorithm, the protocol by the simulator's estimate (whose
+    /// protocol calibration is fitted to measured curves, not to NCCL's
+    /// protocol model).
+    NcclAlgo,
 }
 
 impl Chooser {
@@ -65,6 +70,7 @@ impl Chooser {
             .and_then(|v| v.as_str())
         {
             Some("nccl") => Chooser::Nccl,
+            Some("nccl-algo") => Chooser::NcclAlgo,
             Some("model") => Chooser::Model,
             _ => Chooser::DEFAULT,
         }
@@ -72,9 +78,10 @@ impl Chooser {
 }
 
 /// `auto`'s hook: NCCL's pick for `op` of `bytes` on `group` where the
-/// topology's chooser is `nccl`, `algo` is not forced and NCCL's model
-/// covers the machine; among the simulator's `auto` candidates and `proto`
-/// if one was asked for.
+/// topology's chooser is `nccl` or `nccl-algo`, `algo` is not forced and
+/// NCCL's model covers the machine; among the simulator's `auto` candidates
+/// and `proto` if one was asked for. The protocol is None (`proto` as
+/// asked) under `nccl-algo`.
 pub(crate) fn pick(
     topo: &Topology,
     group: &Group,
@@ -82,8 +89,9 @@ pub(crate) fn pick(
     bytes: u64,
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
-) -> Option<(Algorithm, Protocol)> {
-    if algo.is_some() || Chooser::of(topo) != Chooser::Nccl {
+) -> Option<(Algorithm, Option<Protocol>)> {
+    let chooser = Chooser::of(topo);
+    if algo.is_some() || chooser == Chooser::Model {
         return None;
     }
     let sys = system_of(topo, group)?;
@@ -91,7 +99,15 @@ pub(crate) fn pick(
     let allowed = |a: Algorithm, p: Protocol| {
         ours.contains(&a) && protocols_for(a).contains(&p) && proto.map_or(true, |q| q == p)
     };
-    nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed).map(|(a, p, _)| (a, p))
+    let (a, p, _) = nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed)?;
+    Some((
+        a,
+        if chooser == Chooser::Nccl {
+            Some(p)
+        } else {
+            proto
+        },
+    ))
 }
 
 /// Which NCCL release's tables.
@@ -121,6 +137,8 @@ pub struct NcclSystem {
     pub pci_gbs: f64,
     /// One NIC's speed, GB/s (0: none).
     pub nic_gbs: f64,
+    /// NICs per GPU (the simulator's node layouts have one).
+    pub nics_per_gpu: u32,
     /// A second GPU shares the NIC's PCIe switch (balanced trees).
     pub shared_pci_switch: bool,
     pub amd_host: bool,
@@ -278,7 +296,7 @@ impl NcclSystem {
         // One channel's speed taken from its NIC and from the GPU's PCIe
         // path, one NIC per GPU.
         let per_nic = fit(self.nic_gbs, inter).min(fit(self.pci_gbs, inter));
-        let by_nic = per_nic * self.gpus_per_node as u32;
+        let by_nic = per_nic * self.gpus_per_node as u32 * self.nics_per_gpu.max(1);
         if pattern == Pattern::Nvls {
             // NVLS heads: at most one channel per NIC.
             return by_nvlink.min(by_nic.min(self.gpus_per_node as u32));
@@ -753,6 +771,7 @@ pub fn system_of(topo: &Topology, group: &Group) -> Option<NcclSystem> {
         nvlinks: nvlink.lanes,
         pci_gbs,
         nic_gbs,
+        nics_per_gpu: 1,
         shared_pci_switch: pci.devices_per_switch >= 2,
         amd_host,
         nvls: nvlink.in_switch_reduction,
@@ -771,6 +790,7 @@ mod tests {
             nvlinks: if cc >= 90 { 18 } else { 12 },
             pci_gbs: if cc >= 90 { 48.0 } else { 24.0 },
             nic_gbs,
+            nics_per_gpu: 1,
             shared_pci_switch: true,
             amd_host: amd,
             nvls: cc >= 90,
@@ -893,6 +913,26 @@ mod tests {
         let (a, p, t) = pick(dgx(80, 1, 25.0, false), 64);
         assert_eq!((a, p), (Algorithm::Ring, Protocol::Ll));
         assert!((t - (6.6 + 14.0 * 0.6) - 64.0 / (1000.0 * 87.7 * 8.0 / 14.0)).abs() < 1e-9);
+        // OCI BM.GPU4.8 as it is (16 x 100 Gb/s, two NICs per GPU, AMD
+        // hosts) rather than as the simulator's 8 x 200 Gb/s: 16 ring
+        // channels at 12 GB/s (the same 192 GB/s), trees with their intra
+        // speed raised to 15 (16 x 18 x 7/8 is over 240 GB/s of NVLink):
+        // tree 16 x 15 x 0.92 / 2 = 110.4 GB/s against the ring's 102.4, so
+        // NCCL's model takes the tree at 1 GiB, as the measured curve does,
+        // and the ring with 8 x 200 Gb/s.
+        let oci = NcclSystem {
+            nic_gbs: 12.5,
+            nics_per_gpu: 2,
+            ..dgx(80, 2, 12.5, true)
+        };
+        let g = oci.graphs(v).unwrap();
+        assert_eq!((g.ring.channels, g.ring.bw_intra), (16, 12.0));
+        assert_eq!(
+            (g.tree.channels, g.tree.bw_intra, g.tree.bw_inter),
+            (16, 15.0, 12.0)
+        );
+        assert_eq!(pick(oci, 1 << 30).0, Algorithm::Tree);
+        assert_eq!(pick(dgx(80, 2, 25.0, true), 1 << 30).0, Algorithm::Ring);
         // A filter that refuses the winner gets the next one.
         let (a, _, _) = nccl_choice(&dgx(90, 2, 50.0, false), v, &op, 1 << 30, |a, _| {
             a != Algorithm::NvlsTree

@@ -387,7 +387,7 @@ fn choose_candidate_with(
             elem_bytes,
             cal,
             Some(a),
-            Some(p),
+            p,
             prune,
             cache.as_deref_mut(),
         );

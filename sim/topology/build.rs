@@ -76,7 +76,7 @@ fn check_chooser(f: &TopologyFile) -> Result<(), SemanticError> {
         _ => fail(
             &format!("collective.{CHOOSER_KEY}"),
             format!(
-                "expected \"model\" or \"nccl\", got {}",
+                "expected \"model\", \"nccl\" or \"nccl-algo\", got {}",
                 v.to_string().trim()
             ),
         ),

@@ -66,11 +66,12 @@ pub struct TopologyFile {
     pub collective: Option<toml::Table>,
 }
 
-/// The `[collective]` key naming how `auto` chooses (`"model"` or
-/// `"nccl"`, read by the collectives layer); checked when a file is built.
+/// The `[collective]` key naming how `auto` chooses (`"model"`, `"nccl"`
+/// or `"nccl-algo"`, read by the collectives layer); checked when a file is
+/// built.
 pub const CHOOSER_KEY: &str = "chooser";
 /// Its values.
-pub const CHOOSERS: [&str; 2] = ["model", "nccl"];
+pub const CHOOSERS: [&str; 3] = ["model", "nccl", "nccl-algo"];
 
 fn one() -> u32 {
     1
