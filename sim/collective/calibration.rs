@@ -130,7 +130,10 @@ impl Calibration {
 
 /// A topology file's `[collective]` table as calibrations, checked.
 pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
-    let t: BTreeMap<String, Calibration> = toml::Value::Table(own.clone())
+    // Settings beside the per-model tables (`chooser`) are not calibrations.
+    let mut own = own.clone();
+    own.remove(crate::topology::CHOOSER_KEY);
+    let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
         .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;
     check_table(&t)?;

@@ -22,7 +22,8 @@ pub use load::{load_path, load_text, parse_file_text, Override};
 pub use mesh_map::MeshMapping;
 pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
 pub use spec::{
-    DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, FORMAT_VERSION,
+    DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, CHOOSERS, CHOOSER_KEY,
+    FORMAT_VERSION,
 };
 pub use summary::{NeighbourClass, Summary};
 pub use units::{Bandwidth, ByteSize, Duration, FlopRate, UnitError};
