@@ -203,3 +203,29 @@ fn bad_chooser_values_are_named_errors() {
     let r = time_collective(&t, &g, &op, 1 << 28, 4, &cal, Some(Algorithm::Tree), None).unwrap();
     assert_eq!(r.algo, Algorithm::Tree);
 }
+
+/// NCCL's chooser on a machine its model does not cover (a ring of GPUs, a
+/// switch) is an error naming the setting, not a silent fall back to the
+/// simulator's own pick; `model` there is fine.
+#[test]
+fn nccl_chooser_outside_nvswitch_nodes_is_an_error() {
+    let op = CollectiveOp::AllReduce;
+    for preset in ["ring:8", "switch:16"] {
+        for chooser in ["nccl", "nccl-algo"] {
+            let t = super::load(preset, &[("collective.chooser", chooser)]);
+            let g = Group::first(&t, t.num_devices()).unwrap();
+            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let e = time_collective(&t, &g, &op, 1 << 18, 4, &cal, None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("collective.chooser = \"{chooser}\"")) && e.contains("model"),
+                "{preset} {chooser}: {e}"
+            );
+        }
+        let t = super::load(preset, &[("collective.chooser", "model")]);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        assert!(time_collective(&t, &g, &op, 1 << 18, 4, &cal, None, None).is_ok());
+    }
+}
