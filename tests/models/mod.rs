@@ -2,6 +2,7 @@
 //! and match the single-device interpreter; strategies and presets are
 //! checked; analytic closed forms hold.
 
+mod ci;
 mod cli;
 mod context;
 mod inference;
