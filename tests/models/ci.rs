@@ -163,18 +163,13 @@ fn megatron_ci_single_node_iteration_times() {
             breakdown(&r)
         );
         if row.large {
-            let bound = CI_MISSES
-                .iter()
-                .find(|m| m.0 == row.name)
-                .map_or(0.25, |m| m.1);
-            if err.abs() > bound {
-                failures.push(format!(
-                    "{} off by {:+.1}% (allowed {:.0}%)",
-                    row.name,
-                    100.0 * err,
-                    100.0 * bound
-                ));
-            }
+            failures.extend(super::outside_bound(
+                CI_MISSES,
+                &row.name.as_str(),
+                0.25,
+                &row.name,
+                err,
+            ));
             // Megatron ran it on 80 GB devices; its allocator's peak is the
             // live bytes our static count sums (states, activations at the
             // schedule's fullest, the largest transient).

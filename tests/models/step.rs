@@ -480,18 +480,13 @@ fn megatron_published_throughput_is_reproduced() {
             row.measured,
             100.0 * err
         ));
-        let bound = KNOWN_MISSES
-            .iter()
-            .find(|m| m.0 == row.name)
-            .map_or(0.10, |m| m.1);
-        if err.abs() > bound {
-            failures.push(format!(
-                "{} off by {:+.1}% (allowed {:.0}%)",
-                row.name,
-                100.0 * err,
-                100.0 * bound
-            ));
-        }
+        failures.extend(super::outside_bound(
+            KNOWN_MISSES,
+            &row.name.as_str(),
+            0.10,
+            &row.name,
+            err,
+        ));
     }
     println!("{}", report.join("\n"));
     assert!(
@@ -620,17 +615,13 @@ fn megatron_strong_scaling_separates_passes_from_scale() {
             100.0 * measured,
             100.0 * err
         ));
-        let bound = STRONG_SCALING_MISSES
-            .iter()
-            .find(|m| m.0 == gpus)
-            .map_or(0.10, |m| m.1);
-        if err.abs() > bound {
-            failures.push(format!(
-                "{gpus} GPUs off by {:+.1}% (allowed {:.0}%)",
-                100.0 * err,
-                100.0 * bound
-            ));
-        }
+        failures.extend(super::outside_bound(
+            STRONG_SCALING_MISSES,
+            &gpus,
+            0.10,
+            &format!("{gpus} GPUs"),
+            err,
+        ));
     }
     println!("{}", report.join("\n"));
     assert_eq!(report.len(), 3, "three published points");
