@@ -428,7 +428,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
             let xg = super::block::gathered(&mut e, &c, xf);
             let dt = super::block::mm_dw(&mut e, &c, &dl, &xg);
             let i = table_grad_index("head");
-            sums[i] = Some(accumulate(&mut e, strategy, &accum[i], &dt));
+            sums[i] = Some(accumulate(&mut e, &accum[i].0, &dt));
             norm_grad(&mut e, &c, xin, &dxf)
         }
     };
@@ -447,7 +447,7 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         let (dx, gs) = block_backward(&mut e, &lc, &acts, ws, args.rope.as_ref(), &dy);
         let first = args.layer_offset(l);
         for (i, g) in gs.into_iter().enumerate() {
-            sums[first + i] = Some(accumulate(&mut e, strategy, &accum[first + i], &g));
+            sums[first + i] = Some(accumulate(&mut e, &accum[first + i].0, &g));
         }
         dy = dx;
     }
@@ -463,16 +463,11 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
         let i = table_grad_index("embed");
         // A tied table already holds the head's gradient.
         let acc = sums[i].take().unwrap_or_else(|| accum[i].0.clone());
-        sums[i] = Some(accumulate(
-            &mut e,
-            strategy,
-            &(acc, accum[i].1.clone()),
-            &dt,
-        ));
+        sums[i] = Some(accumulate(&mut e, &acc, &dt));
         if args.positions.is_some() {
             let dp = positions_grad(&mut e, &c, &dy);
             let i = weights.len() - 1;
-            sums[i] = Some(accumulate(&mut e, strategy, &accum[i], &dp));
+            sums[i] = Some(accumulate(&mut e, &accum[i].0, &dp));
         }
     } else {
         results.push((dy, c.act_dims()));
@@ -484,22 +479,18 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     finish(e, "chunk_backward", &results)
 }
 
-/// A weight gradient added into its accumulator `(value, dims)`, in the
-/// accumulator's type. With gradient-accumulation fusion the
-/// weight-gradient matmul already wrote the accumulator's type and the add
-/// runs as its epilogue (the timed run folds an add of a matmul's result
-/// into a donated buffer into the matmul); without it, Megatron-LM's
-/// `main_grad.add_(grad)` is a kernel of its own after the matmul wrote the
-/// gradient: a kernel boundary keeps the two apart.
-fn accumulate(e: &mut Emitter, strategy: &Strategy, acc: &Sharded, g: &Val) -> Val {
-    let (acc, dims) = acc;
-    let g = if g.dtype != acc.dtype {
-        // A convert between them already makes the add a kernel of its own.
-        e.convert(g, acc.dtype)
-    } else if strategy.gradient_accumulation_fusion {
+/// A weight gradient added into its accumulator, in the accumulator's type.
+/// With gradient-accumulation fusion and a wider accumulator (fp32 for bf16)
+/// the weight-gradient matmul already wrote the accumulator's type, and the
+/// timed run folds the add into it as its epilogue (an add of a matmul's
+/// wider result into a donated buffer); otherwise the gradient is written in
+/// the compute type and the add (after a convert) is a kernel of its own,
+/// as Megatron-LM's `main_grad.add_(grad)`.
+fn accumulate(e: &mut Emitter, acc: &Val, g: &Val) -> Val {
+    let g = if g.dtype == acc.dtype {
         g.clone()
     } else {
-        kernel_boundary(e, g, dims)
+        e.convert(g, acc.dtype)
     };
     e.binary("add", acc, &g)
 }

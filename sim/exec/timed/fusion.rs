@@ -71,8 +71,9 @@ pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
 }
 
 /// [`plan`], with the program arguments `donated` (indices) updated in
-/// place: an add of a matmul's result into a donated argument, alone in its
-/// fusion, runs as the matmul's epilogue with `beta = 1` (cuBLAS's
+/// place: an add of a matmul's wider result (bf16 operands, fp32 result)
+/// into a donated argument, alone in its fusion, runs as the matmul's
+/// epilogue with `beta = 1` (cuBLAS's
 /// `C = A B + C`, as Megatron-LM's fused weight-gradient accumulation and
 /// XLA's GEMM rewriter run it): the matmul's own result is never written,
 /// the matmul reads and writes the buffer, and the add launches nothing.
@@ -151,8 +152,9 @@ pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> F
 }
 
 /// The adds that run as their matmul's epilogue (see [`plan_with`]): an add
-/// alone in its fusion, of a matmul's result read by nothing else (and not
-/// a program result) into a donated argument of the result's type.
+/// alone in its fusion, of a matmul's result (wider than its operands, read
+/// by nothing else and not a program result) into a donated argument of the
+/// result's type.
 fn epilogues(
     program: &SpmdProgram,
     group: &[Option<usize>],
@@ -206,11 +208,16 @@ fn epilogues(
             )
         };
         for (d, c) in [(operands[0], operands[1]), (operands[1], operands[0])] {
+            // A matmul that accumulates into a wider type than it reads
+            // (bf16 operands, fp32 result: cuBLAS's mixed-precision GEMM).
             let matmul = producer[d].filter(|&j| {
-                matches!(&program.steps[j], Step::Local { op, .. } if matches!(
+                matches!(&program.steps[j], Step::Local { op, operands, .. } if matches!(
                     &program.local_func.op(*op).kind,
                     OpKind::DotGeneral { dims, .. } if dims.lhs_batch.is_empty()
-                ))
+                ) && operands.iter().all(|&o| {
+                    program.values[o].global.dtype.size_bytes()
+                        < program.values[d].global.dtype.size_bytes()
+                }))
             });
             if let Some(j) = matmul {
                 if reads[d] == 1
