@@ -233,7 +233,7 @@ pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, Ti
         }
         // The attention kernel's rate: fractions in [0, 1] (the work and the
         // backward's share in (0, 1]) and a finite half length.
-        let fraction = |f: Option<f64>| f.is_none_or(|f| f.is_finite() && f > 0.0 && f <= 1.0);
+        let fraction = |f: Option<f64>| f.map_or(true, |f| f.is_finite() && f > 0.0 && f <= 1.0);
         let attention_ok = (0.0..=1.0).contains(&p.attention_efficiency)
             && p.attention_s_half.is_finite()
             && p.attention_s_half >= 0.0
