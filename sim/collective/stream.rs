@@ -333,6 +333,7 @@ pub(crate) fn simulate_stream(
         params,
         quotient,
         elem_bytes,
+        channel_rate: cal.tree_channel_rate(algo, proto),
         scratch: Default::default(),
     };
     let mut sched = StreamSchedule::new();

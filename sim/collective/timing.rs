@@ -567,6 +567,10 @@ pub(crate) struct StepCtx<'r, 'a> {
     pub params: super::calibration::ProtocolParams,
     pub quotient: Option<&'r Quotient>,
     pub elem_bytes: u64,
+    /// A tree channel's payload rate at a rank, bytes/s
+    /// ([`Calibration::tree_channel_rate`]): a send also lasts its bytes at
+    /// this rate, whatever its links take.
+    pub channel_rate: Option<f64>,
     /// Buffers `add_step` reuses from step to step.
     pub scratch: StepScratch,
 }
@@ -654,6 +658,16 @@ impl StepCtx<'_, '_> {
                             sched.transfer(&route, bytes, &gate)?
                         }
                         None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
+                    };
+                    // The channel's thread block moves the chunk at its own
+                    // rate beside the links: the send is done when both are.
+                    let t = match self.channel_rate {
+                        Some(rate) => {
+                            let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
+                            let copy = sched.compute(m.from as u64, copy, &gate)?;
+                            sched.compute(m.from as u64, Time::ZERO, &[t, copy])?
+                        }
+                        None => t,
                     };
                     flows += 1;
                     if per_channel {
@@ -758,6 +772,7 @@ pub(crate) fn simulate_inner(
         params,
         quotient,
         elem_bytes,
+        channel_rate: cal.tree_channel_rate(algo, proto),
         scratch: Default::default(),
     };
     for step in &plan.steps {

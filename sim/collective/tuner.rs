@@ -225,6 +225,11 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
+        // Each of our tree channels runs both trees of the double binary
+        // tree, each with half its share: two NCCL channels (NCCL doubles
+        // its channels, the second half on the mirrored tree), each cutting
+        // its half in chunks of `chunk_bytes`.
+        tree_chunks: cal.chunks_for((bytes / m as u64).div_ceil(2)).min(budget),
         nodes,
     }
 }

@@ -5,12 +5,17 @@
 //! --set nic.bandwidth=200Gb/s --set nvlink.in_switch_reduction=false`: the
 //! run's NCCL profile disabled NVLS) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
 //! node (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
-//! --nodes 2`). `auto` must be within 15% of the measured time at every size
-//! from 64 MiB on, except the sizes listed as known misses, which must still
-//! miss (so a change that fixes or breaks one shows here and in README's table),
-//! and the two-node tree against its network bound (closed form).
+//! --nodes 2`), each with its NCCL buffers (A3 Mega's profile sets
+//! `NCCL_BUFFSIZE=8388608`: 1 MiB chunks). `auto` must be within 15% of the
+//! measured time at every size from 64 MiB on, except the sizes listed as
+//! known misses, which must still miss (so a change that fixes or breaks one
+//! shows here and in README's table); A3 Mega's tree as its tuner plugin ran
+//! it from 16 MiB on; and the two-node tree against its network bound and its
+//! pipeline fill (closed forms).
 
-use shardsim::collective::{time_collective, Calibration, CollectiveOp, Group};
+use shardsim::collective::{
+    time_collective, Algorithm, Calibration, CollectiveOp, Group, Protocol,
+};
 
 use crate::common::fixture;
 
@@ -29,20 +34,38 @@ fn rows(rel: &str) -> Vec<(u64, f64)> {
         .collect()
 }
 
-/// Check `fixture` on `preset` with `set` overrides; returns the sizes from
-/// [`FROM`] on whose error is 15% or more, with a line per size.
-fn misses(preset: &str, set: &[(&str, &str)], rel: &str) -> (Vec<u64>, String) {
-    let t = super::load(preset, set);
+/// A3 Mega's NCCL settings (the run's TCPXO profile): `NCCL_BUFFSIZE=8388608`,
+/// so a Simple step, a tree's chunk, is 1 MiB.
+const A3_CHUNK: u64 = 8 << 20 >> 3;
+
+/// How a run is described: its fabric, its NCCL buffers (`chunk_bytes`,
+/// 0: the calibration's) and the algorithm its tuner was told to run
+/// (`None`: `auto`).
+struct Run<'a> {
+    preset: &'a str,
+    set: &'a [(&'a str, &'a str)],
+    chunk: u64,
+    algo: Option<(Algorithm, Protocol)>,
+}
+
+/// Check `fixture` against `run` from `from` bytes on; returns the sizes
+/// whose error is 15% or more, with a line per size.
+fn misses(run: &Run, rel: &str, from: u64) -> (Vec<u64>, String) {
+    let t = super::load(run.preset, run.set);
     let g = Group::first(&t, t.num_devices()).unwrap();
-    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let mut cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    if run.chunk > 0 {
+        cal.chunk_bytes = run.chunk;
+    }
     let op = CollectiveOp::AllReduce;
     let (mut missed, mut report) = (Vec::new(), String::new());
     let mut checked = 0;
+    let (algo, proto) = run.algo.unzip();
     for (size, measured) in rows(rel) {
-        if size < FROM {
+        if size < from {
             continue;
         }
-        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, None, None).unwrap();
+        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, algo, proto).unwrap();
         let ours = r.time.ps() as f64 / 1e6;
         let err = (ours - measured) / measured;
         report += &format!(
@@ -55,41 +78,104 @@ fn misses(preset: &str, set: &[(&str, &str)], rel: &str) -> (Vec<u64>, String) {
         }
         checked += 1;
     }
-    assert_eq!(checked, 8, "{rel}: 64 MiB to 8 GiB");
+    assert!(checked >= 8, "{rel}: up to 8 GiB");
     (missed, report)
 }
 
+const A3_SET: &[(&str, &str)] = &[
+    ("nodes", "2"),
+    ("nic.bandwidth", "200Gb/s"),
+    ("nvlink.in_switch_reduction", "false"),
+];
+
 #[test]
 fn h100_two_nodes_200g_allreduce_within_fifteen_percent_from_64_mib() {
-    let (missed, report) = misses(
-        "dgx-h100",
-        &[
-            ("nodes", "2"),
-            ("nic.bandwidth", "200Gb/s"),
-            ("nvlink.in_switch_reduction", "false"),
-        ],
-        "collective/h100_2node_allreduce_a3mega.csv",
-    );
-    // 64 MiB: the measured system pays about 0.9 ms over its bandwidth from
-    // 32 MiB to 1 GiB (TCPXO), which the model does not have.
+    let run = Run {
+        preset: "dgx-h100",
+        set: A3_SET,
+        chunk: A3_CHUNK,
+        algo: None,
+    };
+    let (missed, report) = misses(&run, "collective/h100_2node_allreduce_a3mega.csv", FROM);
+    // 64 MiB: `auto` takes the ring, which times 27% below the measurement:
+    // the run's tuner plugin (GCP's a3plus config: tree/Simple for every
+    // allreduce on 2 nodes of 8 ranks) ran the tree, which we time within 5%
+    // there (next test); our estimate, as NCCL's model, prefers the ring.
     assert_eq!(missed, vec![64 << 20], "{report}");
+}
+
+/// The A3 Mega run as its tuner plugin ran it (tree, Simple at every size)
+/// with its 8 MiB NCCL buffers: within 15% from 16 MiB on, the knee between
+/// 16 and 32 MiB included (16 MiB is one 1 MiB chunk per tree of each
+/// channel: the pipeline's fill, 16 ranks' worth of a chunk at a channel's
+/// 20.7 GB/s).
+#[test]
+fn h100_two_nodes_tree_as_the_runs_tuner_set_it_within_fifteen_percent_from_16_mib() {
+    let run = Run {
+        preset: "dgx-h100",
+        set: A3_SET,
+        chunk: A3_CHUNK,
+        algo: Some((Algorithm::Tree, Protocol::Simple)),
+    };
+    let (missed, report) = misses(&run, "collective/h100_2node_allreduce_a3mega.csv", 16 << 20);
+    assert!(missed.is_empty(), "{report}");
 }
 
 #[test]
 fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
-    let (missed, report) = misses(
-        "dgx-a100",
-        &[("nodes", "2")],
-        "collective/a100_2node_allreduce_oci.csv",
-    );
+    let run = Run {
+        preset: "dgx-a100",
+        set: &[("nodes", "2")],
+        chunk: 0,
+        algo: None,
+    };
+    let (missed, report) = misses(&run, "collective/a100_2node_allreduce_oci.csv", FROM);
     // 512 MiB: the system still runs at the NIC-bound ring's level there
     // (156 GB/s out of place, 165.8 in place, as at 256 MiB) and at the
-    // tree's from 1 GiB; our tuner picks the tree from 512 MiB. NCCL's own
-    // model cannot switch between 512 MiB and 1 GiB (its tree/Simple
-    // latency is below ring/Simple's and its tree correction factors end at
-    // 256 MiB, so a tree that wins at 1 GiB wins at 512 MiB): not an
-    // algorithm choice to reproduce (README, "Collectives").
+    // tree's from 1 GiB. With each tree channel's own rate (11.8 GB/s on
+    // A100) `auto` takes the ring up to 128 MiB as NCCL did, and the tree
+    // from 256 MiB, where it times faster. NCCL's own model cannot switch
+    // between 512 MiB and 1 GiB (its tree/Simple latency is below
+    // ring/Simple's and its tree correction factors end at 256 MiB, so a
+    // tree that wins at 1 GiB wins at 512 MiB): not an algorithm choice to
+    // reproduce (README, "Collectives").
     assert_eq!(missed, vec![512 << 20], "{report}");
+}
+
+/// A two-node tree's pipeline fill: with one chunk per tree of each
+/// channel (16 MiB over 8 channels of 2 trees, 1 MiB chunks), the allreduce
+/// is a chunk's climb and descent through 16 ranks (8 up, 8 down: a chain
+/// of 8 in each node and the network hop), each moving it at a channel's
+/// own rate: at least 16 chunk / rate, at most that plus a network hop and
+/// the launch per rank.
+#[test]
+fn two_node_tree_fill_is_a_chunk_per_rank_at_the_channel_rate() {
+    let t = super::load("dgx-h100", A3_SET);
+    let g = Group::first(&t, 16).unwrap();
+    let mut cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    cal.chunk_bytes = A3_CHUNK;
+    let s: u64 = 16 << 20;
+    let r = time_collective(
+        &t,
+        &g,
+        &CollectiveOp::AllReduce,
+        s / 4,
+        4,
+        &cal,
+        Some(Algorithm::Tree),
+        Some(Protocol::Simple),
+    )
+    .unwrap();
+    let ours = r.time.ps() as f64 / 1e6;
+    let stage = A3_CHUNK as f64 / (cal.tree_channel_gbs * 1e9) * 1e6;
+    let (lo, hi) = (
+        16.0 * stage,
+        16.0 * (stage + cal.simple.network_hop_us) + cal.simple.base_us,
+    );
+    assert!(
+        ours >= lo && ours <= hi,
+        "tree {ours:.1} us, fill bounds [{lo:.1}, {hi:.1}]"
+    );
 }
 
 #[test]
@@ -98,7 +184,10 @@ fn two_node_tree_approaches_the_network_bound() {
     // every direction of the network carries S over the m NICs: algbw is at
     // most m x NIC x network fraction, busbw that x 2(n-1)/n (352.5 GB/s for
     // 8 x 200 Gb/s at 0.94). Up and down overlap (split tree) and each
-    // channel pipelines its own chunks, so 8 GiB gets within 10% of it.
+    // channel pipelines its own chunks, so 8 GiB gets within 15% of it: the
+    // simulation's budget of 64 chunks per tree makes them 8 MiB there (NCCL's
+    // are 512 KiB), whose fill through 16 ranks at a channel's 20.7 GB/s is
+    // 6.5 ms of the 51 ms (within 10% before each channel had its own rate).
     let t = super::load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", "200Gb/s")]);
     let g = Group::first(&t, 16).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
@@ -111,14 +200,14 @@ fn two_node_tree_approaches_the_network_bound() {
         s / 4,
         4,
         &cal,
-        Some(shardsim::collective::Algorithm::Tree),
-        Some(shardsim::collective::Protocol::Simple),
+        Some(Algorithm::Tree),
+        Some(Protocol::Simple),
     )
     .unwrap();
     let bound = 8.0 * 25e9 * cal.simple.network_fraction * op.busbw_factor(16);
     let busbw = s as f64 / (tree.time.ps() as f64 * 1e-12) * op.busbw_factor(16);
     assert!(
-        busbw <= bound && busbw > 0.9 * bound,
+        busbw <= bound && busbw > 0.85 * bound,
         "tree busbw {:.1} GB/s, bound {:.1}",
         busbw / 1e9,
         bound / 1e9
@@ -158,7 +247,6 @@ fn split_trees_start_the_broadcast_once_the_root_has_a_chunk() {
 /// routes' link latencies).
 #[test]
 fn rail_rings_pay_network_hops_along_the_data_path() {
-    use shardsim::collective::{Algorithm, Protocol};
     let t = super::load("dgx-h100", &[("nodes", "16")]);
     let g = Group::first(&t, 128).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
