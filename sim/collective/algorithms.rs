@@ -544,12 +544,10 @@ impl TreeChannels {
         let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
         let shared = (chunks / channels).max(1);
         // A channel per local rank cuts its share in its own chunks
-        // (`channel_chunks`, never fewer than the shared count would give
-        // unless a channel holds several NCCL channels' chunks side by side).
+        // (`channel_chunks`: each of its two trees is an NCCL channel with
+        // chunks of `chunk_bytes`, fewer than the shared count would give).
         let per = if channels == m && m > 1 && channel_chunks > 0 {
             channel_chunks
-        } else if channels == m && m > 1 {
-            shared
         } else {
             shared
         };
