@@ -395,3 +395,326 @@ fn propagate_strategy_basic_conservative_never_splits_an_axis() {
         "conservative: {conservative}"
     );
 }
+
+/// A user error: exit 2, one line on stderr that says `want`; no panic.
+fn refused(args: &[&str], want: &str) {
+    let out = shardsim(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err}");
+}
+
+/// Without `--topology` nothing is timed, so every flag of the timed run
+/// would silently do nothing: each is refused by name.
+#[test]
+fn exec_timing_flags_without_a_topology_are_refused() {
+    let program = crate::common::fixture("timed/chain.mlir");
+    let p = program.to_str().unwrap();
+    for (flag, value) in [
+        ("--nodes", Some("2")),
+        ("--set", Some("nvlink.bandwidth=900GB/s")),
+        ("--seed", Some("7")),
+        ("--jitter", Some("0.05")),
+        ("--straggler", Some("3:1.5")),
+        ("--on-oom", Some("continue")),
+        ("--roofline", Some("x.toml")),
+        ("--link-fault", Some("n0.gpu3->n0.nvswitch@2ms:0.5")),
+        ("--random-stragglers", Some("2:1.5")),
+        ("--random-link-failures", Some("2@5ms")),
+        ("--no-symmetry", None),
+        ("--trip-count", Some("3")),
+    ] {
+        let mut args = vec!["exec", p, "--shape-only", flag];
+        args.extend(value);
+        refused(&args, &format!("{flag} needs --topology"));
+    }
+}
+
+/// `--separate-attention-dropout` splits a kernel out of unfused attention
+/// with dropout: with flash attention, or for a model without dropout, the
+/// flag would do nothing and is refused.
+#[test]
+fn train_separate_attention_dropout_that_would_do_nothing_is_refused() {
+    let base = [
+        "train",
+        "gpt3-175b",
+        "--tp",
+        "8",
+        "--global-batch",
+        "1",
+        "--seq",
+        "64",
+        "--separate-attention-dropout",
+    ];
+    let mut flash = base.to_vec();
+    flash.push("--flash-attention");
+    refused(&flash, "flash attention fuses the dropout");
+    let mut llama = base.to_vec();
+    llama[1] = "llama3-8b";
+    refused(&llama, "`llama3-8b` has no attention dropout");
+}
+
+/// Output directories that exist as files, a results CSV that is a
+/// directory and zero jobs are refused before any work, naming the flag.
+#[test]
+fn output_directories_onto_files_and_zero_jobs_are_refused_up_front() {
+    let tmp = std::env::temp_dir().join(format!("shardsim_cli_outdir_{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let file = tmp.join("a_file");
+    std::fs::write(&file, "keep me").unwrap();
+    let f = file.to_str().unwrap();
+    let add_relu = crate::common::fixture("jax/add_relu/lowered.mlir");
+    let (in0, in1) = (
+        crate::common::fixture("jax/add_relu/in0.npy"),
+        crate::common::fixture("jax/add_relu/in1.npy"),
+    );
+    let inputs = format!("{},{}", in0.display(), in1.display());
+    let p = add_relu.to_str().unwrap();
+    let gpt = format!("{}/models/gpt3_mlp_block.mlir", env!("CARGO_MANIFEST_DIR"));
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let not_dir = format!("{f}: exists and is not a directory");
+    for (args, want) in [
+        (
+            vec!["run", "--out", f, "--no-plots"],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["interp", p, "--inputs", &inputs, "--out", f],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["exec", p, "--inputs", &inputs, "--out", f],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["exec", &gpt, "--topology", "dgx-h100", "--trace", f],
+            format!("--trace {not_dir}"),
+        ),
+        (
+            vec![
+                "collective",
+                "--topology",
+                "dgx-h100",
+                "--sizes",
+                "1MiB",
+                "--out",
+                f,
+            ],
+            format!("--out {not_dir}"),
+        ),
+        (
+            vec!["infer", "llama3-8b", "--tp", "8", "--emit", f],
+            format!("--emit {not_dir}"),
+        ),
+        (
+            vec!["sweep", &sweep, "--out", tmp.to_str().unwrap()],
+            "is a directory (expected the results CSV file)".to_string(),
+        ),
+        (
+            vec!["sweep", &sweep, "--jobs", "0", "--out", "x.csv"],
+            "--jobs 0".to_string(),
+        ),
+    ] {
+        let out = shardsim(&args);
+        // Refused before any work: nothing on stdout.
+        assert!(out.stdout.is_empty(), "{args:?} printed before failing");
+        refused(&args, &want);
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// Same inputs, same bytes: `run` and `sweep` print no wall time on stdout
+/// (it goes to a terminal's stderr only), so two runs print the same.
+#[test]
+fn run_and_sweep_print_the_same_bytes_twice() {
+    let tmp = std::env::temp_dir().join(format!("shardsim_cli_twice_{}", std::process::id()));
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let twice = |args: &dyn Fn(usize) -> Vec<String>| {
+        let outs: Vec<_> = (0..2)
+            .map(|i| {
+                let a = args(i);
+                let out = shardsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+                assert!(out.status.success(), "{a:?}");
+                String::from_utf8(out.stdout)
+                    .unwrap()
+                    .replace(&format!("/{i}"), "/N")
+            })
+            .collect();
+        assert_eq!(outs[0], outs[1]);
+    };
+    twice(&|i| {
+        let dir = tmp.join(i.to_string());
+        vec![
+            "run".into(),
+            "--no-plots".into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ]
+    });
+    twice(&|i| {
+        let csv = tmp.join(i.to_string()).join("r.csv");
+        vec![
+            "sweep".into(),
+            sweep.clone(),
+            "--shard".into(),
+            "3/50".into(),
+            "--out".into(),
+            csv.display().to_string(),
+        ]
+    });
+    assert_eq!(
+        std::fs::read(tmp.join("0/r.csv")).unwrap(),
+        std::fs::read(tmp.join("1/r.csv")).unwrap()
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// Zero cases, ops, blocks or runs would measure nothing (or silently run
+/// once): each benchmark refuses them.
+#[test]
+fn benchmarks_refuse_zero_work() {
+    for (args, want) in [
+        (
+            vec!["bench", "fuzz", "--cases", "0"],
+            "--cases must be at least 1",
+        ),
+        (vec!["bench", "propagate", "--ops", "0"], "--ops and --runs"),
+        (
+            vec!["bench", "propagate", "--ops", "10", "--runs", "0"],
+            "--ops and --runs",
+        ),
+        (
+            vec!["bench", "exec", "--blocks", "0"],
+            "--blocks and --runs",
+        ),
+        (
+            vec!["bench", "exec", "--blocks", "1", "--runs", "0"],
+            "--blocks and --runs",
+        ),
+    ] {
+        refused(&args, want);
+    }
+}
+
+/// `calibrate --name` names the topology `--out` writes: alone it would do nothing.
+#[test]
+fn calibrate_name_without_out_is_refused() {
+    refused(
+        &[
+            "calibrate",
+            "--measured",
+            "x.csv",
+            "--topology",
+            "dgx-a100",
+            "--name",
+            "mine",
+        ],
+        "--name names the topology file that --out DIR writes",
+    );
+}
+
+/// `propagate --explain` prints its explanation as text instead of the
+/// program: a `--format` with it would do nothing and is refused.
+#[test]
+fn propagate_explain_with_a_format_is_refused() {
+    let p = crate::common::fixture("jax/wsc_to_other_axis/before.mlir");
+    let p = p.to_str().unwrap();
+    for format in ["json", "mlir"] {
+        refused(
+            &["propagate", p, "--explain", "%1", "--format", format],
+            "cannot be used with",
+        );
+    }
+    let out = shardsim(&["propagate", p, "--explain", "%1"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("final sharding: <@mesh, [{}, {\"y\"}]>"));
+}
+
+/// A `--set` value of the wrong type is reported with the `--set` that
+/// brought it, not only the scenario file (where the value is not).
+#[test]
+fn run_set_value_errors_name_the_set() {
+    refused(
+        &["run", "--set", "run.seed=abc", "--out", "/nonexistent/x"],
+        "(with --set run.seed=abc)",
+    );
+}
+
+/// `--nodes N` is `--set nodes=N`: two different counts contradict each
+/// other (the later one used to win silently); the same count is fine.
+#[test]
+fn nodes_and_set_nodes_that_contradict_are_refused() {
+    refused(
+        &[
+            "topology", "show", "dgx-h100", "--nodes", "2", "--set", "nodes=4",
+        ],
+        "--nodes 2 and --set nodes=4 contradict each other",
+    );
+    refused(
+        &[
+            "collective",
+            "--topology",
+            "dgx-h100",
+            "--nodes",
+            "2",
+            "--set",
+            "nodes=4",
+            "--sizes",
+            "1MiB",
+        ],
+        "contradict",
+    );
+    let out = shardsim(&[
+        "topology", "show", "dgx-h100", "--nodes", "2", "--set", "nodes=2",
+    ]);
+    assert!(out.status.success());
+}
+
+/// `--schedule` orders a pipeline's microbatches: with one stage it would
+/// do nothing (or, interleaved, split a stage Megatron-LM would not), so
+/// it is refused; with stages it runs.
+#[test]
+fn train_schedule_without_pipeline_stages_is_refused() {
+    for k in ["gpipe", "1f1b", "interleaved"] {
+        refused(
+            &[
+                "train",
+                "llama3-8b",
+                "--tp",
+                "8",
+                "--global-batch",
+                "1",
+                "--seq",
+                "64",
+                "--schedule",
+                k,
+            ],
+            &format!("--schedule {k} needs pipeline stages"),
+        );
+    }
+}
+
+/// A results CSV that cannot be written says so ("cannot write"), not
+/// "cannot read".
+#[test]
+fn sweep_output_that_cannot_be_written_says_write() {
+    let sweep = format!(
+        "{}/scenarios/sweeps/nvlink_mesh_nodes.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    refused(
+        &["sweep", &sweep, "--shard", "3/50", "--out", "/dev/full"],
+        "cannot write /dev/full: No space left on device",
+    );
+}

@@ -35,6 +35,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 pub fn run(args: BenchExecArgs) -> anyhow::Result<()> {
     let sizes = super::output::parse_u64_list(&args.blocks, "--blocks")?;
+    if sizes.contains(&0) || args.runs == 0 {
+        anyhow::bail!("--blocks and --runs must be at least 1");
+    }
     let topo = topology::load(&args.topology, &[])?;
     outln!(
         "{:>8} {:>8} {:>12} {:>10} {:>12} {:>14} {:>14}",

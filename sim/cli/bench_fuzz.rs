@@ -404,6 +404,9 @@ struct Row {
 }
 
 pub fn run(args: FuzzBenchArgs) -> anyhow::Result<()> {
+    if args.cases == 0 {
+        anyhow::bail!("--cases must be at least 1");
+    }
     let chosen: Vec<Target> = targets()
         .into_iter()
         .filter(|t| args.only.is_empty() || args.only.iter().any(|o| o == t.name))

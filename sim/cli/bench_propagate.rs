@@ -71,6 +71,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 pub fn run(args: BenchPropagateArgs) -> anyhow::Result<()> {
     let sizes = super::output::parse_u64_list(&args.ops, "--ops")?;
+    if sizes.contains(&0) || args.runs == 0 {
+        anyhow::bail!("--ops and --runs must be at least 1");
+    }
     outln!(
         "{:>10} {:>12} {:>12} {:>14}",
         "ops",

@@ -115,6 +115,12 @@ fn host_memory() -> u64 {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.out {
+        super::output::check_out_dir(dir, "--out")?;
+    }
+    if args.name.is_some() && args.out.is_none() {
+        anyhow::bail!("--name names the topology file that --out DIR writes: give --out too");
+    }
     let Some(backend) = args.backend else {
         return super::calibrate_measured::run(&args);
     };
@@ -232,7 +238,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     }
 
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::cli::output::create_out_dir(dir, "--out")?;
         let devices = topo.num_devices();
         let file = topology_file(
             &fitted,

@@ -143,7 +143,7 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             csv.serialize(p)?;
         }
         let csv = csv.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::cli::output::create_out_dir(dir, "--out")?;
         let mut set = shardsim::base::files::OutputSet::new();
         set.write(&path, text.as_bytes())?;
         set.write(&dir.join("fit.csv"), &csv)?;

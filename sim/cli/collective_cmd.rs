@@ -341,7 +341,7 @@ pub fn render(s: &Summary, format: SweepFormat) -> anyhow::Result<String> {
 /// Write `dir/results.csv`, `dir/summary.json` and `dir/busbw.{svg,png}`
 /// (the simulated curve and each measured one); returns the files written.
 fn write_dir(dir: &Path, s: &Summary, measured: Vec<Curve>) -> anyhow::Result<Vec<String>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--out")?;
     let mut curves = vec![(
         format!("simulated ({} ranks, {})", s.ranks, s.topology),
         s.rows
@@ -413,6 +413,9 @@ fn write_dir(dir: &Path, s: &Summary, measured: Vec<Curve>) -> anyhow::Result<Ve
 }
 
 pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.out {
+        super::output::check_out_dir(dir, "--out")?;
+    }
     let sweep = args.sweep()?;
     // Bad measured files are refused before the sweep runs.
     let measured = args

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use serde::Serialize;
@@ -40,18 +40,18 @@ pub struct TimedArgs {
     /// Write trace.json (Chrome trace events), events.csv and summary.json here.
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Seed of jitter and straggler draws.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed of jitter and straggler draws [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Random spread of every step's duration (0.05: up to +-5%).
     #[arg(long)]
     pub jitter: Option<f64>,
     /// A device whose compute is slowed by a factor: DEVICE:FACTOR (repeatable).
     #[arg(long, value_name = "DEVICE:FACTOR")]
     pub straggler: Vec<String>,
-    /// What to do when an allocation exceeds a memory scope's capacity.
-    #[arg(long, value_enum, default_value_t = OnOom::Stop)]
-    pub on_oom: OnOom,
+    /// What to do when an allocation exceeds a memory scope's capacity [default: stop].
+    #[arg(long, value_enum)]
+    pub on_oom: Option<OnOom>,
     /// Roofline parameters (TOML: [model] compute_efficiency, memory_efficiency, launch_us).
     #[arg(long)]
     pub roofline: Option<PathBuf>,
@@ -83,14 +83,14 @@ impl TimedArgs {
     /// `run` parse them with the same code ([`timed_options`]).
     fn run_spec(&self) -> RunSpec {
         RunSpec {
-            seed: self.seed,
+            seed: self.seed.unwrap_or(0),
             jitter: self.jitter,
             stragglers: self.straggler.clone(),
             random_stragglers: self.random_stragglers.clone(),
             link_faults: self.link_fault.clone(),
             random_link_failures: self.random_link_failures.clone(),
             numerics: false,
-            continue_on_oom: self.on_oom == OnOom::Continue,
+            continue_on_oom: self.on_oom == Some(OnOom::Continue),
         }
     }
 
@@ -151,7 +151,7 @@ fn write_trace(
     topo: &Topology,
     summary: &TimedSummary,
 ) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--trace")?;
     let full = t.expand();
     let files = [
         ("trace.json", trace::chrome_trace(&full, topo)),
@@ -170,8 +170,33 @@ fn write_trace(
 
 /// Refuse option combinations that cannot work, before any work is done.
 pub fn check_args(args: &TimedArgs) -> anyhow::Result<()> {
-    if args.topology.is_none() && args.trace.is_some() {
-        bail!("--trace needs --topology");
+    if args.topology.is_some() {
+        if let Some(dir) = &args.trace {
+            super::output::check_out_dir(dir, "--trace")?;
+        }
+        return Ok(());
+    }
+    // Without a topology nothing is timed: a timing flag would do nothing.
+    let given = [
+        ("--nodes", args.nodes.is_some()),
+        ("--set", !args.set.is_empty()),
+        ("--trace", args.trace.is_some()),
+        ("--seed", args.seed.is_some()),
+        ("--jitter", args.jitter.is_some()),
+        ("--straggler", !args.straggler.is_empty()),
+        ("--on-oom", args.on_oom.is_some()),
+        ("--roofline", args.roofline.is_some()),
+        ("--link-fault", !args.link_fault.is_empty()),
+        ("--random-stragglers", args.random_stragglers.is_some()),
+        (
+            "--random-link-failures",
+            args.random_link_failures.is_some(),
+        ),
+        ("--no-symmetry", args.no_symmetry),
+        ("--trip-count", args.trip_count.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        bail!("{flag} needs --topology (it changes the timed run, and without a topology nothing is timed)");
     }
     Ok(())
 }
@@ -213,7 +238,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
         nodes: args.nodes,
         overrides: args.set.iter().map(|s| s.trim().to_string()).collect(),
         mesh: program.mesh.to_string(),
-        seed: args.seed,
+        seed: args.seed.unwrap_or(0),
         perturbations,
         timing: report::summarize_classes(&t, &topo),
     };

@@ -5,7 +5,6 @@
 //! time, tokens/s and memory per GPU (weights, key/value cache); exit 3
 //! when it does not fit.
 
-use anyhow::Context;
 use clap::Args;
 
 use shardsim::models::inference::{
@@ -120,7 +119,7 @@ fn emit_programs(
     dir: &std::path::Path,
 ) -> anyhow::Result<()> {
     use shardsim::models::inference::{serving_program, Part, Phase};
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--emit")?;
     let phases = [
         ("prefill", Phase::Prefill),
         (

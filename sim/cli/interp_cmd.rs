@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 
 use shardsim::ir::interp::interpret;
@@ -32,7 +31,7 @@ pub fn read_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Tensor>> {
 /// A `!stablehlo.token` result holds no data and gets no file (its number is
 /// skipped, so `out<i>` stays result `i`).
 pub fn write_outputs(dir: &std::path::Path, outs: &[Tensor]) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--out")?;
     let mut set = shardsim::base::files::OutputSet::new();
     let mut paths = Vec::new();
     for (i, t) in outs.iter().enumerate() {
@@ -50,6 +49,7 @@ pub fn write_outputs(dir: &std::path::Path, outs: &[Tensor]) -> anyhow::Result<V
 }
 
 pub fn run(args: InterpArgs) -> anyhow::Result<()> {
+    super::output::check_out_dir(&args.out, "--out")?;
     let module = read_module(&args.input)?;
     let inputs = read_inputs(&args.inputs)?;
     let outs = interpret(&module, &inputs)?;

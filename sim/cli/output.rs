@@ -76,7 +76,36 @@ pub fn load_topology(
         });
     }
     for s in set {
-        overrides.push(Override::parse(s)?);
+        let o = Override::parse(s)?;
+        // Two node counts: the later one would silently win.
+        if let Some(n) = nodes.filter(|n| o.key == "nodes" && o.value.trim() != n.to_string()) {
+            anyhow::bail!(
+                "--nodes {n} and --set {}={} contradict each other: give one",
+                o.key,
+                o.value.trim()
+            );
+        }
+        overrides.push(o);
     }
     Ok(shardsim::topology::load(name, &overrides)?)
+}
+
+/// Refuse an output directory `dir` (given by `flag`) that exists as
+/// something else, before any work is done: the write would fail only
+/// after the run, with the bare "File exists" of the OS.
+pub fn check_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "{flag} {}: exists and is not a directory (expected a directory to write into)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Create the output directory `dir` (given by `flag`) and its parents.
+pub fn create_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    check_out_dir(dir, flag)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create the directory: {e}", dir.display()))
 }

@@ -169,6 +169,9 @@ impl ExecReport {
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<()> {
     super::exec_timed::check_args(&args.timed)?;
+    if let Some(dir) = &args.out {
+        super::output::check_out_dir(dir, "--out")?;
+    }
     // Why the run is shape-only whatever the program (then it never
     // interprets it, so the input module is not kept as a reference).
     let shape_only_anyway = if args.shape_only {

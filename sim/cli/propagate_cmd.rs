@@ -42,8 +42,9 @@ pub struct PropagateArgs {
     /// Write the output here instead of stdout.
     #[arg(short, long)]
     out: Option<PathBuf>,
-    /// Explain why a value (e.g. %3, or @func:%3) got its sharding, instead of printing the program.
-    #[arg(long, value_name = "VALUE")]
+    /// Explain why a value (e.g. %3, or @func:%3) got its sharding, instead of printing the program
+    /// (as text: --format, which formats the program, cannot go with it).
+    #[arg(long, value_name = "VALUE", conflicts_with = "format")]
     explain: Option<String>,
     /// Shardy's dedup-functions-fully: a function called from several places is one function, so every call
     /// sees the same shardings of its values (by default each call propagates as if inlined and the callee keeps

@@ -71,7 +71,17 @@ pub fn load_scenario(path: Option<&Path>, sets: &[String]) -> anyhow::Result<Sce
         let (k, v) = set_value(s)?;
         assign(&mut table, &k, v)?;
     }
-    let mut edited = Scenario::from_table(&table, &file, base)?;
+    // The file itself parsed: an error now comes from a --set value, which
+    // the file's name alone would not lead the user to.
+    let mut edited = Scenario::from_table(&table, &file, base).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (with --set {})",
+            sets.iter()
+                .map(|s| s.trim())
+                .collect::<Vec<_>>()
+                .join(" --set ")
+        )
+    })?;
     edited.name = sc.name;
     Ok(edited)
 }
@@ -84,6 +94,7 @@ fn text_table(rows: &[Vec<String>]) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    super::output::check_out_dir(&args.out, "--out")?;
     let paths: Vec<Option<&Path>> = if args.scenarios.is_empty() {
         vec![None]
     } else {
@@ -113,12 +124,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 for c in check_rows(&r) {
                     text += &format!("expect {}: {} (expected {}) {}\n", c[0], c[1], c[2], c[3]);
                 }
-                text += &format!(
-                    "wrote {} ({} files) in {secs:.2} s\n\n",
-                    dir.display(),
-                    files.len()
-                );
-                bar.suspend(|| write_output(None, &text))?;
+                // Wall time only on a terminal's stderr: stdout (and a
+                // log's stderr) stays byte-identical run to run.
+                text += &format!("wrote {} ({} files)\n\n", dir.display(), files.len());
+                bar.suspend(|| {
+                    if super::progress::enabled() {
+                        eprintln!("scenario {} ran in {secs:.2} s", sc.name);
+                    }
+                    write_output(None, &text)
+                })?;
             }
             Format::Json => json.push(serde_json::to_value(&r.summary)?),
         }

@@ -33,6 +33,17 @@ pub struct SweepArgs {
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<()> {
+    if args.jobs == Some(0) {
+        anyhow::bail!(
+            "--jobs 0: expected at least 1 point at a time (leave it out for one per CPU)"
+        );
+    }
+    if let Some(out) = args.out.as_deref().filter(|o| o.is_dir()) {
+        anyhow::bail!(
+            "--out {}: is a directory (expected the results CSV file)",
+            out.display()
+        );
+    }
     let sweep = Sweep::load(&args.sweep)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let stem = args
@@ -78,11 +89,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         .values()
         .filter(|r| r.iter().any(|c| c == "error"))
         .count();
+    // Wall time and jobs only on a terminal's stderr: stdout (and a log's
+    // stderr) stays byte-identical run to run.
+    if super::progress::enabled() {
+        eprintln!("{:.2} s with {jobs} jobs", start.elapsed().as_secs_f64());
+    }
     outln!(
-        "{} points ({} failed to run) in {:.2} s with {jobs} jobs: {}",
+        "{} points ({} failed to run): {}",
         rows.len(),
         errors,
-        start.elapsed().as_secs_f64(),
         out.display()
     )?;
     if shard.is_none() && !args.no_plots {

@@ -221,6 +221,25 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let strategy = strategy_of(&args)?;
     strategy.check(&model)?;
+    // With one stage there is no pipeline to schedule: every schedule is
+    // the same run (Megatron-LM refuses interleaving without pipeline stages).
+    if let (Some(k), 1) = (&args.schedule, strategy.pp) {
+        anyhow::bail!(
+            "--schedule {k} needs pipeline stages (--pp above 1): with pp = 1 there is nothing to schedule"
+        );
+    }
+    // The kernel it splits out exists only without flash attention, in a
+    // model with attention dropout: elsewhere the flag would do nothing.
+    if args.separate_attention_dropout && (strategy.flash_attention || !model.dropout) {
+        anyhow::bail!(
+            "--separate-attention-dropout changes nothing here: {} (it splits out the dropout kernel of unfused attention)",
+            if strategy.flash_attention {
+                "flash attention fuses the dropout".to_string()
+            } else {
+                format!("`{}` has no attention dropout", model.name)
+            }
+        );
+    }
     let topo = args.machine.sized(
         strategy.devices(),
         false,
@@ -258,7 +277,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
 fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::Result<()> {
     use shardsim::models::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program};
     use shardsim::models::optimizer::{optimizer_buffers, optimizer_program, reduce_program};
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::cli::output::create_out_dir(dir, "--emit")?;
     let mut seen = std::collections::BTreeSet::new();
     for kind in chunk_kinds(model, strategy) {
         let name = match (kind.embed, kind.head) {

@@ -85,12 +85,13 @@ pub(crate) fn pipelined_path(
         }
     }
     let mut walk = PathWalk::new(
-        topo, plan.ranks, bounds, elem_bytes, cal, algo, protos, zero_bw, quotient,
+        plan.ranks, bounds, elem_bytes, cal, algo, protos, zero_bw, quotient,
     );
+    let mut fabric = RouteFabric::new(topo, routes, quotient);
     for step in &plan.steps {
-        walk.step(routes, step)?;
+        walk.step(&mut fabric, step)?;
     }
-    Ok(Paths::of(walk.worst))
+    Ok(walk.paths())
 }
 
 /// [`pipelined_path`] of a streamed schedule's steps (the plan's, generated
@@ -106,24 +107,153 @@ pub(crate) fn streamed_path(
     algo: Algorithm,
     protos: &[Protocol],
 ) -> Result<Paths, CollectiveError> {
+    let mut fabric = RouteFabric::new(topo, routes, None);
+    walk_stream(&mut fabric, ranks, source, elem_bytes, cal, algo, protos)
+}
+
+/// [`streamed_path`] on any [`Fabric`].
+pub(crate) fn walk_stream(
+    fabric: &mut impl Fabric,
+    ranks: usize,
+    source: &dyn StepSource,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Algorithm,
+    protos: &[Protocol],
+) -> Result<Paths, CollectiveError> {
     let mut bounds = Vec::new();
     source.bounds_into(&mut bounds);
-    let mut walk = PathWalk::new(
-        topo, ranks, bounds, elem_bytes, cal, algo, protos, false, None,
-    );
+    let mut walk = PathWalk::new(ranks, bounds, elem_bytes, cal, algo, protos, false, None);
     let mut buf: Vec<Move> = Vec::new();
     for k in 0..source.num_steps() {
         buf.clear();
         source.step_into(k, &mut buf);
-        walk.step(routes, &buf)?;
+        walk.step(fabric, &buf)?;
     }
-    Ok(Paths::of(walk.worst))
+    Ok(walk.paths())
+}
+
+/// Where a walk's moves run: each step's link loads, and each move's route
+/// latency and busiest links. [`RouteFabric`] follows the routes link by
+/// link; `grid_fabric.rs` computes the same figures from a grid's geometry.
+pub(crate) trait Fabric {
+    /// Adds a non-empty move's bytes to its links' loads in the step;
+    /// whether its route crosses the network.
+    fn add(&mut self, m: &Move, bytes: u64) -> Result<bool, CollectiveError>;
+    /// After the step's adds, before its costs.
+    fn settle(&mut self) {}
+    /// A move's route latency (picoseconds); `by_bw` gets, per (network?,
+    /// bandwidth) of its links, the largest load among them.
+    fn cost(&mut self, m: &Move, by_bw: &mut Vec<(bool, u64, u64)>)
+        -> Result<u64, CollectiveError>;
+    /// Clears the step's loads (`moves`: the step's moves that were added).
+    fn clear<'m>(&mut self, moves: impl Iterator<Item = &'m Move>) -> Result<(), CollectiveError>;
+}
+
+/// The walk's routes, link by link (link classes in a quotient).
+pub(crate) struct RouteFabric<'r, 'a, 't, 'q> {
+    topo: &'t Topology,
+    routes: &'r mut Routes<'a>,
+    quotient: Option<&'q Quotient>,
+    load: Vec<u64>,
+    down_done: BTreeSet<(usize, u64, u64, bool)>,
+}
+
+impl<'r, 'a, 't, 'q> RouteFabric<'r, 'a, 't, 'q> {
+    pub(crate) fn new(
+        topo: &'t Topology,
+        routes: &'r mut Routes<'a>,
+        quotient: Option<&'q Quotient>,
+    ) -> Self {
+        RouteFabric {
+            topo,
+            routes,
+            quotient,
+            load: vec![0; topo.links().len()],
+            down_done: BTreeSet::new(),
+        }
+    }
+}
+
+impl Fabric for RouteFabric<'_, '_, '_, '_> {
+    fn add(&mut self, m: &Move, bytes: u64) -> Result<bool, CollectiveError> {
+        let links = self.topo.links();
+        let quotient = self.quotient;
+        let class = |l: usize| quotient.map_or(l, |q| q.link_class[l]);
+        let load = &mut self.load;
+        // A move's links are looked up again in `cost` (the routes are
+        // cached), not copied: a step of a ring topology's tree holds
+        // thousands of routes of thousands of links.
+        Ok(match m.via {
+            Via::P2p => {
+                let mut net = false;
+                for &l in self.routes.get(m.from, m.to)? {
+                    let l = class(l);
+                    load[l] += bytes;
+                    net |= links[l].class == LinkClass::Network;
+                }
+                net
+            }
+            Via::SwitchReduce | Via::SwitchMulticast => {
+                // As the step costs count them: reduce loads every
+                // sender's up link and the receiver's down link once,
+                // multicast the sender's up link once and every down link.
+                let reduce = m.via == Via::SwitchReduce;
+                let (up, _) = self.routes.switch_links(m.from)?;
+                let (_, down) = self.routes.switch_links(m.to)?;
+                let k = if reduce { m.to } else { m.from };
+                let once = self.down_done.insert((k, m.src, bytes, reduce));
+                if reduce || once {
+                    load[up] += bytes;
+                }
+                if !reduce || once {
+                    load[down] += bytes;
+                }
+                false
+            }
+        })
+    }
+
+    fn cost(
+        &mut self,
+        m: &Move,
+        by_bw: &mut Vec<(bool, u64, u64)>,
+    ) -> Result<u64, CollectiveError> {
+        // One pass over the route: its latency and, per (class,
+        // bandwidth), its busiest link's load (the same denominator per
+        // group, so the group's largest load gives its largest time).
+        let links = self.topo.links();
+        let mut lat = 0u64;
+        by_bw.clear();
+        for l in move_links(self.routes, m, self.quotient)? {
+            let link = &links[l];
+            lat += link.latency_ps();
+            let g = (
+                link.class == LinkClass::Network,
+                link.bandwidth_bytes_per_s(),
+            );
+            match by_bw.iter_mut().find(|e| (e.0, e.1) == g) {
+                Some(e) => e.2 = e.2.max(self.load[l]),
+                None => by_bw.push((g.0, g.1, self.load[l])),
+            }
+        }
+        Ok(lat)
+    }
+
+    fn clear<'m>(&mut self, moves: impl Iterator<Item = &'m Move>) -> Result<(), CollectiveError> {
+        for m in moves {
+            for l in move_links(self.routes, m, self.quotient)? {
+                self.load[l] = 0;
+            }
+        }
+        self.down_done.clear();
+        Ok(())
+    }
 }
 
 /// The path walk's state: per rank, when each range it holds was written
 /// and when its last step's sends ended; the worst end so far.
-struct PathWalk<'t, 'q> {
-    topo: &'t Topology,
+pub(crate) struct PathWalk<'q> {
     elem_bytes: u64,
     /// The columns asked for: their index in [`Cols`], figures.
     params: Vec<(usize, Scaled)>,
@@ -139,12 +269,10 @@ struct PathWalk<'t, 'q> {
     /// Per sender and slot (channel, [`Algorithm::per_channel_slots`]).
     last_end: Vec<Vec<Cols>>,
     per_channel: bool,
-    load: Vec<u64>,
     worst: Cols,
     // Per-step scratch, reused.
     /// (move index, crosses the network, slot).
     moves: Vec<(usize, bool, usize)>,
-    down_done: BTreeSet<(usize, u64, u64, bool)>,
     /// (receiver, first segment, end segment, time).
     landed: Vec<(usize, usize, usize, Cols)>,
     /// This step's sends' ends by (sender, slot) with channel slots; else
@@ -158,12 +286,11 @@ struct PathWalk<'t, 'q> {
     by_bw: Vec<(bool, u64, u64)>,
 }
 
-impl<'t, 'q> PathWalk<'t, 'q> {
+impl<'q> PathWalk<'q> {
     /// `bounds`: every boundary of a range the walk's moves read or write
     /// (in any order, repeats allowed).
     #[allow(clippy::too_many_arguments)]
-    fn new(
-        topo: &'t Topology,
+    pub(crate) fn new(
         ranks: usize,
         mut bounds: Vec<u64>,
         elem_bytes: u64,
@@ -172,7 +299,7 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         protos: &[Protocol],
         zero_bw: bool,
         quotient: Option<&'q Quotient>,
-    ) -> PathWalk<'t, 'q> {
+    ) -> PathWalk<'q> {
         let zero: &[bool] = if zero_bw { &[false, true] } else { &[false] };
         let params: Vec<(usize, Scaled)> = zero
             .iter()
@@ -207,7 +334,6 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         // At least one column (`chunks_exact` needs a non-zero width).
         let width = params.len().max(1);
         PathWalk {
-            topo,
             elem_bytes,
             params,
             quotient,
@@ -217,10 +343,8 @@ impl<'t, 'q> PathWalk<'t, 'q> {
             segments,
             last_end: vec![Vec::new(); ranks],
             per_channel: algo.per_channel_slots(),
-            load: vec![0; topo.links().len()],
             worst: [0.0; 6],
             moves: Vec::new(),
-            down_done: BTreeSet::new(),
             landed: Vec::new(),
             ends: Vec::new(),
             step_end: vec![None; ranks],
@@ -230,17 +354,21 @@ impl<'t, 'q> PathWalk<'t, 'q> {
         }
     }
 
-    fn step(&mut self, routes: &mut Routes, step: &[Move]) -> Result<(), CollectiveError> {
-        let links = self.topo.links();
+    /// The longest paths so far.
+    pub(crate) fn paths(&self) -> Paths {
+        Paths::of(self.worst)
+    }
+
+    pub(crate) fn step(
+        &mut self,
+        fabric: &mut impl Fabric,
+        step: &[Move],
+    ) -> Result<(), CollectiveError> {
         let quotient = self.quotient;
-        let class = |l: usize| quotient.map_or(l, |q| q.link_class[l]);
         let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
-        let (load, moves) = (&mut self.load, &mut self.moves);
-        // The step's loads; a move's links are looked up again below (the
-        // routes are cached), not copied: a step of a ring topology's tree
-        // holds thousands of routes of thousands of links.
+        let moves = &mut self.moves;
+        // The step's loads.
         moves.clear();
-        self.down_done.clear();
         for (i, m) in step.iter().enumerate() {
             // Slots as the timing counts them (empty moves included).
             let slot = if self.per_channel && m.via == Via::P2p && m.from != m.to {
@@ -257,39 +385,13 @@ impl<'t, 'q> PathWalk<'t, 'q> {
             if bytes == 0 || (m.via == Via::P2p && m.from == m.to) {
                 continue;
             }
-            let net = match m.via {
-                Via::P2p => {
-                    let mut net = false;
-                    for &l in routes.get(m.from, m.to)? {
-                        let l = class(l);
-                        load[l] += bytes;
-                        net |= links[l].class == LinkClass::Network;
-                    }
-                    net
-                }
-                Via::SwitchReduce | Via::SwitchMulticast => {
-                    // As the step costs count them: reduce loads every
-                    // sender's up link and the receiver's down link once,
-                    // multicast the sender's up link once and every down link.
-                    let reduce = m.via == Via::SwitchReduce;
-                    let (up, _) = routes.switch_links(m.from)?;
-                    let (_, down) = routes.switch_links(m.to)?;
-                    let k = if reduce { m.to } else { m.from };
-                    let once = self.down_done.insert((k, m.src, bytes, reduce));
-                    if reduce || once {
-                        load[up] += bytes;
-                    }
-                    if !reduce || once {
-                        load[down] += bytes;
-                    }
-                    false
-                }
-            };
+            let net = fabric.add(m, bytes)?;
             moves.push((i, net, slot));
         }
         for k in self.senders.drain(..) {
             self.slot_count[k] = 0;
         }
+        fabric.settle();
         self.landed.clear();
         for &(i, net, slot) in moves.iter() {
             let m = &step[i];
@@ -301,24 +403,8 @@ impl<'t, 'q> PathWalk<'t, 'q> {
                     ready[k] = ready[k].max(x);
                 }
             }
-            // One pass over the route: its latency and, per (class,
-            // bandwidth), its busiest link's load (the same denominator per
-            // group, so the group's largest load gives its largest time).
-            let mut lat = 0u64;
-            let by_bw = &mut self.by_bw;
-            by_bw.clear();
-            for l in move_links(routes, m, quotient)? {
-                let link = &links[l];
-                lat += link.latency_ps();
-                let g = (
-                    link.class == LinkClass::Network,
-                    link.bandwidth_bytes_per_s(),
-                );
-                match by_bw.iter_mut().find(|e| (e.0, e.1) == g) {
-                    Some(e) => e.2 = e.2.max(load[l]),
-                    None => by_bw.push((g.0, g.1, load[l])),
-                }
-            }
+            let lat = fabric.cost(m, &mut self.by_bw)?;
+            let by_bw = &self.by_bw;
             let mut end = [0.0f64; 6];
             let sender = key(m.from);
             let last = self.last_end[sender].get(slot).copied().unwrap_or([0.0; 6]);
@@ -358,11 +444,7 @@ impl<'t, 'q> PathWalk<'t, 'q> {
             let (a, b) = segs(&self.bounds, m.dst, m.len);
             self.landed.push((m.to, a, b, end));
         }
-        for &(i, _, _) in moves.iter() {
-            for l in move_links(routes, &step[i], quotient)? {
-                load[l] = 0;
-            }
-        }
+        fabric.clear(moves.iter().map(|&(i, _, _)| &step[i]))?;
         // A rank's next step (in a slot) waits for all its sends of this
         // one (in the slot); a slot it did not send in keeps its last end.
         for r in self.senders.drain(..) {

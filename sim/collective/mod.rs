@@ -16,6 +16,7 @@ pub mod calibration;
 pub mod channels;
 mod critical;
 pub mod data;
+mod grid_fabric;
 pub mod groups;
 pub mod kinds;
 pub mod nvls;

@@ -17,6 +17,7 @@ use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
 use super::channels::TreeSpec;
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
+use super::grid_fabric::streamed_grid_estimate;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::path_cache::{PathCache, Shape};
 use super::plan::{Plan, Via};
@@ -530,6 +531,20 @@ fn choose_candidate_with(
                                 topo,
                                 routes,
                                 group.len(),
+                                &stream,
+                                elem_bytes,
+                                cal,
+                                a,
+                                &protos,
+                            )?;
+                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
+                                continue;
+                            }
+                            // On a grid, the walk itself from the geometry
+                            // (the same figure, at n log n instead of n^2).
+                            let lb = streamed_grid_estimate(
+                                topo,
+                                &group.devices,
                                 &stream,
                                 elem_bytes,
                                 cal,

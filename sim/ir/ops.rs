@@ -815,6 +815,19 @@ impl OpKind {
         )
     }
 
+    /// The out-sharding of an sdy collective (its result's sharding).
+    pub fn out_sharding(&self) -> Option<&TensorSharding> {
+        match self {
+            OpKind::AllGather { out_sharding, .. }
+            | OpKind::AllSlice { out_sharding, .. }
+            | OpKind::AllReduce { out_sharding, .. }
+            | OpKind::ReduceScatter { out_sharding, .. }
+            | OpKind::AllToAll { out_sharding, .. }
+            | OpKind::CollectivePermute { out_sharding } => Some(out_sharding),
+            _ => None,
+        }
+    }
+
     /// True for the sdy collectives a partitioner inserts.
     pub fn is_collective(&self) -> bool {
         matches!(

@@ -149,6 +149,27 @@ impl Serving {
                 model.layers, self.pp
             ));
         }
+        // The largest tensors (the prefill's attention scores, the cache at
+        // the last step) must have sizes a program can state: refuse here,
+        // naming the flags, rather than in a generated program's text.
+        let context = self.prompt.checked_add(self.generate);
+        let scores = context.and_then(|c| {
+            [
+                self.batch,
+                model.heads,
+                self.prompt,
+                c,
+                self.dtype().size_bytes(),
+            ]
+            .into_iter()
+            .try_fold(1u64, u64::checked_mul)
+        });
+        if scores.is_none_or(|b| b > i64::MAX as u64) {
+            return bad(format!(
+                "batch {} with prompt {} and generate {}: the attention scores (batch x {} heads x prompt x context) overflow 64-bit sizes",
+                self.batch, self.prompt, self.generate, model.heads
+            ));
+        }
         Ok(())
     }
 }

@@ -230,6 +230,14 @@ impl Strategy {
                 self.virtual_stages
             ));
         }
+        // Model chunks interleave across pipeline stages: with one stage
+        // there is nothing to interleave (Megatron-LM refuses it too).
+        if self.virtual_stages > 1 && self.pp == 1 {
+            return bad(format!(
+                "virtual_stages = {} needs pipeline stages (pp above 1): with pp = 1 there is nothing to interleave",
+                self.virtual_stages
+            ));
+        }
         if self.global_batch % (self.dp * self.micro_batch) != 0 {
             return bad(format!(
                 "global_batch {} is not a multiple of dp x micro_batch = {} x {}",

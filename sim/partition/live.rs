@@ -14,7 +14,9 @@ pub(super) fn live_ops(func: &Func) -> Vec<bool> {
         let op = func.op(id);
         let root = op.kind.is_terminator()
             || (!op.regions.is_empty() && !op.kind.has_scalar_body())
-            || op.kind.is_collective()
+            // An all-reduce of partial sums (Shardy's export inserts them)
+            // is dead when nothing reads it, like the op it finishes.
+            || (op.kind.is_collective() && !matches!(op.kind, OpKind::AllReduce { .. }))
             || op.results.is_empty()
             || matches!(
                 op.kind,

@@ -282,6 +282,16 @@ impl Builder {
                 let out = self.reshard(src, &t, &func.value(r).name)?;
                 self.slot_of[r.0 as usize] = Some(out);
             }
+            OpKind::AllReduce {
+                reduction_axes,
+                out_sharding,
+            } => {
+                let src = self.slot(func, op.operands[0])?;
+                let r = op.results[0];
+                let out =
+                    self.all_reduce(src, reduction_axes, out_sharding, &func.value(r).name)?;
+                self.slot_of[r.0 as usize] = Some(out);
+            }
             OpKind::ShardingGroup { .. } => {}
             OpKind::Reduce { .. } => self.partition_op(func, id)?,
             OpKind::Slice { .. }
@@ -554,6 +564,64 @@ impl Builder {
             at: at.to_string(),
         }));
         Ok(out)
+    }
+
+    /// An explicit `sdy.all_reduce` (Shardy's export inserts them where a use
+    /// drops unreduced axes): the axes of `reduction_axes` that `slot` is
+    /// still partial over are reduced by one all-reduce (by the sharding's
+    /// declared reduction); a slot the producing op already finished needs
+    /// none. The rest moves to `out_sharding` as a reshard would.
+    fn all_reduce(
+        &mut self,
+        slot: Slot,
+        reduction_axes: &[AxisRef],
+        out_sharding: &TensorSharding,
+        at: &str,
+    ) -> Result<Slot, PartitionError> {
+        let partial = self.values[slot].sharding.clone();
+        let axes: Vec<AxisRef> = partial
+            .unreduced
+            .iter()
+            .filter(|a| reduction_axes.contains(a))
+            .cloned()
+            .collect();
+        let mut cur = slot;
+        if !axes.is_empty() {
+            let kind = declared_kind(partial.reduction);
+            let mut after = partial.clone();
+            after.unreduced.retain(|a| !axes.contains(a));
+            if after.unreduced.is_empty() {
+                after.reduction = crate::sharding::Reduction::Sum;
+            }
+            let axes = self.sorted_axes(axes);
+            let step = PlannedStep {
+                kind: CollectiveKind::AllReduce(kind),
+                axes,
+                after,
+            };
+            cur = self.emit(step, cur, at)?;
+        }
+        let target = self.concrete(out_sharding.clone());
+        let still = &self.values[cur].sharding;
+        if !still.unreduced.is_empty() {
+            let moves = still
+                .dims
+                .iter()
+                .zip(&target.dims)
+                .any(|(a, b)| a.axes != b.axes);
+            if moves {
+                return Err(PartitionError::Value {
+                    value: at.to_string(),
+                    message: format!(
+                        "sdy.all_reduce out_sharding {} moves dims of a value still partial over {:?}",
+                        out_sharding.to_bare(),
+                        still.unreduced.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+                    ),
+                });
+            }
+            return Ok(cur);
+        }
+        self.reshard(cur, &target, at)
     }
 
     /// Reshard `slot` (not partial) to `target`; returns the slot holding it.

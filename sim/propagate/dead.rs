@@ -1,7 +1,8 @@
 //! The dead-code part of Shardy's export canonicalization, for the ops
 //! propagation deals in: a sharding constraint or reshard whose result
 //! nothing uses (not an op, a sharding group or a return) is removed, and so
-//! is one that only fed removed ones. Other unused ops stay, as written.
+//! is one that only fed removed ones; likewise an all-reduce a previous
+//! export inserted. Other unused ops stay, as written.
 
 use crate::ir::{Func, OpId, OpKind, ValueDef, ValueId};
 
@@ -12,7 +13,7 @@ pub(super) fn remove_unused_constraints(func: &mut Func) -> Option<Vec<Option<Va
     if !func.ops.iter().any(|op| {
         matches!(
             op.kind,
-            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. } | OpKind::AllReduce { .. }
         )
     }) {
         return None;
@@ -27,7 +28,7 @@ pub(super) fn remove_unused_constraints(func: &mut Func) -> Option<Vec<Option<Va
     let removable = |func: &Func, id: OpId| {
         matches!(
             func.op(id).kind,
-            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
+            OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. } | OpKind::AllReduce { .. }
         )
     };
     let mut dead = vec![false; func.ops.len()];

@@ -281,6 +281,11 @@ pub fn propagate_module_with(
     // Each call's callee with that call's shardings: one function per
     // distinct sharding (Shardy's flatten and unflatten of the call graph).
     super::clones::unflatten(module, &calls, options.dedup_functions_fully);
+    // Callees (and their clones) are written back from their callers'
+    // copies: their constraints become reshards here.
+    for f in &mut module.funcs {
+        constraints_to_reshards(f);
+    }
     // Export's canonicalization drops the constraints nothing uses (a
     // function's steps follow its values' new ids).
     for f in &mut module.funcs {
@@ -296,6 +301,9 @@ pub fn propagate_module_with(
             }
         }
     }
+    // Export's explicit all-reduces where a use drops unreduced axes (new
+    // values follow the others: the steps' ids stay).
+    super::unreduced::insert_all_reduces(module);
     Ok(report)
 }
 
@@ -617,8 +625,15 @@ fn import(func: &mut Func, st: &mut State<'_>) -> Result<(), PropagateError> {
     }
     for &id in &order {
         let op = func.op(id);
-        // A reshard's result has the reshard's sharding (it never reaches its input).
+        // A reshard's result has the reshard's sharding (it never reaches its
+        // input); so has an explicit collective's (an all-reduce a previous
+        // export inserted).
         if let OpKind::Reshard { sharding } = &op.kind {
+            let (sharding, result) = (sharding.clone(), op.results[0]);
+            func.value_mut(result).sharding = Some(sharding);
+            continue;
+        }
+        if let Some(sharding) = op.kind.out_sharding() {
             let (sharding, result) = (sharding.clone(), op.results[0]);
             func.value_mut(result).sharding = Some(sharding);
             continue;
@@ -853,9 +868,12 @@ fn remove_size_one_axes(func: &mut Func, meshes: &[(String, Mesh)]) {
     }
     for op in &mut func.ops {
         match &mut op.kind {
-            OpKind::ShardingConstraint { sharding } | OpKind::Reshard { sharding } => {
-                strip(sharding)
-            }
+            OpKind::ShardingConstraint { sharding }
+            | OpKind::Reshard { sharding }
+            | OpKind::AllReduce {
+                out_sharding: sharding,
+                ..
+            } => strip(sharding),
             OpKind::ManualComputation {
                 in_shardings,
                 out_shardings,
@@ -1435,6 +1453,13 @@ fn export(func: &mut Func, st: &State<'_>) {
     }
     export_manual(func, st);
     export_named(func);
+    constraints_to_reshards(func);
+}
+
+/// Shardy's sharding-constraint-to-reshard: every constraint with a
+/// sharding becomes a reshard to it (also in callees, which export reaches
+/// only through their callers' inlined copies).
+fn constraints_to_reshards(func: &mut Func) {
     for id in func.walk() {
         if let OpKind::ShardingConstraint { .. } = &func.op(id).kind {
             let result = func.op(id).results[0];

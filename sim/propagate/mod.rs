@@ -13,6 +13,7 @@ mod manual;
 mod meshes;
 pub mod projection;
 mod split;
+mod unreduced;
 
 pub use driver::{
     propagate_module, propagate_module_with, Options, PropagateError, Report, Step, Strategy,

@@ -34,6 +34,9 @@ pub enum ScenarioError {
     },
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
+    /// An output file that could not be written (a full disk, a directory).
+    #[error("cannot write {path}: {message}")]
+    Write { path: String, message: String },
     /// An input file that could not be read (too large, not UTF-8...).
     #[error(transparent)]
     Read(#[from] crate::base::files::FileError),

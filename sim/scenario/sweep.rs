@@ -513,7 +513,7 @@ pub fn run_sweep(
     let state = Mutex::new((rows, Instant::now(), 0usize));
     let write = |rows: &BTreeMap<usize, Vec<String>>| -> Result<(), ScenarioError> {
         let bytes = to_csv(&header, rows)?;
-        write_atomically(&opts.out, &bytes).map_err(|e| ScenarioError::Io {
+        write_atomically(&opts.out, &bytes).map_err(|e| ScenarioError::Write {
             path: opts.out.display().to_string(),
             message: e.to_string(),
         })

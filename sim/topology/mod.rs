@@ -43,6 +43,18 @@ pub enum TopologyError {
     Override { key: String, message: String },
     #[error("unknown topology \"{name}\" ({known})")]
     UnknownPreset { name: String, known: String },
+    /// `NAME:DIMS` with a different number of dimensions than the preset's
+    /// layout has (`tpu-v4:4x4` on a 3-D torus).
+    #[error(
+        "topology \"{name}\": {preset} takes {want} dimension(s) such as {example}, not {got}"
+    )]
+    PresetDims {
+        name: String,
+        preset: String,
+        want: usize,
+        got: usize,
+        example: String,
+    },
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
     /// An input file that could not be read (too large, not UTF-8...).

@@ -88,6 +88,19 @@ pub fn load(name_or_path: &str, overrides: &[Override]) -> Result<Topology, Topo
                 preset_names().join(", ")
             ),
         })?;
+        // The preset's layout fixes how many dimensions it has: a 3-D torus
+        // given two would silently become a different machine.
+        let want = preset_dims(text);
+        if let Some(want) = want.filter(|w| w.len() != dims.len()) {
+            let example: Vec<String> = want.iter().map(u64::to_string).collect();
+            return Err(TopologyError::PresetDims {
+                name: name_or_path.to_string(),
+                preset: base.to_string(),
+                want: want.len(),
+                got: dims.len(),
+                example: format!("{base}:{}", example.join("x")),
+            });
+        }
         let list: Vec<String> = dims.iter().map(u32::to_string).collect();
         all.push(Override {
             key: "dims".into(),
@@ -96,4 +109,15 @@ pub fn load(name_or_path: &str, overrides: &[Override]) -> Result<Topology, Topo
     }
     all.extend_from_slice(overrides);
     load_text(text, &format!("topologies/{base}.toml"), &all)
+}
+
+/// The `dims` a preset's text sets (its default shape), if it parses.
+fn preset_dims(text: &str) -> Option<Vec<u64>> {
+    let value: toml::Table = toml::from_str(text).ok()?;
+    value
+        .get("dims")?
+        .as_array()?
+        .iter()
+        .map(|d| d.as_integer().and_then(|d| u64::try_from(d).ok()))
+        .collect()
 }

@@ -76,22 +76,31 @@ fn sweep_with_cached_walks_equals_sizes_timed_alone() {
 }
 
 /// On ring topologies an even ring is estimated first and one rank's chain
-/// of steps bounds the tree's walk (`critical.rs`, `streamed_chain_bound`):
-/// the choices must be the unpruned ones from 8 B to 512 MiB, where the tree
-/// wins at small sizes and the ring at large ones.
+/// of steps bounds the tree's walk (`critical.rs`, `streamed_chain_bound`),
+/// then the walk on the grid's geometry (`grid_fabric.rs`): the choices must
+/// be the unpruned ones from 8 B to 512 MiB, where the tree wins at small
+/// sizes and the ring at large ones, on even and odd rings, tori and a mesh.
 #[test]
 fn pruned_choices_on_rings_equal_unpruned() {
     let op = CollectiveOp::AllReduce;
     let mut algos = std::collections::BTreeSet::new();
-    for preset in ["ring:12", "ring:64"] {
-        let t = super::load(preset, &[]);
+    let cases: [(&str, &[(&str, &str)]); 6] = [
+        ("ring:12", &[]),
+        ("ring:64", &[]),
+        ("ring:129", &[]),
+        ("tpu-v4", &[]),
+        ("tpu-v4", &[("dims", "[2, 4, 8]")]),
+        ("mesh2d", &[("dims", "[4, 8]")]),
+    ];
+    for (preset, set) in cases {
+        let t = super::load(preset, set);
         let g = Group::first(&t, t.num_devices()).unwrap();
         let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
         for k in (3..=29).step_by(2) {
             let total = (1u64 << k) / 4;
             let (a, _) = choose(&t, &g, &op, total, 4, &cal, None, None).unwrap();
             let (b, _) = choose_unpruned(&t, &g, &op, total, 4, &cal, None, None).unwrap();
-            assert_eq!(a, b, "{preset}, {} B", 1u64 << k);
+            assert_eq!(a, b, "{preset} {set:?}, {} B", 1u64 << k);
             algos.insert(a.algo.name());
         }
     }

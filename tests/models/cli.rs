@@ -183,6 +183,10 @@ fn infer_says_when_the_cache_does_not_fit_and_refuses_bad_layouts() {
             "batch must be positive",
         ),
         (
+            vec!["infer", "llama3-8b", "--prompt", "99999999999"],
+            "batch 1 with prompt 99999999999 and generate",
+        ),
+        (
             vec!["infer", "llama3-8b", "--tp", "4", "--dp", "3"],
             "not a whole number",
         ),

@@ -218,21 +218,6 @@ const IMPORT_APPLIES_CONSTRAINTS: &str = "deliberate: shardsim runs JAX's whole 
 /// Cases that differ from Shardy today, with the reason.
 const DIFFERS: &[(&str, &str, &str)] = &[
     (
-        "propagation_pipeline",
-        "unreduced_dot_then_user_reshard",
-        NO_EXPLICIT_ALL_REDUCE,
-    ),
-    (
-        "propagation_pipeline",
-        "unreduced_kept_through_add_until_reshard",
-        NO_EXPLICIT_ALL_REDUCE,
-    ),
-    (
-        "propagation_pipeline",
-        "unreduced_reduced_in_two_steps",
-        NO_EXPLICIT_ALL_REDUCE,
-    ),
-    (
         "sharding_groups",
         "incompatible_with_a_constraint",
         IMPORT_APPLIES_CONSTRAINTS,
@@ -270,13 +255,6 @@ const DIFFERS: &[(&str, &str, &str)] = &[
         SIZE_ONE_AXES_REMOVED,
     ),
 ];
-
-/// Shardy's export inserts an explicit `sdy.all_reduce` before a reshard
-/// that drops unreduced axes; shardsim's export inserts no collectives (its
-/// partitioner all-reduces the partial sums there).
-const NO_EXPLICIT_ALL_REDUCE: &str = "deliberate: Shardy's export inserts an sdy.all_reduce where \
-     a reshard drops unreduced axes; shardsim's export adds no collectives (the partitioner reduces \
-     the partial sums at that reshard); every value both programs have matches";
 
 /// JAX's import drops size-1 mesh axes from every sharding before
 /// propagation; the lit file's basic pass keeps them.

@@ -1,5 +1,6 @@
 //! Sharding rules and propagation, against Shardy's own output in the JAX fixtures.
 
+mod callee_reshards;
 mod cases;
 mod clones;
 mod core;
@@ -10,3 +11,4 @@ mod linalg;
 mod lit;
 mod props;
 mod tokens;
+mod unreduced;

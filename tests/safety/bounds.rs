@@ -253,3 +253,57 @@ fn an_empty_program_is_an_error() {
         user_error(&["check", &p], "has no func.func");
     }
 }
+
+/// The largest sizes the bounds let through still run, and give their
+/// answers (the fuzzer found each taking minutes): `partition` on a mesh axis
+/// of 65,536 (one all-gather over every device), `topology show` of a
+/// 65,536-GPU ring, and `collective` on a 4,096-rank ring with the ring
+/// algorithm at 1 MiB.
+#[test]
+fn the_largest_allowed_sizes_run_and_answer() {
+    let dir = scratch("largest");
+    let p = program(
+        &dir,
+        "axis.mlir",
+        "sdy.mesh @m = <[\"x\"=65536]>\nfunc.func @main(%a: tensor<65536x4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"}, {}]>}) -> (tensor<65536x4xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {}]>}) {\n  %0 = stablehlo.add %a, %a : tensor<65536x4xf32>\n  return %0 : tensor<65536x4xf32>\n}\n",
+    );
+    let j = crate::common::shardsim_json(&["partition", &p, "--format", "json"]);
+    let colls = j["collectives"].as_array().unwrap();
+    assert_eq!(colls.len(), 1, "{j}");
+    assert_eq!(colls[0]["op"], "all_gather");
+    assert_eq!(colls[0]["groups"][0].as_array().unwrap().len(), 65536);
+    let ring =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/ring.toml"))
+            .unwrap()
+            .replace("dims = [8]", "dims = [65536]");
+    let t = program(&dir, "ring.toml", &ring);
+    let out = shardsim(&["topology", "show", &t]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("components: 65536 gpu"), "{text}");
+    let out = shardsim(&[
+        "collective",
+        "--topology",
+        "ring:4096",
+        "--algo",
+        "ring",
+        "--sizes",
+        "1MiB",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("over 4096 ranks"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("1048576") && l.contains("ring")),
+        "{text}"
+    );
+}

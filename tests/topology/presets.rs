@@ -308,3 +308,24 @@ fn parameterized_names_set_dims() {
     assert_eq!(load("switch:32").num_devices(), 32);
     assert_eq!(load_nodes("hgx-h200", 3).num_devices(), 24);
 }
+
+#[test]
+fn parameterized_names_keep_the_presets_number_of_dims() {
+    for (name, says) in [
+        (
+            "tpu-v4:4x4",
+            "tpu-v4 takes 3 dimension(s) such as tpu-v4:4x4x4, not 2",
+        ),
+        (
+            "mesh2d:8",
+            "mesh2d takes 2 dimension(s) such as mesh2d:2x4, not 1",
+        ),
+        (
+            "ring:4x4",
+            "ring takes 1 dimension(s) such as ring:8, not 2",
+        ),
+    ] {
+        let err = shardsim::topology::load(name, &[]).unwrap_err().to_string();
+        assert!(err.contains(says), "{name}: {err}");
+    }
+}

@@ -793,6 +793,10 @@ impl<'a> Parser<'a> {
                 if let (None, OpKind::Reshard { sharding: own }) = (&sharding, &kind) {
                     sharding = Some(own.clone());
                 }
+                // So has an sdy collective's: its out_sharding.
+                if let (None, Some(own)) = (&sharding, kind.out_sharding()) {
+                    sharding = Some(own.clone());
+                }
                 let vid = fb.func.add_value(Value {
                     name: vname,
                     ty,

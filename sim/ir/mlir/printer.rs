@@ -299,7 +299,10 @@ impl Printer {
         let own = matches!(
             op.kind,
             OpKind::ShardingConstraint { .. } | OpKind::Reshard { .. }
-        );
+        ) || op
+            .kind
+            .out_sharding()
+            .is_some_and(|o| shardings.iter().all(|s| s.map_or(true, |s| s == o)));
         let said = own
             || match &op.kind {
                 OpKind::ManualComputation { out_shardings, .. }
