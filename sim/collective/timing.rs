@@ -134,9 +134,15 @@ pub(crate) struct Routes<'a> {
     /// Route `i` is `links[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<usize>,
     links: Vec<usize>,
+    /// [`Self::switch_links`] by rank, filled as asked (`NO_SWITCH`: not
+    /// yet): NVLS and NVLS-tree ask for every send, and each answer walks
+    /// three routes.
+    switch: Vec<(u32, u32)>,
 }
 
 const NEAR: usize = 8;
+
+const NO_SWITCH: (u32, u32) = (u32::MAX, u32::MAX);
 
 impl<'a> Routes<'a> {
     pub fn new(topo: &'a Topology, group: &'a Group) -> Routes<'a> {
@@ -148,6 +154,7 @@ impl<'a> Routes<'a> {
             far: HashMap::new(),
             offsets: vec![0],
             links: Vec::new(),
+            switch: Vec::new(),
         }
     }
 
@@ -207,6 +214,20 @@ impl<'a> Routes<'a> {
     /// Rank `r`'s link up to its NVSwitch and the switch's link down to it,
     /// when every rank of the group hangs off the same reducing NVSwitch.
     pub fn switch_links(&mut self, r: usize) -> Result<(usize, usize), CollectiveError> {
+        if let Some(&(up, down)) = self.switch.get(r).filter(|&&l| l != NO_SWITCH) {
+            return Ok((up as usize, down as usize));
+        }
+        let (up, down) = self.find_switch_links(r)?;
+        if let (Ok(u), Ok(d)) = (u32::try_from(up), u32::try_from(down)) {
+            if self.switch.is_empty() {
+                self.switch = vec![NO_SWITCH; self.devices.len()];
+            }
+            self.switch[r] = (u, d);
+        }
+        Ok((up, down))
+    }
+
+    fn find_switch_links(&mut self, r: usize) -> Result<(usize, usize), CollectiveError> {
         let n = self.devices.len();
         let other = (r + 1) % n;
         let not_nvls = || CollectiveError::NotApplicable {
@@ -223,8 +244,12 @@ impl<'a> Routes<'a> {
         if self.get(r, other)?.len() != 2 && n > 2 {
             other = (r + n - 1) % n;
         }
-        let up = self.get(r, other)?.to_vec();
-        let down = self.get(other, r)?.to_vec();
+        let two = |l: &[usize]| <[usize; 2]>::try_from(l).ok();
+        let up = two(self.get(r, other)?);
+        let down = two(self.get(other, r)?);
+        let (Some(up), Some(down)) = (up, down) else {
+            return Err(not_nvls());
+        };
         let links = self.topo.links();
         let sw = |l: usize, to: bool| {
             let c = if to { links[l].to } else { links[l].from };
@@ -235,7 +260,7 @@ impl<'a> Routes<'a> {
                 }
             )
         };
-        if up.len() != 2 || down.len() != 2 || !sw(up[0], true) || !sw(down[1], false) {
+        if !sw(up[0], true) || !sw(down[1], false) {
             return Err(not_nvls());
         }
         Ok((up[0], down[1]))
@@ -358,6 +383,10 @@ pub(crate) struct Deps {
     gating: Gating,
     /// Steps added so far (marks which step a rank's slot count is of).
     step: u32,
+    /// Every recorded send is a pair: its transfer `t` and, as task `t + 1`,
+    /// its channel's copy ([`StepCtx::channel_rate`]); a waiter waits for
+    /// both (a join task per send cost a third of a tree run's events).
+    paired: bool,
 }
 
 #[derive(Clone, Default)]
@@ -408,6 +437,7 @@ impl Deps {
             ranks: vec![RankDeps::default(); n],
             gating,
             step: 0,
+            paired: false,
         }
     }
 
@@ -473,11 +503,12 @@ impl Deps {
         let w = &self.ranks[r].writes;
         let lo = w.partition_point(|&(o, _, _)| o < from);
         let end = off.saturating_add(len);
+        let pairs = if self.paired { 2 } else { 1 };
         let mut d: Vec<TaskId> = w[lo..]
             .iter()
             .take_while(|&&(o, _, _)| o < end)
             .filter(|&&(o, l, _)| o + l > off)
-            .map(|&(_, _, t)| t)
+            .flat_map(|&(_, _, t)| t..t + pairs)
             .collect();
         let last: &[TaskId] = if self.gating.per_channel {
             match self.ranks[key].last_sends.get(slot) {
@@ -486,6 +517,13 @@ impl Deps {
             }
         } else {
             &self.ranks[key].last_sends
+        };
+        let paired_last: Vec<TaskId>;
+        let last = if self.paired {
+            paired_last = last.iter().flat_map(|&t| t..t + 2).collect();
+            &paired_last[..]
+        } else {
+            last
         };
         if self.gating.pipelined {
             // A send waits a hop after its data came in, while the sender's
@@ -618,6 +656,7 @@ impl StepCtx<'_, '_> {
         sent.clear();
         writes.clear();
         let per_channel = self.deps.gating.per_channel;
+        self.deps.paired = self.channel_rate.is_some();
         if per_channel {
             self.deps.step = self.deps.step.wrapping_add(1).max(1);
         }
@@ -661,14 +700,12 @@ impl StepCtx<'_, '_> {
                     };
                     // The channel's thread block moves the chunk at its own
                     // rate beside the links: the send is done when both are.
-                    let t = match self.channel_rate {
-                        Some(rate) => {
-                            let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
-                            let copy = sched.compute(m.from as u64, copy, &gate)?;
-                            sched.compute(m.from as u64, Time::ZERO, &[t, copy])?
-                        }
-                        None => t,
-                    };
+                    // It is recorded as `t`, its copy is `t + 1` (`Deps::paired`).
+                    if let Some(rate) = self.channel_rate {
+                        let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
+                        let copy = sched.compute(m.from as u64, copy, &gate)?;
+                        debug_assert_eq!(copy, t + 1);
+                    }
                     flows += 1;
                     if per_channel {
                         // Its channel's slot (unique in the step: no later
