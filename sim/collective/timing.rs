@@ -503,13 +503,20 @@ impl Deps {
         let w = &self.ranks[r].writes;
         let lo = w.partition_point(|&(o, _, _)| o < from);
         let end = off.saturating_add(len);
-        let pairs = if self.paired { 2 } else { 1 };
-        let mut d: Vec<TaskId> = w[lo..]
-            .iter()
-            .take_while(|&&(o, _, _)| o < end)
-            .filter(|&&(o, l, _)| o + l > off)
-            .flat_map(|&(_, _, t)| t..t + pairs)
-            .collect();
+        let paired = self.paired;
+        // Each recorded send, with its copy when paired.
+        let push = |to: &mut Vec<TaskId>, t: TaskId| {
+            to.push(t);
+            if paired {
+                to.push(t + 1);
+            }
+        };
+        let mut d: Vec<TaskId> = Vec::new();
+        for &(o, l, t) in w[lo..].iter().take_while(|&&(o, _, _)| o < end) {
+            if o + l > off {
+                push(&mut d, t);
+            }
+        }
         let last: &[TaskId] = if self.gating.per_channel {
             match self.ranks[key].last_sends.get(slot) {
                 Some(t) if *t != NO_TASK => std::slice::from_ref(t),
@@ -518,21 +525,14 @@ impl Deps {
         } else {
             &self.ranks[key].last_sends
         };
-        let paired_last: Vec<TaskId>;
-        let last = if self.paired {
-            paired_last = last.iter().flat_map(|&t| t..t + 2).collect();
-            &paired_last[..]
-        } else {
-            last
-        };
         if self.gating.pipelined {
             // A send waits a hop after its data came in, while the sender's
             // previous send may still be on the wire.
             let mut g = behind_hop(sched, r, hop, d)?;
-            g.extend_from_slice(last);
+            last.iter().for_each(|&t| push(&mut g, t));
             return Ok(g);
         }
-        d.extend_from_slice(last);
+        last.iter().for_each(|&t| push(&mut d, t));
         behind_hop(sched, r, hop, d)
     }
 }
