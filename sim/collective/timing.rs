@@ -511,7 +511,8 @@ impl Deps {
                 to.push(t + 1);
             }
         };
-        let mut d: Vec<TaskId> = Vec::new();
+        // Room for a send's usual few waits (one allocation, reused below).
+        let mut d: Vec<TaskId> = Vec::with_capacity(4);
         for &(o, l, t) in w[lo..].iter().take_while(|&&(o, _, _)| o < end) {
             if o + l > off {
                 push(&mut d, t);
@@ -528,9 +529,14 @@ impl Deps {
         if self.gating.pipelined {
             // A send waits a hop after its data came in, while the sender's
             // previous send may still be on the wire.
-            let mut g = behind_hop(sched, r, hop, d)?;
-            last.iter().for_each(|&t| push(&mut g, t));
-            return Ok(g);
+            // (`behind_hop`, in `d`'s own buffer.)
+            if hop != Time::ZERO {
+                let h = sched.compute(r as u64, hop, &d)?;
+                d.clear();
+                d.push(h);
+            }
+            last.iter().for_each(|&t| push(&mut d, t));
+            return Ok(d);
         }
         last.iter().for_each(|&t| push(&mut d, t));
         behind_hop(sched, r, hop, d)
