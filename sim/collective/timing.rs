@@ -383,10 +383,6 @@ pub(crate) struct Deps {
     gating: Gating,
     /// Steps added so far (marks which step a rank's slot count is of).
     step: u32,
-    /// Every recorded send is a pair: its transfer `t` and, as task `t + 1`,
-    /// its channel's copy ([`StepCtx::channel_rate`]); a waiter waits for
-    /// both (a join task per send cost a third of a tree run's events).
-    paired: bool,
 }
 
 #[derive(Clone, Default)]
@@ -437,7 +433,6 @@ impl Deps {
             ranks: vec![RankDeps::default(); n],
             gating,
             step: 0,
-            paired: false,
         }
     }
 
@@ -503,19 +498,11 @@ impl Deps {
         let w = &self.ranks[r].writes;
         let lo = w.partition_point(|&(o, _, _)| o < from);
         let end = off.saturating_add(len);
-        let paired = self.paired;
-        // Each recorded send, with its copy when paired.
-        let push = |to: &mut Vec<TaskId>, t: TaskId| {
-            to.push(t);
-            if paired {
-                to.push(t + 1);
-            }
-        };
         // Room for a send's usual few waits (one allocation, reused below).
         let mut d: Vec<TaskId> = Vec::with_capacity(4);
         for &(o, l, t) in w[lo..].iter().take_while(|&&(o, _, _)| o < end) {
             if o + l > off {
-                push(&mut d, t);
+                d.push(t);
             }
         }
         let last: &[TaskId] = if self.gating.per_channel {
@@ -535,10 +522,10 @@ impl Deps {
                 d.clear();
                 d.push(h);
             }
-            last.iter().for_each(|&t| push(&mut d, t));
+            d.extend_from_slice(last);
             return Ok(d);
         }
-        last.iter().for_each(|&t| push(&mut d, t));
+        d.extend_from_slice(last);
         behind_hop(sched, r, hop, d)
     }
 }
@@ -662,7 +649,6 @@ impl StepCtx<'_, '_> {
         sent.clear();
         writes.clear();
         let per_channel = self.deps.gating.per_channel;
-        self.deps.paired = self.channel_rate.is_some();
         if per_channel {
             self.deps.step = self.deps.step.wrapping_add(1).max(1);
         }
@@ -706,12 +692,14 @@ impl StepCtx<'_, '_> {
                     };
                     // The channel's thread block moves the chunk at its own
                     // rate beside the links: the send is done when both are.
-                    // It is recorded as `t`, its copy is `t + 1` (`Deps::paired`).
-                    if let Some(rate) = self.channel_rate {
-                        let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
-                        let copy = sched.compute(m.from as u64, copy, &gate)?;
-                        debug_assert_eq!(copy, t + 1);
-                    }
+                    let t = match self.channel_rate {
+                        Some(rate) => {
+                            let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
+                            let copy = sched.compute(m.from as u64, copy, &gate)?;
+                            sched.compute(m.from as u64, Time::ZERO, &[t, copy])?
+                        }
+                        None => t,
+                    };
                     flows += 1;
                     if per_channel {
                         // Its channel's slot (unique in the step: no later
