@@ -718,3 +718,23 @@ fn sweep_output_that_cannot_be_written_says_write() {
         "cannot write /dev/full: No space left on device",
     );
 }
+
+/// A bad `--sizes` is named once ("--sizes: sizes: ..." before).
+#[test]
+fn a_bad_sizes_value_names_the_flag_once() {
+    for (args, want) in [
+        (
+            vec!["collective", "--topology", "ring:8", "--sizes", "1XB"],
+            "error: --sizes: '1XB' is not a size",
+        ),
+        (
+            vec!["collective", "--topology", "ring:8", "--sizes", "8:4"],
+            "error: --sizes: '8:4' should be START:END:xF",
+        ),
+    ] {
+        refused(&args, want);
+        let out = shardsim(&args);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.matches("sizes:").count(), 1, "{err}");
+    }
+}

@@ -178,12 +178,12 @@ fn jittered_scenario(seed: u64) -> String {
     sim.set_jitter(Some(Jitter::new(0.2).unwrap()));
     sim.set_stragglers(Stragglers::draw(seed, 4, 1, 3.0).unwrap());
     let mut s = Schedule::new();
-    let a = s.add_transfer(vec![0, 1], 4 << 20, &[]).unwrap();
-    let b = s.add_transfer(vec![1, 2], 2 << 20, &[]).unwrap();
+    let a = s.add_transfer(&[0, 1], 4 << 20, &[]).unwrap();
+    let b = s.add_transfer(&[1, 2], 2 << 20, &[]).unwrap();
     let c = s.add_compute(2, Time(3_000_000), &[a, b]).unwrap();
-    let d = s.add_transfer(vec![3, 4, 5], 1 << 20, &[c]).unwrap();
+    let d = s.add_transfer(&[3, 4, 5], 1 << 20, &[c]).unwrap();
     let e = s.add_compute(1, Time(1_000_000), &[a]).unwrap();
-    s.add_transfer(vec![5, 0], 8 << 20, &[d, e]).unwrap();
+    s.add_transfer(&[5, 0], 8 << 20, &[d, e]).unwrap();
     for dev in 0..4 {
         s.add_compute(dev, Time(2_000_000), &[]).unwrap();
     }
@@ -309,8 +309,8 @@ fn schedule_reports_tasks_behind_an_undeliverable_transfer() {
     })
     .unwrap();
     let mut s = Schedule::new();
-    let a = s.add_transfer(vec![0, 1], 1 << 20, &[]).unwrap();
-    let b = s.add_transfer(vec![2, 3], 1 << 20, &[]).unwrap();
+    let a = s.add_transfer(&[0, 1], 1 << 20, &[]).unwrap();
+    let b = s.add_transfer(&[2, 3], 1 << 20, &[]).unwrap();
     let c = s.add_compute(0, Time(10), &[a, b]).unwrap();
     let rep = s.run(&mut sim).unwrap();
     assert_eq!(rep.undeliverable.len(), 1);

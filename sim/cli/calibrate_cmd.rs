@@ -149,7 +149,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         args.gemm.as_deref().unwrap_or("16,32,48,64,96,128"),
         "--gemm",
     )?;
-    let sizes = parse_sizes(args.sizes.as_deref().unwrap_or("4KiB:1MiB:x2")).context("--sizes")?;
+    let sizes = parse_sizes(args.sizes.as_deref().unwrap_or("4KiB:1MiB:x2"))
+        .map_err(crate::cli::output::sizes_error)?;
     for (what, n) in [("--sizes", sizes.len()), ("--gemm", gemm_dims.len())] {
         if n < 4 {
             anyhow::bail!("{what}: {n} values; need at least 4 (half fit, half held out)");

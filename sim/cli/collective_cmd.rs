@@ -171,7 +171,7 @@ impl CollectiveArgs {
                 self.dtype
             );
         }
-        let sizes = parse_sizes(&self.sizes).context("--sizes")?;
+        let sizes = parse_sizes(&self.sizes).map_err(crate::cli::output::sizes_error)?;
         let cal = Calibration::for_topology(&topo, &group.device_model(&topo))?;
         Ok(Sweep {
             topo,

@@ -109,3 +109,12 @@ pub fn create_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("{flag} {}: cannot create the directory: {e}", dir.display()))
 }
+
+/// A `--sizes` value that does not parse, named once (the library's error
+/// already starts with "sizes:").
+pub fn sizes_error(e: shardsim::collective::CollectiveError) -> anyhow::Error {
+    match e {
+        shardsim::collective::CollectiveError::Sizes(m) => anyhow::anyhow!("--sizes: {m}"),
+        e => anyhow::anyhow!("--sizes: {e}"),
+    }
+}

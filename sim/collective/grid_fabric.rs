@@ -17,7 +17,7 @@
 use crate::topology::{LinkClass, RoutingPolicy, Topology};
 
 use super::calibration::Calibration;
-use super::critical::{walk_stream, Fabric};
+use super::critical::{walk_stream, Fabric, Paths};
 use super::kinds::{Algorithm, Protocol};
 use super::plan::{Move, Via};
 use super::stream::StepSource;
@@ -293,10 +293,10 @@ impl Fabric for GridFabric {
 
 /// The best estimate over `protos` (picoseconds, base latency included) of
 /// `source`'s streamed walk ([`super::critical::streamed_path`]) for
-/// `algo`, computed on the grid's geometry; `None` where the topology is not
-/// a grid [`GridFabric`] takes.
+/// `algo`, computed on the grid's geometry (the same paths to the bit);
+/// `None` where the topology is not a grid [`GridFabric`] takes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn streamed_grid_estimate(
+pub(crate) fn streamed_grid_path(
     topo: &Topology,
     devices: &[u32],
     source: &dyn StepSource,
@@ -304,11 +304,11 @@ pub(crate) fn streamed_grid_estimate(
     cal: &Calibration,
     algo: Algorithm,
     protos: &[Protocol],
-) -> Result<Option<f64>, CollectiveError> {
+) -> Result<Option<Paths>, CollectiveError> {
     let Some(mut fabric) = GridFabric::new(topo, devices) else {
         return Ok(None);
     };
-    let paths = walk_stream(
+    walk_stream(
         &mut fabric,
         devices.len(),
         source,
@@ -316,14 +316,8 @@ pub(crate) fn streamed_grid_estimate(
         cal,
         algo,
         protos,
-    )?;
-    Ok(protos
-        .iter()
-        .map(|&p| {
-            let i = Protocol::ALL.iter().position(|&q| q == p).unwrap_or(0);
-            cal.params(algo, p).base_us * 1e6 + paths.path[i]
-        })
-        .reduce(f64::min))
+    )
+    .map(Some)
 }
 
 #[cfg(test)]
@@ -389,17 +383,14 @@ mod tests {
                     let walk =
                         streamed_path(&t, &mut routes, g.len(), &stream, 4, &cal, a, &protos)
                             .unwrap();
-                    let want = protos
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &p)| cal.params(a, p).base_us * 1e6 + walk.path[i])
-                        .reduce(f64::min);
-                    let got = streamed_grid_estimate(&t, &g.devices, &stream, 4, &cal, a, &protos)
-                        .unwrap();
+                    let want = walk.path.map(f64::to_bits);
+                    let got = streamed_grid_path(&t, &g.devices, &stream, 4, &cal, a, &protos)
+                        .unwrap()
+                        .map(|p| p.path.map(f64::to_bits));
                     assert!(got.is_some(), "{preset} {set:?}: not a grid fabric");
                     assert_eq!(
-                        got.map(f64::to_bits),
-                        want.map(f64::to_bits),
+                        got,
+                        Some(want),
                         "{preset} {set:?} {:?}, {} B: {got:?} vs {want:?}",
                         &g.devices[..4],
                         total * 4

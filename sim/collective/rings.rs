@@ -351,7 +351,7 @@ impl RingSpec {
                 if s > 0 {
                     gate.push(prev[q]);
                 }
-                cur.push(sched.add_transfer(route_of[q].clone(), bytes, &gate)?);
+                cur.push(sched.add_transfer(&route_of[q], bytes, &gate)?);
             }
             std::mem::swap(&mut prev, &mut cur);
         }
@@ -416,7 +416,7 @@ impl RingSpec {
                 let mut gate = behind_hop(&mut sched, ring[q], hop_of[q], deps.clone())?;
                 gate.extend(last[q]);
                 let bytes = elems * elem_bytes;
-                cur[q] = Some(sched.add_transfer(route_of[q].clone(), bytes, &gate)?);
+                cur[q] = Some(sched.add_transfer(&route_of[q], bytes, &gate)?);
             }
             for (l, c) in last.iter_mut().zip(&cur) {
                 if c.is_some() {

@@ -361,7 +361,7 @@ impl TaskSink for Schedule {
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add_transfer(route.to_vec(), bytes, deps)?)
+        Ok(self.add_transfer(route, bytes, deps)?)
     }
 
     fn compute(

@@ -17,7 +17,7 @@ use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
 use super::channels::TreeSpec;
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
-use super::grid_fabric::streamed_grid_estimate;
+use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::path_cache::{PathCache, Shape};
 use super::plan::{Plan, Via};
@@ -540,9 +540,14 @@ fn choose_candidate_with(
                             if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
                                 continue;
                             }
-                            // On a grid, the walk itself from the geometry
-                            // (the same figure, at n log n instead of n^2).
-                            let lb = streamed_grid_estimate(
+                        }
+                        // Trees pipeline: the estimate is the stream's path.
+                        // On a grid it is walked on the geometry (the same
+                        // paths, n log n instead of n^2 route links);
+                        // `choose_unpruned` keeps the route walk, so the
+                        // prune tests compare the two.
+                        let on_grid = if prune {
+                            streamed_grid_path(
                                 topo,
                                 &group.devices,
                                 &stream,
@@ -550,23 +555,26 @@ fn choose_candidate_with(
                                 cal,
                                 a,
                                 &protos,
-                            )?;
-                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
-                                continue;
+                            )?
+                        } else {
+                            None
+                        };
+                        let path = match on_grid {
+                            Some(paths) => paths.path,
+                            None => {
+                                streamed_path(
+                                    topo,
+                                    routes,
+                                    group.len(),
+                                    &stream,
+                                    elem_bytes,
+                                    cal,
+                                    a,
+                                    &protos,
+                                )?
+                                .path
                             }
-                        }
-                        // Trees pipeline: the estimate is the stream's path.
-                        let path = streamed_path(
-                            topo,
-                            routes,
-                            group.len(),
-                            &stream,
-                            elem_bytes,
-                            cal,
-                            a,
-                            &protos,
-                        )?
-                        .path;
+                        };
                         (Candidate::Tree(stream), Vec::new(), Hops::Path(path))
                     }
                     None => {

@@ -164,7 +164,7 @@ impl Serving {
             .into_iter()
             .try_fold(1u64, u64::checked_mul)
         });
-        if scores.is_none_or(|b| b > i64::MAX as u64) {
+        if scores.map_or(true, |b| b > i64::MAX as u64) {
             return bad(format!(
                 "batch {} with prompt {} and generate {}: the attention scores (batch x {} heads x prompt x context) overflow 64-bit sizes",
                 self.batch, self.prompt, self.generate, model.heads

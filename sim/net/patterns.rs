@@ -55,7 +55,7 @@ pub fn ring_allreduce_schedule(
             if s > 0 {
                 deps.push(sends[s - 1][r]);
             }
-            row.push(sched.add_transfer(vec![r], chunk_bytes, &deps)?);
+            row.push(sched.add_transfer(&[r], chunk_bytes, &deps)?);
         }
         for (r, &send) in row.iter().enumerate() {
             let to = (r + 1) % n;

@@ -111,16 +111,17 @@ impl Schedule {
     /// Add a transfer that starts after `deps`.
     pub fn add_transfer(
         &mut self,
-        route: Vec<LinkId>,
+        route: &[LinkId],
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, NetError> {
+        // A borrowed route: the schedule copies it into its flat table once.
         self.add(
             Task {
                 value: bytes,
                 device: TRANSFER,
             },
-            &route,
+            route,
             deps,
         )
     }

@@ -5,46 +5,26 @@
 //! of `propagation_pipeline_dedup_functions_fully_true.mlir`. The programs
 //! are the lit groups' own fixtures; here the ops each callee is left with.
 
-use shardsim::ir::mlir::{parse_and_verify, print_module};
+use shardsim::ir::mlir::print_module;
 use shardsim::ir::{Func, Module};
-use shardsim::propagate::{propagate_module_with, Options, Strategy};
+use shardsim::propagate::Options;
 
 /// The fixture's modules (split at `// -----`), propagated.
 fn propagated(file: &str, dedup_functions_fully: bool) -> Vec<Module> {
-    let dir = crate::common::fixture("shardy_lit");
-    let text = std::fs::read_to_string(dir.join(file)).unwrap();
-    text.split("\n// -----\n")
-        .map(|chunk| {
-            let mut m = parse_and_verify(chunk).unwrap();
-            let options = Options {
-                dedup_functions_fully,
-            };
-            propagate_module_with(&mut m, Strategy::default(), options).unwrap();
-            m
-        })
-        .collect()
+    super::propagated_lit(
+        file,
+        Options {
+            dedup_functions_fully,
+        },
+    )
 }
 
-/// The function's ops as `result = op operands`.
+/// The function's ops, nested ones too, as `result = op operands`.
 fn ops(ms: &[Module], name: &str) -> Vec<String> {
     let f: &Func = ms.iter().find_map(|m| m.func(name)).unwrap();
     f.walk()
         .into_iter()
-        .map(|id| {
-            let op = f.op(id);
-            let names = |vs: &[shardsim::ir::ValueId]| {
-                vs.iter()
-                    .map(|&v| f.value(v).name.clone())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            format!(
-                "{} = {} {}",
-                names(&op.results),
-                op.kind.name(),
-                names(&op.operands)
-            )
-        })
+        .map(|id| super::op_line(f, id))
         .collect()
 }
 

@@ -10,60 +10,20 @@ use shardsim::exec::execute;
 use shardsim::ir::inline::inline_calls;
 use shardsim::ir::interp::interpret;
 use shardsim::ir::mlir::{parse_and_verify, print_module};
-use shardsim::ir::{Func, Module, OpKind};
+use shardsim::ir::{Func, Module};
 use shardsim::partition::{partition, CollectiveKind};
 use shardsim::propagate::{propagate_module, Strategy};
 use shardsim::tensor::{allclose, Tensor};
 
 /// The fixture's modules, propagated.
 fn modules() -> Vec<Module> {
-    let dir = crate::common::fixture("shardy_lit");
-    let text = std::fs::read_to_string(dir.join("unreduced_all_reduce.mlir")).unwrap();
-    text.split("\n// -----\n")
-        .map(|chunk| {
-            let mut m = parse_and_verify(chunk).unwrap();
-            propagate_module(&mut m, Strategy::default()).unwrap();
-            m
-        })
-        .collect()
+    super::propagated_lit("unreduced_all_reduce.mlir", Default::default())
 }
 
 /// The function's top-level ops as `result = op operands`, all-reduces with
 /// their axes and out-sharding.
 fn listing(f: &Func) -> Vec<String> {
-    f.body
-        .iter()
-        .map(|&id| {
-            let op = f.op(id);
-            let names = |vs: &[shardsim::ir::ValueId]| {
-                vs.iter()
-                    .map(|&v| f.value(v).name.clone())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let extra = match &op.kind {
-                OpKind::AllReduce {
-                    reduction_axes,
-                    out_sharding,
-                } => format!(
-                    " {{{}}} out={}",
-                    reduction_axes
-                        .iter()
-                        .map(|a| a.to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    out_sharding.to_bare()
-                ),
-                _ => String::new(),
-            };
-            format!(
-                "{} = {} {}{extra}",
-                names(&op.results),
-                op.kind.name(),
-                names(&op.operands)
-            )
-        })
-        .collect()
+    f.body.iter().map(|&id| super::op_line(f, id)).collect()
 }
 
 #[test]
