@@ -22,7 +22,8 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             "--measured needs --topology: the machine the curves were measured on (e.g. dgx-a100)"
         );
     };
-    let topo = load_topology(topo_name, args.nodes, &args.set)?;
+    let set = super::output::with_tuner(&args.set, args.tuner.as_deref())?;
+    let topo = load_topology(topo_name, args.nodes, &set)?;
     let n = match &args.ranks {
         None => topo.num_devices(),
         Some(text) => {

@@ -147,7 +147,12 @@ impl Calibration {
 
 /// A topology file's `[collective]` table as calibrations, checked.
 pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
-    let t: BTreeMap<String, Calibration> = toml::Value::Table(own.clone())
+    // The run's settings (`policy.rs`) sit beside the device models' tables.
+    let mut own = own.clone();
+    for k in crate::topology::settings::SETTING_KEYS {
+        own.remove(k);
+    }
+    let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
         .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;
     check_table(&t)?;

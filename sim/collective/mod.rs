@@ -22,6 +22,7 @@ pub mod kinds;
 pub mod nvls;
 pub mod path_cache;
 pub mod plan;
+pub mod policy;
 mod prune;
 mod ring_groups;
 pub mod rings;
@@ -38,6 +39,7 @@ pub use groups::{group_links, time_groups, time_groups_merged, time_groups_using
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use path_cache::PathCache;
 pub use plan::{Move, Plan, Via};
+pub use policy::{Policy, Tuned, TunerRow};
 pub use rings::RingSpec;
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{
@@ -72,6 +74,10 @@ pub enum CollectiveError {
     Buffers(String),
     #[error("calibration: {0}")]
     Calibration(String),
+    /// A run setting (`[collective] algorithms`, `protocols`, `tuner`):
+    /// where it was given, and what is wrong.
+    #[error("{0}")]
+    Setting(String),
     #[error("sizes: {0}")]
     Sizes(String),
     #[error("{transfers} transfers could not complete: link {link} ({name}) has failed (first stopped at {at})")]

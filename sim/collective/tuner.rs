@@ -21,6 +21,7 @@ use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::path_cache::{PathCache, Shape};
 use super::plan::{Plan, Via};
+use super::policy::{Policy, Tuned};
 use super::prune::lower_bound_ps;
 use super::rings::RingSpec;
 use super::stream::time_stream;
@@ -380,10 +381,42 @@ fn choose_candidate_with(
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
     let opts = plan_options(topo, group, cal, total * elem_bytes);
+    // The run's settings: what `auto` may pick, and a tuner table's pick.
+    let policy = Policy::of(topo)?;
+    policy.check_explicit(op, algo, proto)?;
+    let mut proto = proto;
+    let mut tuned = None;
     let algos: Vec<Algorithm> = match algo {
         Some(a) => vec![a],
-        None => auto_algorithms(op).to_vec(),
+        None => {
+            if !policy.rows.is_empty() {
+                tuned = tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto);
+            }
+            match tuned {
+                Some(t) => {
+                    proto = Some(t.proto);
+                    vec![t.algo]
+                }
+                None => auto_algorithms(op)
+                    .iter()
+                    .copied()
+                    .filter(|&a| {
+                        policy.algo_allowed(op, a)
+                            && protocols_for(a).iter().any(|&p| {
+                                policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p)
+                            })
+                    })
+                    .collect(),
+            }
+        }
     };
+    if algos.is_empty() {
+        let ours: Vec<&str> = auto_algorithms(op).iter().map(|a| a.name()).collect();
+        return Err(policy.nothing_left(
+            op,
+            &format!("its algorithms in the simulator: {}", ours.join(", ")),
+        ));
+    }
     // Estimated in this order, chosen by (estimate, place in `algos`): the
     // tree before the ring, whose bound (`prune.rs`) then rules it out at
     // small sizes without walking its plan.
@@ -420,7 +453,11 @@ fn choose_candidate_with(
         let protos: Vec<Protocol> = match proto {
             Some(p) if protocols_for(a).contains(&p) => vec![p],
             Some(_) => Vec::new(),
-            None => protocols_for(a).to_vec(),
+            None => protocols_for(a)
+                .iter()
+                .copied()
+                .filter(|&p| policy.proto_allowed(op, p))
+                .collect(),
         };
         // `auto` only: a candidate whose lower bound is above the best so far
         // cannot win (ties keep the earlier one), so its plan is not built.
@@ -644,12 +681,47 @@ fn choose_candidate_with(
             }
         }
     }
+    if best.is_none() && algo.is_none() && tuned.is_none() && policy.restricts(op) {
+        let why = last_err.map_or("no algorithm applies".to_string(), |e| e.to_string());
+        return Err(policy.nothing_left(op, &why));
+    }
     best.map(|(c, cand, _)| (c, cand)).ok_or_else(|| {
         last_err.unwrap_or(CollectiveError::NotApplicable {
             op: op.name(),
             algo: algo.map_or("auto", Algorithm::name),
             why: "no algorithm applies".into(),
         })
+    })
+}
+
+/// The first tuner row (`policy.rs`) that matches this call and names a
+/// pair the simulator runs here (NVLS only where the switch reduces,
+/// NVLS-tree only across nodes whose switches reduce, as NCCL enables them)
+/// and, with `--proto`, that protocol.
+#[allow(clippy::too_many_arguments)]
+fn tuner_pick(
+    policy: &Policy,
+    group: &Group,
+    routes: &mut Routes,
+    opts: &PlanOptions,
+    op: &CollectiveOp,
+    bytes: u64,
+    proto: Option<Protocol>,
+) -> Option<Tuned> {
+    let nodes = opts.nodes.len();
+    let mut nvls_ok = None;
+    let mut tree_ok = None;
+    policy.tuned(op, bytes, nodes, group.len(), |a, p| {
+        let runs = match a {
+            Algorithm::Nvls => *nvls_ok.get_or_insert_with(|| routes.check_nvls().is_ok()),
+            Algorithm::NvlsTree => {
+                nodes > 1 && *tree_ok.get_or_insert_with(|| routes.check_switch_reduce().is_ok())
+            }
+            _ => true,
+        };
+        runs && auto_algorithms(op).contains(&a)
+            && protocols_for(a).contains(&p)
+            && proto.map_or(true, |q| q == p)
     })
 }
 
