@@ -165,6 +165,8 @@ impl CollectiveArgs {
             "auto" => None,
             p => Some(p.parse::<Protocol>()?),
         };
+        // An --algo / --proto the run's settings disable: said once, before any size.
+        collective::Policy::of(&topo)?.check_explicit(&op, algo, proto)?;
         let dtype: DType = self
             .dtype
             .parse()

@@ -87,7 +87,11 @@ pub fn load_topology(
         }
         overrides.push(o);
     }
-    Ok(shardsim::topology::load(name, &overrides)?)
+    let topo = shardsim::topology::load(name, &overrides)?;
+    // The run's collective settings, checked once before any work (each
+    // collective reads them again).
+    shardsim::collective::Policy::of(&topo)?;
+    Ok(topo)
 }
 
 /// The `--set` list with `--tuner FILE` as the override it stands for,

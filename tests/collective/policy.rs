@@ -1,0 +1,301 @@
+//! A run's collective settings (`[collective] algorithms`, `protocols`,
+//! `tuner`, `tuner_file`: NCCL_ALGO, NCCL_PROTO and a tuner plugin's table):
+//! what `auto` chooses under them (fixtures/collective/policy/choices.toml),
+//! what a bad setting says and where (errors.toml), the row limit, and the
+//! CLI's `--tuner` and exit codes.
+
+use serde::Deserialize;
+use shardsim::collective::{
+    choose, policy::MAX_TUNER_ROWS, Algorithm, Calibration, CollectiveOp, Group, Protocol,
+};
+use shardsim::topology::{self, Override};
+
+use crate::common::{fixture, shardsim};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChoiceCase {
+    name: String,
+    topology: String,
+    #[serde(default)]
+    set: Vec<String>,
+    #[serde(default = "allreduce")]
+    op: String,
+    #[serde(default)]
+    algo: Option<String>,
+    #[serde(default)]
+    proto: Option<String>,
+    bytes: u64,
+    expect: String,
+}
+
+fn allreduce() -> String {
+    "allreduce".into()
+}
+
+#[derive(Deserialize)]
+struct Cases<T> {
+    case: Vec<T>,
+}
+
+fn overrides(set: &[String]) -> Vec<Override> {
+    set.iter().map(|s| Override::parse(s).unwrap()).collect()
+}
+
+/// `auto`'s choice for one call, or the error it gives.
+fn choice(
+    topo: &topology::Topology,
+    op: &str,
+    bytes: u64,
+    algo: Option<&str>,
+    proto: Option<&str>,
+) -> Result<String, String> {
+    let g = Group::first(topo, topo.num_devices()).unwrap();
+    let cal = Calibration::for_topology(topo, &g.device_model(topo)).map_err(|e| e.to_string())?;
+    let op = CollectiveOp::parse(op, g.len()).unwrap();
+    let algo = algo.map(|a| a.parse::<Algorithm>().unwrap());
+    let proto = proto.map(|p| p.parse::<Protocol>().unwrap());
+    choose(topo, &g, &op, bytes / 4, 4, &cal, algo, proto)
+        .map(|(c, _)| format!("{}/{}", c.algo, c.proto))
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn auto_chooses_within_the_runs_settings_and_tuner_table() {
+    let text = std::fs::read_to_string(fixture("collective/policy/choices.toml")).unwrap();
+    let cases: Cases<ChoiceCase> = toml::from_str(&text).unwrap();
+    assert!(cases.case.len() >= 15);
+    let mut failures = String::new();
+    for c in &cases.case {
+        let name = if c.topology.ends_with(".toml") {
+            fixture(&c.topology).to_string_lossy().into_owned()
+        } else {
+            c.topology.clone()
+        };
+        let topo =
+            topology::load(&name, &overrides(&c.set)).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let got = choice(&topo, &c.op, c.bytes, c.algo.as_deref(), c.proto.as_deref());
+        if got.as_deref() != Ok(c.expect.as_str()) {
+            failures += &format!("{}: want {}, got {got:?}\n", c.name, c.expect);
+        }
+    }
+    assert!(failures.is_empty(), "{failures}");
+}
+
+/// The case the issue names: where `auto` alone picks LL128, the run's
+/// NCCL_PROTO=Simple makes it pick Simple, and the same algorithm.
+#[test]
+fn restricting_protocols_turns_an_ll128_choice_into_simple() {
+    let a3 = fixture("collective/a3mega_topology.toml");
+    let a3 = a3.to_string_lossy();
+    let load = |set: &[&str]| {
+        let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        topology::load(&a3, &overrides(&set)).unwrap()
+    };
+    let free = load(&[
+        "nodes=2",
+        "collective.algorithms=^",
+        "collective.protocols=^",
+        "collective.tuner_file=\"\"",
+    ]);
+    let simple = load(&["nodes=2", "collective.tuner_file=\"\""]);
+    for size in [32u64 << 20, 64 << 20] {
+        let a = choice(&free, "allreduce", size, None, None).unwrap();
+        let b = choice(&simple, "allreduce", size, None, None).unwrap();
+        assert!(a.ends_with("/LL128"), "{size}: {a}");
+        assert_eq!(b, a.replace("LL128", "Simple"), "{size}");
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorCase {
+    name: String,
+    #[serde(default)]
+    collective: String,
+    #[serde(default)]
+    set: Vec<String>,
+    #[serde(default)]
+    algo: Option<String>,
+    #[serde(default)]
+    proto: Option<String>,
+    #[serde(default)]
+    at: Option<(usize, usize)>,
+    #[serde(default)]
+    error: String,
+    #[serde(default)]
+    ok: bool,
+}
+
+#[test]
+fn bad_settings_are_located_errors() {
+    let text = std::fs::read_to_string(fixture("collective/policy/errors.toml")).unwrap();
+    let cases: Cases<ErrorCase> = toml::from_str(&text).unwrap();
+    let base = topology::preset_text("switch").unwrap();
+    let file = fixture("collective/policy/case.toml");
+    let file = file.to_string_lossy();
+    let mut failures = String::new();
+    for c in &cases.case {
+        let body = format!(
+            "{base}\n[collective]\n{}\n",
+            c.collective.trim_start_matches('\n')
+        );
+        let header = body.lines().position(|l| l == "[collective]").unwrap() + 1;
+        let got = topology::load_text(&body, &file, &overrides(&c.set))
+            .map_err(|e| e.to_string())
+            .and_then(|t| {
+                choice(
+                    &t,
+                    "allreduce",
+                    1 << 20,
+                    c.algo.as_deref(),
+                    c.proto.as_deref(),
+                )
+            });
+        if c.ok {
+            if let Err(e) = &got {
+                failures += &format!("{}: want success, got {e}\n", c.name);
+            }
+            continue;
+        }
+        let at = c.at.map(|(l, col)| format!("{file}:{}:{col}", header + l));
+        let want = c.error.replace("{at}", at.as_deref().unwrap_or(""));
+        match got {
+            Ok(ch) => failures += &format!("{}: want an error, chose {ch}\n", c.name),
+            Err(e) => {
+                let placed = at.as_ref().map_or(true, |a| e.contains(a.as_str()));
+                if !e.contains(&want) || !placed {
+                    failures += &format!("{}:\n  got  {e}\n  want {want} at {at:?}\n", c.name);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures}");
+}
+
+/// A table of more rows than the limit is an error at the first row over
+/// it; one of exactly the limit loads.
+#[test]
+fn tuner_tables_are_bounded() {
+    let dir = std::env::temp_dir().join(format!("shardsim-tuner-rows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let row = "allreduce,0,1024,ring,simple,-1,-1,-1\n";
+    for (rows, ok) in [(MAX_TUNER_ROWS, true), (MAX_TUNER_ROWS + 1, false)] {
+        let path = dir.join(format!("rows{rows}.csv"));
+        std::fs::write(&path, format!("# {rows} rows\n{}", row.repeat(rows))).unwrap();
+        let set = vec![format!("collective.tuner_file='{}'", path.display())];
+        let topo = topology::load("switch", &overrides(&set)).unwrap();
+        let got = choice(&topo, "allreduce", 1024, None, None);
+        if ok {
+            assert_eq!(got.as_deref(), Ok("ring/Simple"));
+        } else {
+            let e = got.unwrap_err();
+            let at = format!("rows{rows}.csv:{}:1", rows + 1);
+            assert!(e.contains(&at) && e.contains("more than 1024 rows"), "{e}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--tuner FILE` on `collective` is `--set collective.tuner_file=FILE`;
+/// errors exit 2 naming the setting; `exec` and `calibrate` take it where
+/// they take a topology.
+#[test]
+fn cli_takes_a_tuner_file_and_refuses_disabled_choices() {
+    let a3 = fixture("collective/a3mega_topology.toml");
+    let a3 = a3.to_str().unwrap();
+    let table = fixture("collective/a3mega_tuner.csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "collective",
+            "--topology",
+            a3,
+            "--nodes",
+            "2",
+            "--sizes",
+            "64MiB",
+            "--format",
+            "csv",
+            "--set",
+            "collective.tuner_file=\"\"",
+        ];
+        args.extend_from_slice(extra);
+        shardsim(&args)
+    };
+    let last = |o: &std::process::Output| {
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.lines().last().unwrap_or("").to_string()
+    };
+    let without = run(&[]);
+    assert!(
+        last(&without).ends_with(",ring,Simple"),
+        "{}",
+        last(&without)
+    );
+    // The table as a file on the command line: the same rows the fixture
+    // names in its own [collective] section.
+    let mut args = vec![
+        "collective",
+        "--topology",
+        a3,
+        "--nodes",
+        "2",
+        "--sizes",
+        "64MiB",
+        "--format",
+        "csv",
+        "--tuner",
+    ];
+    args.push(table.to_str().unwrap());
+    let with = shardsim(&args);
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert!(last(&with).ends_with(",tree,Simple"), "{}", last(&with));
+
+    for (extra, says) in [
+        (
+            &["--algo", "ring", "--proto", "LL128"][..],
+            "LL128 is not allowed by collective.protocols = \"Simple\"",
+        ),
+        (
+            &["--set", "collective.algorithms=Rign"][..],
+            "--set collective.algorithms=Rign: collective.algorithms: unknown algorithm \"Rign\"",
+        ),
+        (
+            &["--set", "collective.algorithms=NVLS"][..],
+            "leave no algorithm and protocol the simulator runs here",
+        ),
+    ] {
+        // What the topology cannot run (NVLS here) is known per call only.
+        let early = !says.starts_with("leave");
+        let out = run(extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(
+            !early || !err.contains("size "),
+            "said once, before any size: {err}"
+        );
+    }
+    let bad = fixture("collective/policy/bad_tuner.csv");
+    let out = shardsim(&[
+        "collective",
+        "--topology",
+        "switch",
+        "--tuner",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad_tuner.csv:4:19: collective.tuner"),
+        "{err}"
+    );
+    // Where a command takes a topology it takes --tuner; without one, not.
+    let out = shardsim(&["calibrate", "--backend", "threads", "--tuner", "x.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tuner goes with --measured"));
+}
