@@ -294,6 +294,49 @@ fn cli_takes_a_tuner_file_and_refuses_disabled_choices() {
         err.contains("bad_tuner.csv:4:19: collective.tuner"),
         "{err}"
     );
+    // `exec` and `run` take it as they take --set.
+    let model = fixture("../../models/gpt3_mlp_block.mlir");
+    let ring_ll = fixture("collective/policy/ring_ll.csv");
+    let exec = |extra: &[&str]| {
+        let mut args = vec!["exec", model.to_str().unwrap(), "--topology", "dgx-h100"];
+        args.extend_from_slice(extra);
+        let out = shardsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find(|l| l.trim_start().starts_with("all_reduce"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let plain = exec(&[]);
+    let tuned = exec(&["--tuner", ring_ll.to_str().unwrap()]);
+    let listed = exec(&[
+        "--set",
+        "collective.algorithms=Ring",
+        "--set",
+        "collective.protocols=LL",
+    ]);
+    assert_ne!(plain, tuned);
+    assert_eq!(tuned, listed);
+    let scenario = fixture("../../scenarios/gpt_tiny_switch_link_fault.toml");
+    let dir = std::env::temp_dir().join(format!("shardsim-tuner-run-{}", std::process::id()));
+    let out = shardsim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--no-plots",
+        "-o",
+        dir.to_str().unwrap(),
+        "--tuner",
+        bad.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad_tuner.csv:4:19"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
     // Where a command takes a topology it takes --tuner; without one, not.
     let out = shardsim(&["calibrate", "--backend", "threads", "--tuner", "x.csv"]);
     assert_eq!(out.status.code(), Some(2));
