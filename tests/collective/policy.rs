@@ -342,3 +342,112 @@ fn cli_takes_a_tuner_file_and_refuses_disabled_choices() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tuner goes with --measured"));
 }
+
+/// NCCL's names the lists below draw from (CollNet and PAT: accepted, not
+/// run by the simulator).
+const ALGO_NAMES: [&str; 6] = ["Ring", "Tree", "NVLS", "NVLSTree", "CollNetDirect", "PAT"];
+const PROTO_NAMES: [&str; 3] = ["LL", "LL128", "Simple"];
+
+/// `names` picked by `mask`, in any case (`upper`), as a list; or, with
+/// `exclude`, as `^` and the names not picked (the same set).
+fn list(names: &[&str], mask: u32, exclude: bool, upper: u32) -> String {
+    let pick: Vec<String> = names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (mask >> i) & 1 == u32::from(!exclude))
+        .map(|(i, n)| {
+            if (upper >> i) & 1 == 1 {
+                n.to_ascii_uppercase()
+            } else {
+                n.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    format!("{}{}", if exclude { "^" } else { "" }, pick.join(","))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Under any lists, `auto` picks an enabled pair, and the cheapest one:
+    /// its estimate is the least of every enabled pair's asked for
+    /// explicitly (on the machine without settings); where no enabled pair
+    /// runs, it is an error. A list and its `^` complement are the same.
+    #[test]
+    fn auto_under_lists_is_the_cheapest_enabled_pair(
+        algos in 1u32..64,
+        protos in 1u32..8,
+        exclude in proptest::bool::ANY,
+        upper in 0u32..64,
+        log_bytes in 3u32..31,
+    ) {
+        let bytes = 1u64 << log_bytes;
+        let free = topology::load("dgx-h100", &overrides(&["nodes=2".into()])).unwrap();
+        let g = Group::first(&free, free.num_devices()).unwrap();
+        let cal = Calibration::for_topology(&free, &g.device_model(&free)).unwrap();
+        let op = CollectiveOp::AllReduce;
+        let mut cheapest: Option<f64> = None;
+        let mut enabled = Vec::new();
+        for (i, a) in ["ring", "tree", "nvls", "nvls-tree"].iter().enumerate() {
+            for (j, p) in ["LL", "LL128", "Simple"].iter().enumerate() {
+                if (algos >> i) & 1 == 0 || (protos >> j) & 1 == 0 {
+                    continue;
+                }
+                let (a, p) = (a.parse::<Algorithm>().unwrap(), p.parse::<Protocol>().unwrap());
+                if let Ok((c, _)) = choose(&free, &g, &op, bytes / 4, 4, &cal, Some(a), Some(p)) {
+                    enabled.push(format!("{a}/{p}"));
+                    cheapest = Some(cheapest.map_or(c.estimate_ps, |b: f64| b.min(c.estimate_ps)));
+                }
+            }
+        }
+        let mut got = Vec::new();
+        for ex in [exclude, !exclude] {
+            let set = vec![
+                "nodes=2".to_string(),
+                format!("collective.algorithms={}", list(&ALGO_NAMES, algos, ex, upper)),
+                format!("collective.protocols={}", list(&PROTO_NAMES, protos, ex, upper)),
+            ];
+            let t = topology::load("dgx-h100", &overrides(&set)).unwrap();
+            let r = choose(&t, &g, &op, bytes / 4, 4, &cal, None, None);
+            match (&r, cheapest) {
+                (Ok((c, _)), Some(best)) => {
+                    let pair = format!("{}/{}", c.algo, c.proto);
+                    proptest::prop_assert!(enabled.contains(&pair), "{pair} not in {enabled:?}");
+                    proptest::prop_assert_eq!(c.estimate_ps, best);
+                }
+                (Err(e), None) => {
+                    proptest::prop_assert!(e.to_string().contains("leave no algorithm"), "{e}");
+                }
+                _ => proptest::prop_assert!(false, "{r:?} with enabled {enabled:?}"),
+            }
+            got.push(r.map(|(c, _)| (c.algo, c.proto)).map_err(|_| ()));
+        }
+        proptest::prop_assert_eq!(&got[0], &got[1]);
+    }
+
+    /// A row matching every call with an enabled pair gives what asking
+    /// for that pair does; a row that matches no call changes nothing.
+    #[test]
+    fn a_matching_row_is_the_pair_asked_for_and_a_missing_one_nothing(
+        pair in 0usize..6,
+        log_bytes in 3u32..31,
+    ) {
+        let bytes = 1u64 << log_bytes;
+        let (a, p) = [("ring", "ll"), ("ring", "ll128"), ("ring", "simple"), ("tree", "ll"), ("tree", "simple"), ("nvls_tree", "simple")][pair];
+        let load = |rows: &str| {
+            let set = vec!["nodes=2".to_string(), format!("collective.tuner=[{rows}]")];
+            topology::load("dgx-h100", &overrides(&set)).unwrap()
+        };
+        let every = load(&format!("\"allreduce,0,{},{a},{p},-1,-1,-1\"", u64::MAX));
+        let none = load(&format!("\"allreduce,0,{},{a},{p},-1,3,-1\", \"allgather,0,{},{a},{p},-1,-1,-1\"", u64::MAX, u64::MAX));
+        let free = topology::load("dgx-h100", &overrides(&["nodes=2".into()])).unwrap();
+        let ours = if a == "nvls_tree" { "nvls-tree" } else { a };
+        let tuned = choice(&every, "allreduce", bytes, None, None);
+        let asked = choice(&free, "allreduce", bytes, Some(ours), Some(p));
+        proptest::prop_assert_eq!(tuned, asked);
+        proptest::prop_assert_eq!(
+            choice(&none, "allreduce", bytes, None, None),
+            choice(&free, "allreduce", bytes, None, None)
+        );
+    }
+}
