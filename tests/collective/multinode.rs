@@ -6,7 +6,8 @@
 //! 200 Gb/s NICs, NVLS off as the run's NCCL profile set it) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
 //! node (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
 //! --nodes 2`), each with its NCCL buffers (A3 Mega's profile sets
-//! `NCCL_BUFFSIZE=8388608`: 1 MiB chunks). `auto` must be within 15% of the
+//! `NCCL_BUFFSIZE=8388608`: 1 MiB chunks; the A3 fixture also states the
+//! run's NCCL_ALGO, NCCL_PROTO and tuner table, `collective::policy`). `auto` must be within 15% of the
 //! measured time at every size from 64 MiB on, except the sizes listed as
 //! known misses, which must still miss (so a change that fixes or breaks one
 //! shows here and in README's table); A3 Mega's tree as its tuner plugin ran
