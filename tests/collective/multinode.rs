@@ -14,6 +14,17 @@
 //! it from 16 MiB on; and the two-node tree against its network bound and its
 //! pipeline fill (closed forms).
 
+//!
+//! More published curves, each compared from 64 MiB: as `dgx-a100 --nodes N`
+//! (8 rails of 200 Gb/s) two DGX A100 with NCCL_ALGO=RING
+//! (a100_2node_allreduce_dgx_ring.csv, compared with the ring), two Azure NDm
+//! A100 v4 VMs (a100_2node_allreduce_ndmv4.csv, 1 and 4 GiB only) and four
+//! DGX A100 (a100_4node_allreduce_dgx.csv); two OCI BM.GPU.H100.8 nodes
+//! (3.2 Tb/s of RoCE each, h100_2node_allreduce_oci.csv, 1-16 GiB, as
+//! `dgx-h100 --nodes 2`: NVLS-tree); two AWS p5.48xlarge (32 x 100 Gb/s EFA
+//! each, h100_2node_allreduce_p5.csv, as `dgx-h100 --nodes 2`) and two
+//! p4de.24xlarge (4 x 100 Gb/s EFA each, a100_2node_allreduce_p4de.csv, as
+//! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`).
 use shardsim::collective::{
     time_collective, Algorithm, Calibration, CollectiveOp, Group, Protocol,
 };
@@ -46,14 +57,27 @@ const A3: &str = "collective/a3mega_topology.toml";
 struct Run<'a> {
     topology: String,
     set: &'a [(&'a str, &'a str)],
-    algo: Option<(Algorithm, Protocol)>,
+    algo: Option<Algorithm>,
+    proto: Option<Protocol>,
 }
 
 fn a3(algo: Option<(Algorithm, Protocol)>) -> Run<'static> {
+    let (algo, proto) = algo.unzip();
     Run {
         topology: fixture(A3).to_string_lossy().into_owned(),
         set: &[("nodes", "2")],
         algo,
+        proto,
+    }
+}
+
+/// A preset with overrides, `auto` or the algorithm a run forced.
+fn preset<'a>(name: &str, set: &'a [(&'a str, &'a str)], algo: Option<Algorithm>) -> Run<'a> {
+    Run {
+        topology: name.into(),
+        set,
+        algo,
+        proto: None,
     }
 }
 
@@ -66,12 +90,11 @@ fn misses(run: &Run, rel: &str, from: u64, bound: f64) -> (Vec<u64>, String) {
     let op = CollectiveOp::AllReduce;
     let (mut missed, mut report) = (Vec::new(), String::new());
     let mut checked = 0;
-    let (algo, proto) = run.algo.unzip();
     for (size, measured) in rows(rel) {
         if size < from {
             continue;
         }
-        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, algo, proto).unwrap();
+        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, run.algo, run.proto).unwrap();
         let ours = r.time.ps() as f64 / 1e6;
         let err = (ours - measured) / measured;
         report += &format!(
@@ -84,7 +107,21 @@ fn misses(run: &Run, rel: &str, from: u64, bound: f64) -> (Vec<u64>, String) {
         }
         checked += 1;
     }
-    assert!(checked >= 8, "{rel}: up to 8 GiB");
+    assert!(checked > 0, "{rel}: no size from {from} B");
+    (missed, report)
+}
+
+/// [`misses`] of a preset from [`FROM`] at 15%, checking that `sizes` of the
+/// fixture's rows were compared.
+fn misses_n(
+    name: &str,
+    set: &[(&str, &str)],
+    rel: &str,
+    algo: Option<Algorithm>,
+    sizes: usize,
+) -> (Vec<u64>, String) {
+    let (missed, report) = misses(&preset(name, set, algo), rel, FROM, 0.15);
+    assert_eq!(report.lines().count(), sizes, "{rel}: sizes from 64 MiB");
     (missed, report)
 }
 
@@ -124,6 +161,7 @@ fn h100_two_nodes_without_the_tuner_table_misses_at_64_mib() {
         topology: fixture(A3).to_string_lossy().into_owned(),
         set: &[("nodes", "2"), ("collective.tuner_file", "\"\"")],
         algo: None,
+        proto: None,
     };
     let (missed, report) = misses(
         &run,
@@ -159,6 +197,7 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         topology: "dgx-a100".into(),
         set: &[("nodes", "2")],
         algo: None,
+        proto: None,
     };
     let (missed, report) = misses(&run, "collective/a100_2node_allreduce_oci.csv", FROM, 0.15);
     // 512 MiB: the system still runs at the NIC-bound ring's level there
@@ -171,6 +210,97 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // tree that wins at 1 GiB wins at 512 MiB): not an algorithm choice to
     // reproduce (README, "Collectives").
     assert_eq!(missed, vec![512 << 20], "{report}");
+}
+
+#[test]
+fn dgx_a100_two_nodes_forced_ring_within_fifteen_percent_from_64_mib() {
+    // The run set NCCL_ALGO=RING, so the ring is what it measured; every
+    // size from 64 MiB to 4 GiB is within 15% (64 MiB -11.6% is the worst).
+    let (missed, report) = misses_n(
+        "dgx-a100",
+        &[("nodes", "2")],
+        "collective/a100_2node_allreduce_dgx_ring.csv",
+        Some(Algorithm::Ring),
+        7,
+    );
+    assert!(missed.is_empty(), "{report}");
+}
+
+#[test]
+fn ndm_a100_v4_two_nodes_allreduce_at_one_and_four_gib() {
+    // NCCL 2.17.1 chose for itself (no NCCL_ALGO) and ran at the NIC-bound
+    // ring's level at both sizes (183.8 and 188.2 GB/s busbw; 8 x 25 GB/s x
+    // 0.94 = 188), where our tuner takes the tree (231 and 245 GB/s): both
+    // are known misses. The ring itself is within 1% of both points.
+    let set = [("nodes", "2")];
+    let rel = "collective/a100_2node_allreduce_ndmv4.csv";
+    let (missed, report) = misses_n("dgx-a100", &set, rel, None, 2);
+    assert_eq!(missed, vec![1 << 30, 4 << 30], "{report}");
+    let (missed, report) = misses_n("dgx-a100", &set, rel, Some(Algorithm::Ring), 2);
+    assert!(missed.is_empty(), "{report}");
+}
+
+#[test]
+fn dgx_a100_four_nodes_allreduce_within_fifteen_percent_from_64_mib() {
+    // 128 MiB: the measured curve dips there (114.0 GB/s busbw out of place,
+    // below its own 64 MiB point, 121.6 in place), which no algorithm
+    // choice explains; every other size is within 15%.
+    let (missed, report) = misses_n(
+        "dgx-a100",
+        &[("nodes", "4")],
+        "collective/a100_4node_allreduce_dgx.csv",
+        None,
+        7,
+    );
+    assert_eq!(missed, vec![128 << 20], "{report}");
+}
+
+#[test]
+fn oci_h100_two_nodes_nvls_tree_within_fifteen_percent_from_1_gib() {
+    // NCCL chose (no NCCL_ALGO); 449-471 GB/s busbw is above both the ring's
+    // NIC bound (8 x 50 GB/s x 0.94 = 376) and our tree's (393 at 16 GiB), so
+    // the run used NVLS-tree, as `auto` does: every size within 15%.
+    let (missed, report) = misses_n(
+        "dgx-h100",
+        &[("nodes", "2")],
+        "collective/h100_2node_allreduce_oci.csv",
+        None,
+        5,
+    );
+    assert!(missed.is_empty(), "{report}");
+    assert_eq!(report.matches("(nvls-tree)").count(), 5, "{report}");
+}
+
+#[test]
+fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
+    // NCCL chose (no NCCL_ALGO); from 1 GiB its busbw (437-487 GB/s) is
+    // above the ring's and the tree's bounds, i.e. NVLS-tree, as ours.
+    // 128 MiB: our estimate prefers NVLS-tree (247.1 GB/s when timed) where
+    // timing the ring would give 309.7 (-6.6%): an estimate/timing
+    // disagreement inside `auto`, not a fabric question.
+    let (missed, report) = misses_n(
+        "dgx-h100",
+        &[("nodes", "2")],
+        "collective/h100_2node_allreduce_p5.csv",
+        None,
+        9,
+    );
+    assert_eq!(missed, vec![128 << 20], "{report}");
+}
+
+#[test]
+fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
+    // 64 MiB: EFA's fixed cost per message is far above InfiniBand's (161 us
+    // at 8 B against 36-40 us on the InfiniBand and RoCE curves), which the
+    // model does not have; every size from 128 MiB is within 15%.
+    let (missed, report) = misses_n(
+        "dgx-a100",
+        &[("nodes", "2"), ("nic.bandwidth", "50Gb/s")],
+        "collective/a100_2node_allreduce_p4de.csv",
+        None,
+        6,
+    );
+    assert_eq!(missed, vec![64 << 20], "{report}");
 }
 
 /// A two-node tree's pipeline fill: with one chunk per tree of each
