@@ -152,6 +152,7 @@ pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>
     for k in crate::topology::settings::SETTING_KEYS {
         own.remove(k);
     }
+    own.remove(crate::topology::CHOOSER_KEY);
     let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
         .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;

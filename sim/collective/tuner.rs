@@ -380,6 +380,27 @@ fn choose_candidate_with(
     prune: bool,
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
+    // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
+    // own pick where the simulator cannot run NCCL's).
+    if let Some((a, p)) = super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto)
+    {
+        let forced = choose_candidate_with(
+            topo,
+            group,
+            routes,
+            op,
+            total,
+            elem_bytes,
+            cal,
+            Some(a),
+            p,
+            prune,
+            cache.as_deref_mut(),
+        );
+        if forced.is_ok() {
+            return forced;
+        }
+    }
     let opts = plan_options(topo, group, cal, total * elem_bytes);
     // The run's settings: what `auto` may pick, and a tuner table's pick.
     let policy = Policy::of(topo)?;

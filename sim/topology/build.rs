@@ -44,6 +44,7 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
         return fail("nodes", "nodes must be at least 1");
     }
     check_figures(f)?;
+    check_chooser(f)?;
     let mut b = Builder::default();
     let routing = match f.layout {
         Layout::NvswitchNode | Layout::PcieNode => build_nodes(f, &mut b)?,
@@ -64,6 +65,24 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
 }
 
 /// Zero bandwidths and lane counts are as wrong as negative ones.
+/// `[collective] chooser`, if given, is one of [`super::spec::CHOOSERS`].
+fn check_chooser(f: &TopologyFile) -> Result<(), SemanticError> {
+    use super::spec::{CHOOSERS, CHOOSER_KEY};
+    let Some(v) = f.collective.as_ref().and_then(|t| t.get(CHOOSER_KEY)) else {
+        return Ok(());
+    };
+    match v.as_str() {
+        Some(s) if CHOOSERS.contains(&s) => Ok(()),
+        _ => fail(
+            &format!("collective.{CHOOSER_KEY}"),
+            format!(
+                "expected \"model\", \"nccl\" or \"nccl-algo\", got {}",
+                v.to_string().trim()
+            ),
+        ),
+    }
+}
+
 fn check_figures(f: &TopologyFile) -> Result<(), SemanticError> {
     let nonzero = |field: &str, bw: Bandwidth| {
         if bw.0 == 0 {

@@ -24,7 +24,8 @@ pub use mesh_map::MeshMapping;
 pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
 pub use settings::{CollectiveSettings, Origin, Setting};
 pub use spec::{
-    DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, FORMAT_VERSION,
+    DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, CHOOSERS, CHOOSER_KEY,
+    FORMAT_VERSION,
 };
 pub use summary::{NeighbourClass, Summary};
 pub use units::{Bandwidth, ByteSize, Duration, FlopRate, UnitError};

@@ -66,6 +66,13 @@ pub struct TopologyFile {
     pub collective: Option<toml::Table>,
 }
 
+/// The `[collective]` key naming how `auto` chooses (`"model"`, `"nccl"`
+/// or `"nccl-algo"`, read by the collectives layer); checked when a file is
+/// built.
+pub const CHOOSER_KEY: &str = "chooser";
+/// Its values.
+pub const CHOOSERS: [&str; 3] = ["model", "nccl", "nccl-algo"];
+
 fn one() -> u32 {
     1
 }

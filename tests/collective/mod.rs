@@ -5,6 +5,7 @@
 mod bounds;
 mod calibration;
 mod channels;
+mod chooser;
 mod groups;
 mod multinode;
 mod numerics;

@@ -1,0 +1,205 @@
+//! `auto` under each chooser (`collective.chooser` = model, nccl,
+//! nccl-algo) against every published allreduce curve
+//! (fixtures/collective/nccl_chooser.toml lists them with the machine's
+//! description, the measured curve's algorithm level per size, and the
+//! sizes each chooser misses): the simulated time must be within the
+//! curve's bound at every size from `from` except the pinned misses, which
+//! must still miss; and NCCL's algorithm must match the measured level at
+//! every size where the level is known, except the pinned mismatches. A
+//! change that fixes or breaks a size shows here and in README's table.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use shardsim::collective::{time_collective, Algorithm, Calibration, CollectiveOp, Group};
+
+use crate::common::fixture;
+
+#[derive(Deserialize)]
+struct Cases {
+    curve: Vec<Curve>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Curve {
+    file: String,
+    preset: String,
+    set: Vec<[String; 2]>,
+    /// Smallest size checked, bytes.
+    from: u64,
+    /// Largest error allowed, as a fraction.
+    within: f64,
+    /// (from size, algorithm) steps of the measured curve's level; "?"
+    /// where the curve does not tell.
+    levels: Vec<(u64, String)>,
+    /// Sizes where NCCL's algorithm is not the measured level.
+    level_misses: Vec<u64>,
+    /// Per chooser, the sizes outside `within`.
+    misses: BTreeMap<String, Vec<u64>>,
+}
+
+fn rows(rel: &str) -> Vec<(u64, f64)> {
+    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap())
+        })
+        .collect()
+}
+
+fn cases() -> Cases {
+    let text = std::fs::read_to_string(fixture("collective/nccl_chooser.toml")).unwrap();
+    toml::from_str(&text).unwrap()
+}
+
+fn level_at(c: &Curve, size: u64) -> &str {
+    c.levels
+        .iter()
+        .rev()
+        .find(|(from, _)| *from <= size)
+        .map_or("?", |(_, l)| l.as_str())
+}
+
+/// Every curve, every chooser: the misses are the pinned ones.
+#[test]
+fn auto_under_each_chooser_against_published_curves() {
+    let mut report = String::new();
+    let mut failed = Vec::new();
+    let cases = cases();
+    assert_eq!(
+        cases.curve.len(),
+        9,
+        "one-node A100 and the 8 multi-node curves"
+    );
+    for c in &cases.curve {
+        for chooser in ["model", "nccl", "nccl-algo"] {
+            let mut set: Vec<(&str, &str)> = c
+                .set
+                .iter()
+                .map(|[k, v]| (k.as_str(), v.as_str()))
+                .collect();
+            set.push(("collective.chooser", chooser));
+            let t = super::load(&c.preset, &set);
+            let g = Group::first(&t, t.num_devices()).unwrap();
+            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let mut missed = Vec::new();
+            for (size, measured) in rows(&format!("collective/{}", c.file)) {
+                if size < c.from {
+                    continue;
+                }
+                let r = time_collective(
+                    &t,
+                    &g,
+                    &CollectiveOp::AllReduce,
+                    size / 4,
+                    4,
+                    &cal,
+                    None,
+                    None,
+                )
+                .unwrap();
+                let ours = r.time.ps() as f64 / 1e6;
+                let err = (ours - measured) / measured;
+                report += &format!(
+                    "{} {chooser} {size}: {}/{} {:+.1}%\n",
+                    c.file,
+                    r.algo.name(),
+                    r.proto.name(),
+                    err * 100.0
+                );
+                if err.abs() >= c.within {
+                    missed.push(size);
+                }
+            }
+            let pinned = c.misses.get(chooser).cloned().unwrap_or_default();
+            if missed != pinned {
+                failed.push(format!("{} {chooser}: {missed:?} != {pinned:?}", c.file));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}\n{report}");
+}
+
+/// NCCL's algorithm (the `nccl-algo` chooser's) against the measured level.
+#[test]
+fn nccl_algorithm_against_the_measured_level() {
+    let mut report = String::new();
+    let mut failed = Vec::new();
+    for c in &cases().curve {
+        let mut set: Vec<(&str, &str)> = c
+            .set
+            .iter()
+            .map(|[k, v]| (k.as_str(), v.as_str()))
+            .collect();
+        set.push(("collective.chooser", "nccl-algo"));
+        let t = super::load(&c.preset, &set);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let mut mismatched = Vec::new();
+        for (size, _) in rows(&format!("collective/{}", c.file)) {
+            let level = level_at(c, size);
+            if size < c.from || level == "?" {
+                continue;
+            }
+            let r = time_collective(
+                &t,
+                &g,
+                &CollectiveOp::AllReduce,
+                size / 4,
+                4,
+                &cal,
+                None,
+                None,
+            )
+            .unwrap();
+            report += &format!("{} {size}: nccl {} level {level}\n", c.file, r.algo.name());
+            if r.algo.name() != level {
+                mismatched.push(size);
+            }
+        }
+        if mismatched != c.level_misses {
+            failed.push(format!(
+                "{}: {mismatched:?} != {:?}",
+                c.file, c.level_misses
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}\n{report}");
+}
+
+/// A bad chooser is a load error naming the key (exit 2 in the CLI).
+#[test]
+fn bad_chooser_values_are_named_errors() {
+    for bad in ["ncc", "3", "true"] {
+        let over = [
+            shardsim::topology::Override {
+                key: "nodes".into(),
+                value: "2".into(),
+            },
+            shardsim::topology::Override {
+                key: "collective.chooser".into(),
+                value: bad.into(),
+            },
+        ];
+        let e = shardsim::topology::load("dgx-a100", &over)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("collective.chooser") && e.contains("nccl-algo"),
+            "{bad}: {e}"
+        );
+    }
+    // A forced algorithm is not re-chosen under `nccl`.
+    let t = super::load(
+        "dgx-a100",
+        &[("nodes", "2"), ("collective.chooser", "nccl")],
+    );
+    let g = Group::first(&t, 16).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let op = CollectiveOp::AllReduce;
+    let r = time_collective(&t, &g, &op, 1 << 28, 4, &cal, Some(Algorithm::Tree), None).unwrap();
+    assert_eq!(r.algo, Algorithm::Tree);
+}
