@@ -103,7 +103,7 @@ fn h100_two_nodes_200g_allreduce_within_fifteen_percent_from_64_mib() {
 }
 
 /// The A3 Mega run as its tuner plugin ran it (tree, Simple at every size)
-/// with its 8 MiB NCCL buffers: within 10% from 16 MiB on (-4.9% to +8.9%), the knee between
+/// with its 8 MiB NCCL buffers: within 10% from 16 MiB on (-3.2% to +9.2%), the knee between
 /// 16 and 32 MiB included (16 MiB is one 1 MiB chunk per tree of each
 /// channel: the pipeline's fill, 16 ranks' worth of a chunk at a channel's
 /// 20.7 GB/s).
