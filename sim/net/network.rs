@@ -572,7 +572,7 @@ impl Network {
             return Ok(());
         }
         self.stats.recomputations += 1;
-        if !self.exhaustive && self.flush_single_links(now)? {
+        if !self.exhaustive && (self.flush_single_links(now)? || self.flush_at_caps(now)?) {
             return Ok(());
         }
         let epoch = self.next_epoch();
@@ -716,6 +716,87 @@ impl Network {
                 self.flows[s as usize].bottleneck = l;
                 new_rates.push((s, share));
             }
+        }
+        let r = self.retime(now, &new_rates);
+        self.isolated = isolated;
+        self.new_rates = new_rates;
+        r.map(|()| true)
+    }
+
+    /// The common case of capped flows (tree sends at their channel's rate):
+    /// every link changed since the last flush is empty, and every new flow
+    /// is capped and crosses only links with slack that keep it (within
+    /// `LOAD_ESTIMATE`) with every new flow at its cap. No other flow can
+    /// move, and each new flow is frozen by its own cap link, in the order
+    /// the general filling meets them (cap, then link id). False, with
+    /// nothing changed, when the case does not apply.
+    fn flush_at_caps(&mut self, now: Time) -> Result<bool, NetError> {
+        if self.dirty.iter().any(|&l| !self.links[l].flows.is_empty()) {
+            return Ok(false);
+        }
+        let pepoch = self.next_pepoch();
+        let mut passive = std::mem::take(&mut self.passive);
+        passive.clear();
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
+        let mut fits = true;
+        for &s in &self.fresh {
+            let f = &self.flows[s as usize];
+            if !(f.active && f.fresh) {
+                continue; // ended or re-used before the flush (as `flush` skips it)
+            }
+            let life = &self.life[s as usize];
+            if !life.cap.is_finite() {
+                fits = false;
+                break;
+            }
+            isolated.push(entry(life.cap.to_bits(), life.own, SHARE, s));
+            for &m in self.routes.get(f.route) {
+                let lm = &mut self.links[m as usize];
+                if m == life.own {
+                    continue;
+                }
+                if lm.tight {
+                    fits = false;
+                    break;
+                }
+                if lm.pmark != pepoch {
+                    lm.pmark = pepoch;
+                    lm.delta = 0.0;
+                    passive.push(m as LinkId);
+                }
+                lm.delta += life.cap;
+            }
+            if !fits {
+                break;
+            }
+        }
+        fits = fits
+            && passive.iter().all(|&m| {
+                let lm = &self.links[m];
+                lm.load + lm.delta <= lm.capacity * (1.0 - LOAD_ESTIMATE)
+            });
+        self.passive = passive;
+        if !fits {
+            self.isolated = isolated;
+            return Ok(false);
+        }
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.links[l].tight = false; // empty: it freezes nothing
+        }
+        self.dirty.clear();
+        self.fresh.clear();
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
+            isolated.sort(); // near-sorted; keys are distinct (one cap link a flow)
+        }
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
+        for &e in &isolated {
+            let (cap, l, s) = (f64::from_bits((e >> 64) as u64), link_of(e), e as u32);
+            self.links[l as usize].tight = true;
+            self.flows[s as usize].bottleneck = l;
+            new_rates.push((s, cap));
         }
         let r = self.retime(now, &new_rates);
         self.isolated = isolated;

@@ -248,6 +248,10 @@ proptest! {
     ) {
         let cap = |f: &Flow| f.3.unwrap_or(f64::INFINITY);
         prop_assert_eq!(run_case(&c, &f, false, &cap), run_case(&c, &f, true, &cap));
+        // Every flow capped: the flushes where only capped flows start on
+        // links with slack take the short path (`flush_at_caps`).
+        let all = |f: &Flow| f.3.unwrap_or(5e8);
+        prop_assert_eq!(run_case(&c, &f, false, &all), run_case(&c, &f, true, &all));
     }
 
     /// Caps at or above the slowest link of a flow's route cannot bind:
