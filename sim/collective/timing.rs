@@ -345,6 +345,16 @@ pub(crate) trait TaskSink {
         route: &[usize],
         bytes: u64,
         deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError> {
+        self.transfer_capped(route, bytes, f64::INFINITY, deps)
+    }
+    /// A transfer never faster than `cap` bytes/s (`f64::INFINITY`: none).
+    fn transfer_capped(
+        &mut self,
+        route: &[usize],
+        bytes: u64,
+        cap: f64,
+        deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError>;
     fn compute(
         &mut self,
@@ -355,13 +365,14 @@ pub(crate) trait TaskSink {
 }
 
 impl TaskSink for Schedule {
-    fn transfer(
+    fn transfer_capped(
         &mut self,
         route: &[usize],
         bytes: u64,
+        cap: f64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add_transfer(route, bytes, deps)?)
+        Ok(self.add_transfer_capped(route, bytes, cap, deps)?)
     }
 
     fn compute(
@@ -599,8 +610,8 @@ pub(crate) struct StepCtx<'r, 'a> {
     pub quotient: Option<&'r Quotient>,
     pub elem_bytes: u64,
     /// A tree channel's payload rate at a rank, bytes/s
-    /// ([`Calibration::tree_channel_rate`]): a send also lasts its bytes at
-    /// this rate, whatever its links take.
+    /// ([`Calibration::tree_channel_rate`]): a send's flow never runs
+    /// faster, whatever its links could give it.
     pub channel_rate: Option<f64>,
     /// Buffers `add_step` reuses from step to step.
     pub scratch: StepScratch,
@@ -678,6 +689,10 @@ impl StepCtx<'_, '_> {
                     let gate =
                         self.deps
                             .gate(sched, m.from, key, m.src, m.len, hop(&self.params, net))?;
+                    // The channel's thread block moves the chunk no faster
+                    // than its own rate: the flow's cap (what it leaves of
+                    // its links goes to other flows).
+                    let cap = self.channel_rate.unwrap_or(f64::INFINITY);
                     let t = match self.quotient {
                         Some(q) => {
                             let route: Vec<usize> = self
@@ -686,19 +701,14 @@ impl StepCtx<'_, '_> {
                                 .iter()
                                 .map(|&l| q.link_class[l])
                                 .collect();
-                            sched.transfer(&route, bytes, &gate)?
+                            sched.transfer_capped(&route, bytes, cap, &gate)?
                         }
-                        None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
-                    };
-                    // The channel's thread block moves the chunk at its own
-                    // rate beside the links: the send is done when both are.
-                    let t = match self.channel_rate {
-                        Some(rate) => {
-                            let copy = Time((bytes as f64 * 1e12 / rate).round() as u64);
-                            let copy = sched.compute(m.from as u64, copy, &gate)?;
-                            sched.compute(m.from as u64, Time::ZERO, &[t, copy])?
-                        }
-                        None => t,
+                        None => sched.transfer_capped(
+                            self.routes.get(m.from, m.to)?,
+                            bytes,
+                            cap,
+                            &gate,
+                        )?,
                     };
                     flows += 1;
                     if per_channel {
