@@ -167,7 +167,7 @@ fn time_groups_with(
     )?;
     let first = match cand {
         Candidate::Plan(p) => p,
-        Candidate::Channels(_) | Candidate::Tree(_) => {
+        Candidate::Channels(_) | Candidate::Tree(_) | Candidate::Period(_) => {
             let opts = plan_options(topo, &groups[0], cal, total * elem_bytes);
             build(&ops[0], choice.algo, groups[0].len(), total, &opts)?
         }
