@@ -486,17 +486,21 @@ fn rail_rings_pay_network_hops_along_the_data_path() {
 /// (`tuner::TreePeriod`: runs of K and 2K chunks of `chunk_bytes`, the line
 /// through them at the real size). Against the run with every chunk
 /// (`max_chunks` lifted, so the budget never binds) on `dgx-h100` with 2, 4
-/// and 16 nodes at sizes of 4 to 16 budgets' worth of chunks: within 1%.
+/// and 16 nodes at sizes of 2 to 16 budgets' worth of chunks: within 1%.
+/// On 64 nodes at 1 GiB (128 chunks per tree, K = 13) it is 3.3% fast
+/// (266.1 against 257.4 GB/s busbw): the period still grows from 13 to 26
+/// chunks there (K = 26 gives -1.9%), checked at 4%.
 /// `auto`'s estimate follows the same line (it picks the tree here).
 #[test]
 fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
     let op = CollectiveOp::AllReduce;
-    let cases: [(&str, &[u64]); 3] = [
-        ("2", &[2 << 30, 4 << 30]),
-        ("4", &[2 << 30, 4 << 30]),
-        ("16", &[256 << 20, 1 << 30]),
+    let cases: [(&str, &[u64], f64); 4] = [
+        ("2", &[2 << 30, 4 << 30], 0.01),
+        ("4", &[2 << 30, 4 << 30], 0.01),
+        ("16", &[256 << 20, 1 << 30], 0.01),
+        ("64", &[1 << 30], 0.04),
     ];
-    for (nodes, sizes) in cases {
+    for (nodes, sizes, within) in cases {
         let t = super::load("dgx-h100", &[("nodes", nodes)]);
         let n = t.devices().len() as u32;
         let g = Group::first(&t, n).unwrap();
@@ -526,7 +530,7 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
                 full / 1e6
             );
             assert!(
-                err.abs() < 0.01,
+                err.abs() < within,
                 "{nodes} nodes, {s} B: by period {:.1} us, chunk by chunk {:.1} us ({err:+.4})",
                 ours / 1e6,
                 full / 1e6
