@@ -237,12 +237,11 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
 }
 
 /// A multi-node tree allreduce past the chunk budget, timed by its period:
-/// a tree of equal chunks is periodic once its pipeline is full, so the run
-/// of `N` chunks of `chunk_bytes` per tree is `T(K) + (N K' - K')/K'
-/// (T(2K) - T(K))` in bytes (`K' = K chunk_bytes`), from runs of the same
-/// tree with `K` and `2K` chunks of `chunk_bytes` (`K` the budget's chunk
-/// count); the estimate follows the same line. Data mode keeps the
-/// budgeted plan ([`plan_options`]).
+/// a tree of equal chunks is periodic once its pipeline is full, so a tree
+/// of `B` bytes is timed `T(K) + (B - K c) / (K c) (T(2K) - T(K))` from runs
+/// of the same tree with `K` and `2K` chunks of `c = chunk_bytes` (`K` the
+/// budget's chunk count, at least the tree's height); the estimate follows
+/// the same line. Data mode keeps the budgeted plan ([`plan_options`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreePeriod {
     /// Elements of the message cut to `K` chunks of `chunk_bytes` per tree.
@@ -283,8 +282,8 @@ impl TreePeriod {
         // over the nodes, a chain in each), so that the runs are past the
         // pipeline's fill: on 16 nodes of 8 at 1 GiB, K = 8 (the budget) is
         // +1.8% off the run with every chunk, K = 11 (height) -0.34%, 16
-        // -0.16%, 22 +0.04%, at 1 : 1.8 : 2.2 : 2.8 the CPU of the
-        // 128-node sweep.
+        // -0.16%, 22 +0.04%; the 128-node sweep costs 1.8, 2.2 and 2.8
+        // times its CPU with the budget alone for K = height, 1.5 and 2x.
         let height = opts.nodes.len().ilog2() as usize + m - 1;
         let k = opts.tree_channel_chunks().max(height).max(1);
         let chunks = tree_bytes.div_ceil(cb);
