@@ -70,7 +70,8 @@ pub struct CollectiveArgs {
     /// Join N nodes (same as --set nodes=N).
     #[arg(long)]
     pub nodes: Option<u32>,
-    /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s (repeatable).
+    /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s (repeatable);
+    /// --set collective.chooser=nccl-algo makes `auto` take NCCL's algorithm (model | nccl | nccl-algo).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,

@@ -34,7 +34,8 @@ pub struct TimedArgs {
     /// Join N nodes of the topology (same as --set nodes=N).
     #[arg(long)]
     pub nodes: Option<u32>,
-    /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s.
+    /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s;
+    /// --set collective.chooser=nccl-algo makes `auto` take NCCL's algorithm (model | nccl | nccl-algo).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,

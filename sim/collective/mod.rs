@@ -66,6 +66,8 @@ pub enum CollectiveError {
         algo: &'static str,
         why: String,
     },
+    #[error("collective.chooser = \"{chooser}\": {why}")]
+    Chooser { chooser: &'static str, why: String },
     #[error("the group is empty")]
     EmptyGroup,
     #[error("rank {rank} is outside the group of {n} ranks")]

@@ -43,6 +43,7 @@ use super::algorithms::auto_algorithms;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::timing::Group;
 use super::tuner::protocols_for;
+use super::CollectiveError;
 
 /// How `auto` picks the (algorithm, protocol) it then times: by the
 /// simulator's own estimate (`model`) or by NCCL's tuning model (`nccl`);
@@ -81,7 +82,8 @@ impl Chooser {
 /// topology's chooser is `nccl` or `nccl-algo`, `algo` is not forced and
 /// NCCL's model covers the machine; among the simulator's `auto` candidates
 /// and `proto` if one was asked for. The protocol is None (`proto` as
-/// asked) under `nccl-algo`.
+/// asked) under `nccl-algo`. A machine NCCL's model does not cover is an
+/// error under `nccl`/`nccl-algo` (the setting would otherwise do nothing).
 pub(crate) fn pick(
     topo: &Topology,
     group: &Group,
@@ -89,25 +91,34 @@ pub(crate) fn pick(
     bytes: u64,
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
-) -> Option<(Algorithm, Option<Protocol>)> {
+) -> Result<Option<(Algorithm, Option<Protocol>)>, CollectiveError> {
     let chooser = Chooser::of(topo);
     if algo.is_some() || chooser == Chooser::Model {
-        return None;
+        return Ok(None);
     }
-    let sys = system_of(topo, group)?;
+    let Some(sys) = system_of(topo, group) else {
+        return Err(CollectiveError::Chooser {
+            chooser: if chooser == Chooser::Nccl { "nccl" } else { "nccl-algo" },
+            why: "NCCL's tuning model here covers groups of equal NVSwitch nodes of V100/A100/H100-class GPUs with their \
+                  NVLink, PCIe and (across nodes) NIC described; this topology or group is not one (use chooser = \"model\")"
+                .to_string(),
+        });
+    };
     let ours = auto_algorithms(op);
     let allowed = |a: Algorithm, p: Protocol| {
         ours.contains(&a) && protocols_for(a).contains(&p) && proto.map_or(true, |q| q == p)
     };
-    let (a, p, _) = nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed)?;
-    Some((
+    let Some((a, p, _)) = nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed) else {
+        return Ok(None);
+    };
+    Ok(Some((
         a,
         if chooser == Chooser::Nccl {
             Some(p)
         } else {
             proto
         },
-    ))
+    )))
 }
 
 /// Which NCCL release's tables.

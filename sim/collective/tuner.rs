@@ -479,7 +479,7 @@ fn choose_candidate_with(
 ) -> Result<(Choice, Candidate), CollectiveError> {
     // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
     // own pick where the simulator cannot run NCCL's).
-    if let Some((a, p)) = super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto)
+    if let Some((a, p)) = super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto)?
     {
         let forced = choose_candidate_with(
             topo,

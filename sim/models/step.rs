@@ -27,7 +27,7 @@ use super::chunk::{
     local_elements, ChunkKind,
 };
 use super::optimizer::{gather_program, optimizer_buffers, optimizer_program, reduce_program};
-use super::pipeline::{run_schedule, schedule_order, PassTimes};
+use super::pipeline::{run_schedule, schedule_order, PassTimes, PipelineRun};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
 use super::ModelError;
@@ -292,7 +292,15 @@ pub fn simulate_step(
             0
         };
         step_time_ps = step_time_ps.max(reduced + sync + optimize);
-        let mem = stage_memory(&chunks, run.max_in_flight[s as usize], s, strategy, topo);
+        let kept = held_activation_bytes(&run, s, &chunks);
+        let mem = stage_memory(
+            &chunks,
+            run.max_in_flight[s as usize],
+            kept,
+            s,
+            strategy,
+            topo,
+        );
         if memory
             .as_ref()
             .map_or(true, |m| mem.peak_bytes > m.peak_bytes)
@@ -546,13 +554,34 @@ fn time_chunk(
     })
 }
 
+/// The most activation bytes stage `s` keeps at once: its passes in the
+/// order it ran them, each forward adding what its chunk keeps and each
+/// backward freeing it. With interleaving the chunks differ (the one with
+/// the output layer keeps the logits), so this is not the most chunks in
+/// flight times the largest chunk's bytes.
+fn held_activation_bytes(run: &PipelineRun, s: u64, chunks: &[&ChunkTiming]) -> u64 {
+    let (mut held, mut most) = (0u64, 0u64);
+    for t in run.passes.iter().filter(|t| t.stage == s) {
+        let kept = chunks[t.pass.local_chunk as usize].kept_bytes;
+        if t.pass.forward {
+            held += kept;
+            most = most.max(held);
+        } else {
+            held -= kept;
+        }
+    }
+    most
+}
+
 /// Memory of a device of stage `s` holding `chunks`: parameters and
 /// gradient accumulators (the backward's weight arguments), optimizer
-/// state (the optimizer's fp32 arguments), activations in flight and the
-/// largest transient of a pass.
+/// state (the optimizer's fp32 arguments), activations in flight
+/// (`activation_bytes`, at the schedule's fullest) and the largest
+/// transient of a pass.
 fn stage_memory(
     chunks: &[&ChunkTiming],
     in_flight: u64,
+    activation_bytes: u64,
     s: u64,
     strategy: &Strategy,
     topo: &Topology,
@@ -564,8 +593,6 @@ fn stage_memory(
     );
     let params: u64 = chunks.iter().map(|c| c.params).sum();
     let states: u64 = chunks.iter().map(|c| c.model_state_bytes()).sum();
-    let kept = chunks.iter().map(|c| c.kept_bytes).max().unwrap_or(0);
-    let activation_bytes = in_flight * kept;
     let transient_bytes = chunks
         .iter()
         .map(|c| {

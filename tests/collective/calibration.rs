@@ -6,8 +6,6 @@
 use shardsim::collective::{run_collective, Algorithm, Calibration, CollectiveOp, Group};
 use shardsim::topology;
 
-use crate::common::fixture;
-
 fn busbw(bytes: u64, time_ps: u64, n: usize) -> f64 {
     bytes as f64 / (time_ps as f64 * 1e-12) / 1e9 * CollectiveOp::AllReduce.busbw_factor(n)
 }
@@ -17,14 +15,8 @@ fn a100_allreduce_curve_within_ten_percent_at_every_size() {
     let t = topology::load("dgx-a100", &[]).unwrap();
     let g = Group::first(&t, 8).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
-    let text = std::fs::read_to_string(fixture("collective/a100_1node_allreduce.csv")).unwrap();
     let mut checked = 0;
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
-    {
-        let f: Vec<&str> = line.split(',').collect();
-        let (size, measured): (u64, f64) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+    for (size, measured) in super::multinode::rows("collective/a100_1node_allreduce.csv") {
         let r = run_collective(
             &t,
             &g,

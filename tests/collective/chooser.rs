@@ -11,7 +11,11 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use shardsim::collective::{time_collective, Algorithm, Calibration, CollectiveOp, Group};
+use shardsim::collective::{
+    time_collective, Algorithm, Calibration, CollectiveOp, Group, TimedChoice,
+};
+
+use super::multinode::rows;
 
 use crate::common::fixture;
 
@@ -39,15 +43,31 @@ struct Curve {
     misses: BTreeMap<String, Vec<u64>>,
 }
 
-fn rows(rel: &str) -> Vec<(u64, f64)> {
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap())
-        })
-        .collect()
+/// `auto`'s allreduce of `size` bytes over every device of `c`'s machine
+/// under `chooser`.
+fn auto_allreduce(c: &Curve, chooser: &str) -> impl Fn(u64) -> TimedChoice {
+    let mut set: Vec<(&str, &str)> = c
+        .set
+        .iter()
+        .map(|[k, v]| (k.as_str(), v.as_str()))
+        .collect();
+    set.push(("collective.chooser", chooser));
+    let t = super::load(&c.preset, &set);
+    let g = Group::first(&t, t.num_devices()).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    move |size| {
+        time_collective(
+            &t,
+            &g,
+            &CollectiveOp::AllReduce,
+            size / 4,
+            4,
+            &cal,
+            None,
+            None,
+        )
+        .unwrap()
+    }
 }
 
 fn cases() -> Cases {
@@ -76,31 +96,13 @@ fn auto_under_each_chooser_against_published_curves() {
     );
     for c in &cases.curve {
         for chooser in ["model", "nccl", "nccl-algo"] {
-            let mut set: Vec<(&str, &str)> = c
-                .set
-                .iter()
-                .map(|[k, v]| (k.as_str(), v.as_str()))
-                .collect();
-            set.push(("collective.chooser", chooser));
-            let t = super::load(&c.preset, &set);
-            let g = Group::first(&t, t.num_devices()).unwrap();
-            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let run = auto_allreduce(c, chooser);
             let mut missed = Vec::new();
             for (size, measured) in rows(&format!("collective/{}", c.file)) {
                 if size < c.from {
                     continue;
                 }
-                let r = time_collective(
-                    &t,
-                    &g,
-                    &CollectiveOp::AllReduce,
-                    size / 4,
-                    4,
-                    &cal,
-                    None,
-                    None,
-                )
-                .unwrap();
+                let r = run(size);
                 let ours = r.time.ps() as f64 / 1e6;
                 let err = (ours - measured) / measured;
                 report += &format!(
@@ -129,32 +131,14 @@ fn nccl_algorithm_against_the_measured_level() {
     let mut report = String::new();
     let mut failed = Vec::new();
     for c in &cases().curve {
-        let mut set: Vec<(&str, &str)> = c
-            .set
-            .iter()
-            .map(|[k, v]| (k.as_str(), v.as_str()))
-            .collect();
-        set.push(("collective.chooser", "nccl-algo"));
-        let t = super::load(&c.preset, &set);
-        let g = Group::first(&t, t.num_devices()).unwrap();
-        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let run = auto_allreduce(c, "nccl-algo");
         let mut mismatched = Vec::new();
         for (size, _) in rows(&format!("collective/{}", c.file)) {
             let level = level_at(c, size);
             if size < c.from || level == "?" {
                 continue;
             }
-            let r = time_collective(
-                &t,
-                &g,
-                &CollectiveOp::AllReduce,
-                size / 4,
-                4,
-                &cal,
-                None,
-                None,
-            )
-            .unwrap();
+            let r = run(size);
             report += &format!("{} {size}: nccl {} level {level}\n", c.file, r.algo.name());
             if r.algo.name() != level {
                 mismatched.push(size);
@@ -202,4 +186,30 @@ fn bad_chooser_values_are_named_errors() {
     let op = CollectiveOp::AllReduce;
     let r = time_collective(&t, &g, &op, 1 << 28, 4, &cal, Some(Algorithm::Tree), None).unwrap();
     assert_eq!(r.algo, Algorithm::Tree);
+}
+
+/// NCCL's chooser on a machine its model does not cover (a ring of GPUs, a
+/// switch) is an error naming the setting, not a silent fall back to the
+/// simulator's own pick; `model` there is fine.
+#[test]
+fn nccl_chooser_outside_nvswitch_nodes_is_an_error() {
+    let op = CollectiveOp::AllReduce;
+    for preset in ["ring:8", "switch:16"] {
+        for chooser in ["nccl", "nccl-algo"] {
+            let t = super::load(preset, &[("collective.chooser", chooser)]);
+            let g = Group::first(&t, t.num_devices()).unwrap();
+            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let e = time_collective(&t, &g, &op, 1 << 18, 4, &cal, None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("collective.chooser = \"{chooser}\"")) && e.contains("model"),
+                "{preset} {chooser}: {e}"
+            );
+        }
+        let t = super::load(preset, &[("collective.chooser", "model")]);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        assert!(time_collective(&t, &g, &op, 1 << 18, 4, &cal, None, None).is_ok());
+    }
 }

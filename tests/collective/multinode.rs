@@ -35,7 +35,7 @@ use crate::common::fixture;
 const FROM: u64 = 64 << 20;
 
 /// (size in bytes, measured time in microseconds) rows of a fixture.
-fn rows(rel: &str) -> Vec<(u64, f64)> {
+pub(super) fn rows(rel: &str) -> Vec<(u64, f64)> {
     let text = std::fs::read_to_string(fixture(rel)).unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.starts_with("size"))
