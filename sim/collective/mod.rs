@@ -46,7 +46,7 @@ pub use rings::RingSpec;
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{
     choose, choose_unpruned, run_collective, time_collective, time_collective_cached, Choice,
-    CollectiveResult, TimedChoice,
+    CollectiveResult, TimedChoice, TreePeriod,
 };
 
 use thiserror::Error;

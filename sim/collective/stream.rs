@@ -335,7 +335,8 @@ pub(crate) const LOOKAHEAD: usize = 4;
 /// [`super::timing::simulate_inner`] times its plan (no faults), generating
 /// steps `lookahead` ahead; `None` when a task came too late (run again with
 /// a larger `lookahead`: `usize::MAX` generates every step up front and never
-/// returns `None`).
+/// returns `None`); `steps`: filled with each step's completion, as
+/// [`super::timing::simulate_inner`] fills it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_stream(
     topo: &Topology,
@@ -348,6 +349,7 @@ pub(crate) fn simulate_stream(
     cal: &Calibration,
     quotient: Option<&Quotient>,
     lookahead: usize,
+    mut steps: Option<&mut Vec<Time>>,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
     let params = *cal.params(algo, proto);
     let mut deps = Deps::new(n, Gating::of(algo));
@@ -362,6 +364,10 @@ pub(crate) fn simulate_stream(
     };
     let mut sched = StreamSchedule::new();
     let total = source.num_steps();
+    if let Some(out) = steps.as_deref_mut() {
+        out.clear();
+        out.resize(total, Time::ZERO);
+    }
     let mut next = 0usize;
     let mut flows = 0usize;
     let mut buf: Vec<Move> = Vec::new();
@@ -412,6 +418,9 @@ pub(crate) fn simulate_stream(
             return Ok(None);
         }
         makespan = makespan.max(at);
+        if let Some(out) = steps.as_deref_mut() {
+            out[s] = out[s].max(at);
+        }
         sched.complete(&mut sim, id)?;
         sched.trim();
     }
@@ -431,7 +440,7 @@ pub(crate) fn simulate_stream(
 }
 
 /// [`simulate_stream`], again with every step up front when a task came
-/// too late the first time.
+/// too late the first time (`steps` as there).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn time_stream(
     topo: &Topology,
@@ -443,10 +452,21 @@ pub(crate) fn time_stream(
     proto: Protocol,
     cal: &Calibration,
     quotient: Option<&Quotient>,
+    mut steps: Option<&mut Vec<Time>>,
 ) -> Result<CollectiveTiming, CollectiveError> {
     for lookahead in [LOOKAHEAD, usize::MAX] {
         if let Some(t) = simulate_stream(
-            topo, routes, n, source, elem_bytes, algo, proto, cal, quotient, lookahead,
+            topo,
+            routes,
+            n,
+            source,
+            elem_bytes,
+            algo,
+            proto,
+            cal,
+            quotient,
+            lookahead,
+            steps.as_deref_mut(),
         )? {
             return Ok(t);
         }
@@ -483,5 +503,6 @@ pub fn time_tree_streamed(
         cal,
         None,
         lookahead,
+        None,
     )
 }

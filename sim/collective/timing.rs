@@ -584,7 +584,7 @@ pub fn simulate_with_faults(
     faults: &[LinkFault],
 ) -> Result<CollectiveTiming, CollectiveError> {
     simulate_inner(
-        topo, group, plan, elem_bytes, algo, proto, cal, faults, None,
+        topo, group, plan, elem_bytes, algo, proto, cal, faults, None, None,
     )
 }
 
@@ -776,7 +776,9 @@ impl StepCtx<'_, '_> {
     }
 }
 
-/// [`simulate_with_faults`], optionally on a quotient (no faults then).
+/// [`simulate_with_faults`], optionally on a quotient (no faults then);
+/// `steps`: filled with each step's completion (the last of its tasks to
+/// finish, from the collective's start, without the base latency).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_inner(
     topo: &Topology,
@@ -788,6 +790,7 @@ pub(crate) fn simulate_inner(
     cal: &Calibration,
     faults: &[LinkFault],
     quotient: Option<&Quotient>,
+    steps: Option<&mut Vec<Time>>,
 ) -> Result<CollectiveTiming, CollectiveError> {
     let n = group.len();
     if plan.ranks != n {
@@ -816,8 +819,13 @@ pub(crate) fn simulate_inner(
         channel_rate: cal.tree_channel_rate(algo, proto),
         scratch: Default::default(),
     };
+    // Where each step's tasks end (task ids are in generation order).
+    let mut ends = Vec::new();
     for step in &plan.steps {
         flows += ctx.add_step(&mut sched, step)?;
+        if steps.is_some() {
+            ends.push(sched.len());
+        }
     }
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
@@ -856,6 +864,15 @@ pub(crate) fn simulate_inner(
             report.undeliverable.len(),
             report.not_run.len()
         )));
+    }
+    if let Some(out) = steps {
+        out.clear();
+        let mut from = 0;
+        for &to in &ends {
+            let done = report.finish[from..to].iter().flatten().max();
+            out.push(done.copied().unwrap_or(Time::ZERO));
+            from = to;
+        }
     }
     let time = report.makespan.checked_add(us(params.base_us))?;
     let flows = flows * quotient.map_or(1, |q| q.copies);

@@ -19,7 +19,7 @@ use super::channels::TreeSpec;
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
 use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
-use super::path_cache::{PathCache, Shape};
+use super::path_cache::{PathCache, PeriodKey, Shape};
 use super::plan::{Plan, Via};
 use super::policy::{Policy, Tuned};
 use super::prune::lower_bound_ps;
@@ -238,18 +238,31 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
 
 /// A multi-node tree allreduce past the chunk budget, timed by its period:
 /// a tree of equal chunks is periodic once its pipeline is full, so a tree
-/// of `B` bytes is timed `T(K) + (B - K c) / (K c) (T(2K) - T(K))` from runs
-/// of the same tree with `K` and `2K` chunks of `c = chunk_bytes` (`K` the
-/// budget's chunk count, at least the tree's height); the estimate follows
-/// the same line. Data mode keeps the budgeted plan ([`plan_options`]).
+/// of `N` chunks of `c = chunk_bytes` per tree is timed from one run of the
+/// same tree with `M < N` chunks of `c` and the completion times of its
+/// steps. Step `k` carries chunk `k - j` at level `j` of `2h` (`h` the
+/// tree's height), so steps `2h - 1` to `M - 1` run with the pipeline full,
+/// each ending one chunk's last hop: the period `p` is their spacing (the
+/// span from step `2h - 1` to step `M - 1` over `M - 2h` steps), the fill
+/// what comes before, and the time is the run's (its drain included) plus
+/// `(N - M) p`, pro rata in bytes (less, where `N < M`). `M` is the larger
+/// of twice `K` (the budget's chunk count, at least the tree's height) and
+/// `3h` (a full stretch of `h + 1` steps); a tree of fewer than `2h` chunks
+/// (no full stretch of its own) is run with every chunk. So every size past
+/// `2h` chunks needs the same run, which a sweep makes once ([`PathCache`]).
+/// The tuner ranks the tree by that time and times its rivals to rank them
+/// alike ([`choose`]); data mode keeps the budgeted plan ([`plan_options`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreePeriod {
-    /// Elements of the message cut to `K` chunks of `chunk_bytes` per tree.
-    pub k_total: u64,
-    /// Bytes per tree of the real message and of the `K`-chunk message.
+    /// Elements of the run: `chunks` chunks of `chunk_bytes` per tree.
+    pub run_total: u64,
+    /// Bytes per tree of the real message and of the run.
     pub tree_bytes: u64,
-    pub k_bytes: u64,
-    /// The calibration with a chunk budget that lets `2K` chunks through.
+    pub run_bytes: u64,
+    /// Chunks per tree in the run, and the tree's height.
+    pub chunks: usize,
+    pub height: usize,
+    /// The calibration with a chunk budget that lets the run's chunks through.
     pub cal: Calibration,
 }
 
@@ -278,53 +291,68 @@ impl TreePeriod {
             return None;
         }
         let tree_bytes = (total * elem_bytes / m as u64).div_ceil(2);
-        // K: the budget's chunks, and at least the tree's height (a heap
-        // over the nodes, a chain in each), so that the runs are past the
-        // pipeline's fill: on 16 nodes of 8 at 1 GiB, K = 8 (the budget) is
-        // +1.8% off the run with every chunk, K = 11 (height) -0.34%, 16
-        // -0.16%, 22 +0.04%; the 128-node sweep costs 1.8, 2.2 and 2.8
-        // times its CPU with the budget alone for K = height, 1.5 and 2x.
+        // The height of a channel's trees: a heap over the nodes, a chain
+        // in each node.
         let height = opts.nodes.len().ilog2() as usize + m - 1;
         let k = opts.tree_channel_chunks().max(height).max(1);
         let chunks = tree_bytes.div_ceil(cb);
         if chunks <= k as u64 {
             return None;
         }
-        // Up to 2K chunks: one run with every chunk (cheaper than two).
-        let (k_total, k_bytes) = if chunks <= 2 * k as u64 {
-            (total, tree_bytes)
+        let run = (2 * k).max(3 * height);
+        // Short of a full stretch (`2h` chunks): one run with every chunk.
+        let (run_total, run_bytes, chunks) = if chunks < 2 * height as u64 {
+            (total, tree_bytes, chunks as usize)
         } else {
-            (k as u64 * cb * 2 * m as u64 / elem_bytes, k as u64 * cb)
+            (
+                run as u64 * cb * 2 * m as u64 / elem_bytes,
+                run as u64 * cb,
+                run,
+            )
         };
         let n = group.len().max(1);
         let max_chunks = cal
             .max_chunks
-            .max(4 * m * k)
-            .max((2 * k * n).div_ceil(16) + 1);
+            .max(2 * m * chunks)
+            .max((chunks * n).div_ceil(16) + 1);
         Some(TreePeriod {
-            k_total,
+            run_total,
             tree_bytes,
-            k_bytes,
+            run_bytes,
+            chunks,
+            height,
             cal: Calibration { max_chunks, ..*cal },
         })
     }
 
-    /// Whether a second run (of `2K` chunks) is needed.
-    pub fn doubled(&self) -> bool {
-        self.k_bytes < self.tree_bytes
+    /// Whether the run is not the message's (the time read off its line).
+    pub fn extrapolated(&self) -> bool {
+        self.run_bytes != self.tree_bytes
     }
 
-    /// The line through `K` and `2K` chunks at the real message's bytes.
-    pub fn extend(&self, t1: f64, t2: f64) -> f64 {
-        t1 + (t2 - t1) * ((self.tree_bytes - self.k_bytes) as f64 / self.k_bytes as f64)
+    /// The period over the run's full stretch as a fraction `(span, steps)`
+    /// of picoseconds per chunk, from each step's completion (`None` where
+    /// the run has no full stretch).
+    pub fn period(&self, steps: &[Time]) -> Option<(u64, u64)> {
+        let first = 2 * self.height - 1;
+        let last = self.chunks.checked_sub(1)?;
+        if last <= first || steps.len() <= last {
+            return None;
+        }
+        let span = steps[last].0.checked_sub(steps[first].0)?;
+        Some((span, (last - first) as u64))
     }
 
-    /// [`TreePeriod::extend`] in picoseconds, in integers.
-    pub fn extend_time(&self, t1: Time, t2: Time) -> Time {
-        let extra = self.tree_bytes - self.k_bytes;
-        let d = t2.0 as i128 - t1.0 as i128;
-        let v = t1.0 as i128 + (d * extra as i128).div_euclid(self.k_bytes as i128);
-        Time(v.max(0) as u64)
+    /// The message's time from the run's (`run`) and its period: the run
+    /// plus (or, for a message of fewer chunks, less) the bytes between the
+    /// two at `span / steps` per chunk of `chunk_bytes`, in integer
+    /// picoseconds (rounded toward minus infinity).
+    pub fn extend_time(&self, run: Time, (span, steps): (u64, u64)) -> Time {
+        let extra = i128::from(self.tree_bytes) - i128::from(self.run_bytes);
+        let per = i128::from(steps) * i128::from(self.cal.chunk_bytes);
+        let add = (i128::from(span) * extra).div_euclid(per.max(1));
+        let t = i128::from(run.0) + add;
+        Time(u64::try_from(t.max(0)).unwrap_or(u64::MAX))
     }
 }
 
@@ -347,8 +375,10 @@ pub enum Candidate {
     Channels(Box<(Plan, Quotient)>),
     /// A tree allreduce, its steps generated when asked for.
     Tree(TreeStream),
-    /// A tree past the chunk budget: its `K`- and `2K`-chunk candidates.
-    Period(Box<(TreePeriod, Candidate, Option<Candidate>)>),
+    /// A tree past the chunk budget, timed by its period ([`TreePeriod`]).
+    Period(Box<TimedChoice>),
+    /// A candidate timed to be ranked against such a tree, with its timing.
+    Timed(Box<(TimedChoice, Candidate)>),
 }
 
 impl Candidate {
@@ -366,6 +396,7 @@ impl Candidate {
     ) -> Result<Plan, CollectiveError> {
         match self {
             Candidate::Plan(p) => Ok(p),
+            Candidate::Timed(b) => b.1.into_plan(topo, group, op, algo, total, elem_bytes, cal),
             Candidate::Ring(_)
             | Candidate::Channels(_)
             | Candidate::Tree(_)
@@ -434,6 +465,7 @@ fn choose_inner(
         algo,
         proto,
         prune,
+        true,
         None,
     )?;
     let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
@@ -455,14 +487,53 @@ pub(crate) fn choose_candidate(
     proto: Option<Protocol>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
     choose_candidate_with(
-        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, None,
+        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, false, None,
     )
+}
+
+/// How close a runner-up's estimate must be to the best's for both to be
+/// timed (`auto` across nodes): the tree's and NVLS-tree's estimates miss
+/// their times by amounts up to 4.8% apart where they are close (16 DGX
+/// H100 nodes, 64 MiB).
+const NEAR: f64 = 0.05;
+
+/// How far above the best time a rival's estimate may be for it to be
+/// timed where a time ranks ([`TreePeriod`]): the estimates of rings and
+/// NVLS-tree on 16-128 DGX H100 nodes from 64 MiB are 1-64% above their
+/// times, so a rival estimated at more than 1.75 times the best time is
+/// slower.
+const FINALIST: f64 = 1.75;
+
+/// A ranked candidate: its choice (the estimate, or its time where timed),
+/// the candidate, its place in the algorithms' order (ties go to the first).
+type Ranked = (Choice, Candidate, usize);
+
+/// Whether `r` ranks ahead of `b`.
+fn ahead(r: &Ranked, b: &Ranked) -> bool {
+    r.0.estimate_ps < b.0.estimate_ps || (r.0.estimate_ps == b.0.estimate_ps && r.2 < b.2)
+}
+
+/// Put `r` in its rank among the best two.
+fn rank(best: &mut Option<Ranked>, second: &mut Option<Ranked>, r: Ranked) {
+    match best {
+        Some(b) if !ahead(&r, b) => {
+            if second.as_ref().map_or(true, |s| ahead(&r, s)) {
+                *second = Some(r);
+            }
+        }
+        _ => *second = best.replace(r),
+    }
 }
 
 /// [`choose_candidate`]; `prune`: skip a candidate whose lower bound is
 /// above the best estimate so far (`false` for the checks that it changes
-/// nothing); `cache`: a sweep's earlier walks, for bounds from them
-/// (`path_cache.rs`), and where this call's walks go.
+/// nothing); `timed`: the choice is for a single group's timing, so a tree
+/// past the chunk budget is timed by its period and `auto` ranks by times
+/// where it must ([`TreePeriod`], near ties); `false` where the budgeted
+/// plan itself is then timed (`groups.rs`, with other groups at once): the
+/// estimates of the plans that run rank them; `cache`: a sweep's earlier
+/// walks, for bounds from them (`path_cache.rs`), and where this call's
+/// walks and period runs go.
 #[allow(clippy::too_many_arguments)]
 fn choose_candidate_with(
     topo: &Topology,
@@ -475,6 +546,7 @@ fn choose_candidate_with(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
     prune: bool,
+    timed: bool,
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
     // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
@@ -492,6 +564,7 @@ fn choose_candidate_with(
             Some(a),
             p,
             prune,
+            timed,
             cache.as_deref_mut(),
         );
         if forced.is_ok() {
@@ -549,7 +622,28 @@ fn choose_candidate_with(
             order.swap(r, t);
         }
     }
-    let mut best: Option<(Choice, Candidate, usize)> = None;
+    // `auto` with a tree past the chunk budget: the tree is ranked by its
+    // time (its period), so every rival its bound does not rule out is
+    // ranked by its time too (an estimate and a time do not compare: the
+    // ring's estimate is 25-64% above its time on 128 DGX H100 nodes); the
+    // tree goes first, so its time bounds the rivals.
+    let by_time = timed
+        && algo.is_none()
+        && tuned.is_none()
+        && algos.contains(&Algorithm::Tree)
+        && TreePeriod::of(topo, group, op, total, elem_bytes, cal).is_some();
+    if by_time {
+        if let Some(i) = order.iter().position(|&p| algos[p] == Algorithm::Tree) {
+            let t = order.remove(i);
+            order.insert(0, t);
+        }
+    }
+    let mut best: Option<Ranked> = None;
+    let mut second: Option<Ranked> = None;
+    // Near ties are timed (below): `auto` across nodes, where no time ranks.
+    let near = timed && !by_time && algo.is_none() && tuned.is_none() && opts.nodes.len() >= 2;
+    // A bound rules a candidate out only past what a near tie would time.
+    let slack = if near { 1.0 + NEAR } else { 1.0 };
     let mut last_err = None;
     for place in order {
         let a = algos[place];
@@ -585,7 +679,7 @@ fn choose_candidate_with(
                 let nodes = &opts.nodes;
                 let n = group.len();
                 if let Some(lb) = lower_bound_ps(topo, routes, n, nodes, a, &protos, bytes, cal)? {
-                    if lb * (1.0 - 1e-9) > b.estimate_ps {
+                    if lb * (1.0 - 1e-9) > b.estimate_ps * slack {
                         continue;
                     }
                 }
@@ -594,64 +688,51 @@ fn choose_candidate_with(
                     .and_then(|_| shape_of(group, &opts, a, elem_bytes, &protos));
                 if let (Some(c), Some(sh)) = (cache.as_deref(), shape) {
                     if let Some(lb) = c.bound(&sh, total, cal) {
-                        if lb * (1.0 - 1e-9) > b.estimate_ps {
+                        if lb * (1.0 - 1e-9) > b.estimate_ps * slack {
                             continue;
                         }
                     }
                 }
             }
         }
-        // A tree past the chunk budget: estimated (and later timed) on the
-        // line through its runs of K and 2K chunks of `chunk_bytes`.
+        // A tree past the chunk budget: timed by its period, and ranked by
+        // that time (the figure `time_collective` then reports).
         let period = match a {
-            Algorithm::Tree => TreePeriod::of(topo, group, op, total, elem_bytes, cal),
+            Algorithm::Tree if timed => TreePeriod::of(topo, group, op, total, elem_bytes, cal),
             _ => None,
         };
         if let Some(x) = period {
             if protos.is_empty() {
                 continue;
             }
-            // The K-chunk run picks the protocol (one walk over every
-            // column), the 2K-chunk run is estimated under it.
             let only = (protos.len() == 1).then(|| protos[0]);
-            let sub = |t: u64, p: Option<Protocol>, routes: &mut Routes| {
-                choose_candidate_with(
-                    topo,
-                    group,
-                    routes,
-                    op,
-                    t,
-                    elem_bytes,
-                    &x.cal,
-                    Some(a),
-                    p,
-                    prune,
-                    None,
-                )
-            };
-            let (c1, k1) = match sub(x.k_total, only.or(proto), routes) {
-                Ok(r) => r,
+            let t = match time_period(
+                topo,
+                group,
+                routes,
+                op,
+                elem_bytes,
+                &x,
+                only.or(proto),
+                prune,
+                cache.as_deref_mut(),
+            ) {
+                Ok(t) => t,
                 Err(e) => {
                     last_err = Some(e);
                     continue;
                 }
             };
-            let (e, k2) = if x.doubled() {
-                let (c2, k2) = sub(2 * x.k_total, Some(c1.proto), routes)?;
-                (x.extend(c1.estimate_ps, c2.estimate_ps), Some(k2))
-            } else {
-                (c1.estimate_ps, None)
-            };
             let c = Choice {
                 algo: a,
-                proto: c1.proto,
-                estimate_ps: e,
+                proto: t.proto,
+                estimate_ps: t.time.0 as f64,
             };
-            if best.as_ref().map_or(true, |(b, _, bp)| {
-                c.estimate_ps < b.estimate_ps || (c.estimate_ps == b.estimate_ps && place < *bp)
-            }) {
-                best = Some((c, Candidate::Period(Box::new((x, k1, k2))), place));
-            }
+            rank(
+                &mut best,
+                &mut second,
+                (c, Candidate::Period(Box::new(t)), place),
+            );
             continue;
         }
         let (cand, costs, hops) = match spec {
@@ -745,7 +826,7 @@ fn choose_candidate_with(
                                 a,
                                 &protos,
                             )?;
-                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
+                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps * slack) {
                                 continue;
                             }
                         }
@@ -845,10 +926,53 @@ fn choose_candidate_with(
             }
         }
         if let Some(c) = mine {
-            if best.as_ref().map_or(true, |(b, _, bp)| {
-                c.estimate_ps < b.estimate_ps || (c.estimate_ps == b.estimate_ps && place < *bp)
-            }) {
-                best = Some((c, cand, place));
+            // A rival within `FINALIST` of the best time is timed; one past
+            // it keeps its estimate, which loses either way.
+            let finalist = best
+                .as_ref()
+                .map_or(true, |b| c.estimate_ps <= b.0.estimate_ps * FINALIST);
+            let (c, cand) = if by_time && finalist {
+                let t = time_candidate(
+                    topo, group, routes, op, total, elem_bytes, cal, c, &cand, None,
+                )?;
+                let c = Choice {
+                    estimate_ps: t.time.0 as f64,
+                    ..c
+                };
+                (c, Candidate::Timed(Box::new((t, cand))))
+            } else {
+                (c, cand)
+            };
+            rank(&mut best, &mut second, (c, cand, place));
+        }
+    }
+    // A near tie across nodes: estimates of different algorithms miss their
+    // times by different amounts (16 DGX H100 nodes at 64 MiB: the tree's
+    // +7.0%, NVLS-tree's +2.2%), so where the runner-up's estimate is within
+    // `NEAR` of the best's, both are timed and the faster is taken.
+    if near {
+        if let (Some(b), Some(r)) = (&best, &second) {
+            if r.0.estimate_ps <= b.0.estimate_ps * (1.0 + NEAR) {
+                let mut timed = |(c, cand, place): Ranked| -> Result<Ranked, CollectiveError> {
+                    let t = time_candidate(
+                        topo, group, routes, op, total, elem_bytes, cal, c, &cand, None,
+                    )?;
+                    let c = Choice {
+                        estimate_ps: t.time.0 as f64,
+                        ..c
+                    };
+                    Ok((c, Candidate::Timed(Box::new((t, cand))), place))
+                };
+                let (b, r) = (best.take(), second.take());
+                let (b, r) = (
+                    b.map(&mut timed).transpose()?,
+                    r.map(&mut timed).transpose()?,
+                );
+                best = b;
+                let mut none = None;
+                if let Some(r) = r {
+                    rank(&mut best, &mut none, r);
+                }
             }
         }
     }
@@ -979,6 +1103,7 @@ pub fn time_collective_cached(
         algo,
         proto,
         true,
+        true,
         Some(cache),
     )?;
     time_candidate(
@@ -990,8 +1115,138 @@ pub fn time_collective_cached(
         elem_bytes,
         cal,
         choice,
-        cand,
+        &cand,
+        None,
     )
+}
+
+/// A tree past the chunk budget timed by its period ([`TreePeriod`]): one
+/// run of the tree's chunks of `chunk_bytes` (the protocol the run's
+/// estimate picks among `proto`); a sweep's `cache` keeps the run and its
+/// period for the later sizes that need the same run.
+#[allow(clippy::too_many_arguments)]
+fn time_period(
+    topo: &Topology,
+    group: &Group,
+    routes: &mut Routes,
+    op: &CollectiveOp,
+    elem_bytes: u64,
+    x: &TreePeriod,
+    proto: Option<Protocol>,
+    prune: bool,
+    cache: Option<&mut PathCache>,
+) -> Result<TimedChoice, CollectiveError> {
+    let key = PeriodKey {
+        run_total: x.run_total,
+        elem_bytes,
+        proto,
+    };
+    let cached = cache.as_ref().and_then(|c| c.period(&key));
+    let (t, period) = match cached {
+        Some(r) => r,
+        None => {
+            let (c, cand) = choose_candidate_with(
+                topo,
+                group,
+                routes,
+                op,
+                x.run_total,
+                elem_bytes,
+                &x.cal,
+                Some(Algorithm::Tree),
+                proto,
+                prune,
+                false,
+                None,
+            )?;
+            let mut steps = Vec::new();
+            let t = time_candidate(
+                topo,
+                group,
+                routes,
+                op,
+                x.run_total,
+                elem_bytes,
+                &x.cal,
+                c,
+                &cand,
+                Some(&mut steps),
+            )?;
+            // Kept whether or not this size needs it: a later size may
+            // need the same run (one of `M` chunks) extrapolated.
+            let period = x.period(&steps);
+            if let Some(c) = cache {
+                c.record_period(key, (t, period));
+            }
+            (t, period)
+        }
+    };
+    if !x.extrapolated() {
+        return Ok(t);
+    }
+    let period = period.ok_or_else(|| {
+        CollectiveError::Buffers(format!(
+            "a tree run of {} chunks has no full stretch for its period",
+            x.chunks
+        ))
+    })?;
+    // Every chunk carries the same moves: flows pro rata in chunks.
+    let n = u128::from(x.tree_bytes.div_ceil(x.cal.chunk_bytes));
+    let flows = (t.flows as u128 * n / x.chunks.max(1) as u128) as usize;
+    Ok(TimedChoice {
+        time: x.extend_time(t.time, period),
+        flows,
+        ..t
+    })
+}
+
+/// A tree allreduce's run with each step's completion (the ground for
+/// [`TreePeriod`]; for tests): the tree `time_collective` runs for
+/// `--algo tree` with `cal` as given (no period).
+#[allow(clippy::too_many_arguments)]
+pub fn time_tree_steps(
+    topo: &Topology,
+    group: &Group,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    proto: Option<Protocol>,
+) -> Result<(TimedChoice, Vec<Time>), CollectiveError> {
+    let op = CollectiveOp::AllReduce;
+    let mut routes = Routes::new(topo, group);
+    let (c, cand) = choose_candidate_with(
+        topo,
+        group,
+        &mut routes,
+        &op,
+        total,
+        elem_bytes,
+        cal,
+        Some(Algorithm::Tree),
+        proto,
+        true,
+        false,
+        None,
+    )?;
+    if let Candidate::Period(_) = cand {
+        return Err(CollectiveError::Sizes(
+            "the tree is past the chunk budget: raise max_chunks for every step".into(),
+        ));
+    }
+    let mut steps = Vec::new();
+    let t = time_candidate(
+        topo,
+        group,
+        &mut routes,
+        &op,
+        total,
+        elem_bytes,
+        cal,
+        c,
+        &cand,
+        Some(&mut steps),
+    )?;
+    Ok((t, steps))
 }
 
 /// Time a chosen candidate (`total` and `cal` those it was chosen under).
@@ -1005,35 +1260,16 @@ fn time_candidate(
     elem_bytes: u64,
     cal: &Calibration,
     choice: Choice,
-    cand: Candidate,
+    cand: &Candidate,
+    mut steps: Option<&mut Vec<Time>>,
 ) -> Result<TimedChoice, CollectiveError> {
-    if let Candidate::Period(b) = cand {
-        let (x, k1, k2) = *b;
-        let t1 = time_candidate(
-            topo, group, routes, op, x.k_total, elem_bytes, &x.cal, choice, k1,
-        )?;
-        let Some(k2) = k2 else {
-            return Ok(t1);
-        };
-        let t2 = time_candidate(
-            topo,
-            group,
-            routes,
-            op,
-            2 * x.k_total,
-            elem_bytes,
-            &x.cal,
-            choice,
-            k2,
-        )?;
-        let flows = x.extend(t1.flows as f64, t2.flows as f64).round().max(0.0) as usize;
-        return Ok(TimedChoice {
-            time: x.extend_time(t1.time, t2.time),
-            flows,
-            ..t1
-        });
+    if let Candidate::Period(t) = cand {
+        return Ok(**t);
     }
-    if let Candidate::Ring(spec) = &cand {
+    if let Candidate::Timed(b) = cand {
+        return Ok(b.0);
+    }
+    if let Candidate::Ring(spec) = cand {
         if let Some(t) =
             spec.time_units(topo, routes, elem_bytes, choice.algo, choice.proto, cal)?
         {
@@ -1045,7 +1281,7 @@ fn time_candidate(
             });
         }
     }
-    if let Candidate::Channels(c) = &cand {
+    if let Candidate::Channels(c) = cand {
         let (plan0, q) = &**c;
         let t = simulate_inner(
             topo,
@@ -1057,6 +1293,7 @@ fn time_candidate(
             cal,
             &[],
             Some(q),
+            steps,
         )?;
         return Ok(TimedChoice {
             algo: choice.algo,
@@ -1065,7 +1302,7 @@ fn time_candidate(
             flows: t.flows,
         });
     }
-    if let Candidate::Tree(stream) = &cand {
+    if let Candidate::Tree(stream) = cand {
         let t = time_stream(
             topo,
             routes,
@@ -1076,6 +1313,7 @@ fn time_candidate(
             choice.proto,
             cal,
             None,
+            steps,
         )?;
         return Ok(TimedChoice {
             algo: choice.algo,
@@ -1084,15 +1322,26 @@ fn time_candidate(
             flows: t.flows,
         });
     }
-    let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
-    let t = simulate(
+    let built;
+    let plan = match cand {
+        Candidate::Plan(p) => p,
+        _ => {
+            let opts = plan_options(topo, group, cal, total * elem_bytes);
+            built = build(op, choice.algo, group.len(), total, &opts)?;
+            &built
+        }
+    };
+    let t = simulate_inner(
         topo,
         group,
-        &plan,
+        plan,
         elem_bytes,
         choice.algo,
         choice.proto,
         cal,
+        &[],
+        None,
+        steps.take(),
     )?;
     Ok(TimedChoice {
         algo: choice.algo,

@@ -26,7 +26,8 @@
 //! p4de.24xlarge (4 x 100 Gb/s EFA each, a100_2node_allreduce_p4de.csv, as
 //! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`).
 use shardsim::collective::{
-    time_collective, Algorithm, Calibration, CollectiveOp, Group, Protocol,
+    auto_algorithms, time_collective, time_collective_cached, tuner::time_tree_steps, Algorithm,
+    Calibration, CollectiveOp, Group, PathCache, Protocol, TreePeriod,
 };
 
 use crate::common::fixture;
@@ -275,9 +276,10 @@ fn oci_h100_two_nodes_nvls_tree_within_fifteen_percent_from_1_gib() {
 fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // NCCL chose (no NCCL_ALGO); from 1 GiB its busbw (437-487 GB/s) is
     // above the ring's and the tree's bounds, i.e. NVLS-tree, as ours.
-    // 128 MiB: our estimate prefers NVLS-tree (247.1 GB/s when timed) where
-    // timing the ring would give 309.7 (-6.6%): an estimate/timing
-    // disagreement inside `auto`, not a fabric question.
+    // 128 MiB: the estimates of NVLS-tree and the ring are a near tie, which
+    // `auto` now times (`tuner.rs` `NEAR`): the ring, 309.7 GB/s (-6.6%);
+    // by the estimate alone it took NVLS-tree, 247.1 GB/s (+17.0%, a
+    // listed miss before).
     let (missed, report) = misses_n(
         "dgx-h100",
         &[("nodes", "2")],
@@ -285,7 +287,7 @@ fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         None,
         9,
     );
-    assert_eq!(missed, vec![128 << 20], "{report}");
+    assert!(missed.is_empty(), "{report}");
 }
 
 #[test]
@@ -483,14 +485,17 @@ fn rail_rings_pay_network_hops_along_the_data_path() {
 }
 
 /// A tree past the simulation's chunk budget is timed by its period
-/// (`tuner::TreePeriod`: runs of K and 2K chunks of `chunk_bytes`, the line
-/// through them at the real size). Against the run with every chunk
-/// (`max_chunks` lifted, so the budget never binds) on `dgx-h100` with 2, 4
-/// and 16 nodes at sizes of 2 to 16 budgets' worth of chunks: within 1%.
-/// On 64 nodes at 1 GiB (128 chunks per tree, K = 13) it is 3.3% fast
-/// (266.1 against 257.4 GB/s busbw): the period still grows from 13 to 26
-/// chunks there (K = 26 gives -1.9%), checked at 4%.
-/// `auto`'s estimate follows the same line (it picks the tree here).
+/// (`tuner::TreePeriod`: one run of `M` chunks of `chunk_bytes` per tree,
+/// the period read off its steps' completions over the stretch where the
+/// pipeline is full, the time moved along it to the real size). Against the
+/// run with every chunk (`max_chunks` lifted, so the budget never binds) on
+/// `dgx-h100` with 2, 4 and 16 nodes at sizes of 2 to 16 budgets' worth of
+/// chunks: within 1% (2 and 4 nodes -0.02 to -0.05%, 16 nodes at 256 MiB
+/// +0.06%, 1 GiB -0.04%). On 64 nodes at 1 GiB (128 chunks per tree, `M` =
+/// 39) it is 1.9% fast (8,174 against 8,332 us): the period still grows
+/// after the run's full stretch (57.7 us a chunk there, 59.8 from the 70th
+/// chunk on); the two runs of 13 and 26 chunks this replaced were 3.3% fast.
+/// Checked at 2.5% there.
 #[test]
 fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
     let op = CollectiveOp::AllReduce;
@@ -498,7 +503,7 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
         ("2", &[2 << 30, 4 << 30], 0.01),
         ("4", &[2 << 30, 4 << 30], 0.01),
         ("16", &[256 << 20, 1 << 30], 0.01),
-        ("64", &[1 << 30], 0.04),
+        ("64", &[1 << 30], 0.025),
     ];
     for (nodes, sizes, within) in cases {
         let t = super::load("dgx-h100", &[("nodes", nodes)]);
@@ -535,6 +540,85 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
                 ours / 1e6,
                 full / 1e6
             );
+        }
+    }
+}
+
+/// The period comes from one run: its steps' completions. With every chunk
+/// run (16 `dgx-h100` nodes, 1 GiB: 128 chunks of 512 KiB per tree, height
+/// 11), the last step ends at the run's time less its base latency, and the
+/// spacing over the run's full stretch (steps 21 to 32 for `M` = 33) is
+/// within 1% of the spacing over the rest of the full pipeline (steps 32
+/// to 127): what `TreePeriod` extrapolates with is what the longer run does.
+#[test]
+fn a_tree_runs_period_is_steady_across_its_full_pipeline() {
+    let t = super::load("dgx-h100", &[("nodes", "16")]);
+    let g = Group::first(&t, 128).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let mut every = cal;
+    every.max_chunks = 1 << 20;
+    let total = (1u64 << 30) / 4;
+    let (timed, steps) = time_tree_steps(&t, &g, total, 4, &every, Some(Protocol::Simple)).unwrap();
+    // 128 chunks per tree, 2h - 1 = 21 steps of fill and drain.
+    assert_eq!(steps.len(), 128 + 21);
+    let base = (every.params(Algorithm::Tree, Protocol::Simple).base_us * 1e6).round() as u64;
+    assert_eq!(steps.last().unwrap().ps() + base, timed.time.ps());
+    let op = CollectiveOp::AllReduce;
+    let x = TreePeriod::of(&t, &g, &op, total, 4, &cal).unwrap();
+    assert_eq!((x.chunks, x.height), (33, 11));
+    let spacing = |a: usize, b: usize| (steps[b].ps() - steps[a].ps()) as f64 / (b - a) as f64;
+    let (run, rest) = (spacing(21, 32), spacing(32, 127));
+    assert!(
+        (run - rest).abs() < 0.01 * rest,
+        "{run:.0} ps a chunk over the run's stretch, {rest:.0} after it"
+    );
+}
+
+/// `auto` ranks a tree past the chunk budget by its time, and its rivals
+/// by theirs (or by their near ties' times), so the algorithm it picks is
+/// the fastest one timed: on `dgx-h100` with 16, 64 and 128 nodes from
+/// 64 MiB to 8 GiB, never more than 1% slower than the best forced
+/// algorithm (each timed with its own protocol pick). Before, it took the
+/// tree at 64 nodes 4 GiB (288.1 against the ring's 318.6 GB/s busbw), 128
+/// nodes 2 GiB (157.8 against 200.2), 16 nodes 512 MiB and 1 GiB, and
+/// NVLS-tree at 16 nodes 64 MiB (4.5% slower than the tree).
+#[test]
+fn auto_across_nodes_is_never_slower_than_the_best_forced_algorithm() {
+    let op = CollectiveOp::AllReduce;
+    for nodes in ["16", "64", "128"] {
+        let t = super::load("dgx-h100", &[("nodes", nodes)]);
+        let n = t.devices().len() as u32;
+        let g = Group::first(&t, n).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        // Each as a sweep times it (a cache per sweep).
+        let mut caches: Vec<PathCache> = (0..=auto_algorithms(&op).len())
+            .map(|_| PathCache::new())
+            .collect();
+        let mut s: u64 = 64 << 20;
+        while s <= 8 << 30 {
+            let (first, rest) = caches.split_first_mut().unwrap();
+            let auto =
+                time_collective_cached(&t, &g, &op, s / 4, 4, &cal, None, None, first).unwrap();
+            let mut best: Option<(f64, Algorithm)> = None;
+            for (&a, cache) in auto_algorithms(&op).iter().zip(rest.iter_mut()) {
+                let Ok(r) =
+                    time_collective_cached(&t, &g, &op, s / 4, 4, &cal, Some(a), None, cache)
+                else {
+                    continue;
+                };
+                let us = r.time.ps() as f64 / 1e6;
+                if best.map_or(true, |(b, _)| us < b) {
+                    best = Some((us, a));
+                }
+            }
+            let (b, algo) = best.unwrap();
+            let ours = auto.time.ps() as f64 / 1e6;
+            assert!(
+                ours <= b * 1.01,
+                "{nodes} nodes, {s} B: auto took {:?} at {ours:.1} us, {algo:?} takes {b:.1} us",
+                auto.algo
+            );
+            s *= 2;
         }
     }
 }
