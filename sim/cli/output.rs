@@ -87,7 +87,15 @@ pub fn load_topology(
         }
         overrides.push(o);
     }
-    Ok(shardsim::topology::load(name, &overrides)?)
+    shardsim::topology::load(name, &overrides).map_err(|e| match (e, nodes) {
+        // The override was `--nodes N` (the user gave no `--set nodes`).
+        (shardsim::topology::TopologyError::Override { key, message }, Some(n))
+            if key == format!("nodes={n}") =>
+        {
+            anyhow::anyhow!("--nodes {n}: {message}")
+        }
+        (e, _) => e.into(),
+    })
 }
 
 /// Refuse an output directory `dir` (given by `flag`) that exists as

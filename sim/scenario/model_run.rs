@@ -44,6 +44,9 @@ pub fn run_model(
             )))
         }
     };
+    // The strategy's own errors (a size of 0, a split that does not
+    // divide) first: its device count means nothing until it holds.
+    strategy.check(&model)?;
     let devices = u64::from(topo.num_devices());
     if strategy.devices() != devices {
         return Err(ScenarioError::Workload(format!(
