@@ -122,7 +122,7 @@ pub const MAX_STEP_PS: u64 = 1 << 63;
 /// The error for a step that does not fit the time range.
 pub fn too_long(what: &str, ps: u128) -> ModelError {
     ModelError::Strategy(format!(
-        "{what} adds up to {:.3e} s, beyond the {:.3e} s (2^63 ps) that the simulator's 64-bit picosecond times hold: use a smaller batch or sequence",
+        "{what} adds up to at least {:.3e} s, beyond the {:.3e} s (2^63 ps) that the simulator's 64-bit picosecond times hold: use a smaller batch or sequence",
         ps as f64 * 1e-12,
         MAX_STEP_PS as f64 * 1e-12
     ))
