@@ -98,6 +98,28 @@ pub fn load_topology(
     })
 }
 
+/// A `--roofline` kernel table, its errors as `file:line:col: ...` (they
+/// read `file: roofline table: line:col: ...`).
+pub fn read_roofline(
+    path: &std::path::Path,
+) -> anyhow::Result<std::collections::BTreeMap<String, shardsim::exec::timed::RooflineParams>> {
+    let text = read_text(path)?;
+    shardsim::exec::timed::parse_roofline(&text).map_err(|e| {
+        let m = e.to_string();
+        let rest = m.strip_prefix("roofline table: ").unwrap_or(&m);
+        // `line:col: message` from the TOML reader.
+        let mut parts = rest.splitn(3, ':');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(l), Some(c), Some(msg))
+                if l.parse::<usize>().is_ok() && c.parse::<usize>().is_ok() =>
+            {
+                anyhow::anyhow!("{}:{l}:{c}: roofline table:{msg}", path.display())
+            }
+            _ => anyhow::anyhow!("{}: {m}", path.display()),
+        }
+    })
+}
+
 /// Refuse an output directory `dir` (given by `flag`) that exists as
 /// something else, before any work is done: the write would fail only
 /// after the run, with the bare "File exists" of the OS.

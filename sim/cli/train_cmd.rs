@@ -8,7 +8,6 @@ use std::path::Path;
 use anyhow::Context;
 use clap::Args;
 
-use shardsim::exec::timed::parse_roofline;
 use shardsim::models::step::{model_timed_options, simulate_step, StepReport};
 use shardsim::models::{ModelSpec, Recompute, Schedule, Strategy};
 
@@ -176,8 +175,7 @@ impl MachineArgs {
     pub(super) fn timed_options(&self) -> anyhow::Result<shardsim::exec::timed::TimedOptions> {
         let mut opts = model_timed_options();
         if let Some(path) = &self.roofline {
-            let text = super::output::read_text(path)?;
-            opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
+            opts.roofline = super::output::read_roofline(path)?;
         }
         Ok(opts)
     }
