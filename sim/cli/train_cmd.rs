@@ -208,20 +208,11 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     let mut batch_given = args.global_batch.is_some();
     let mut s = match &args.strategy {
         Some(p) => {
-            let mut text = super::output::read_text(p)?;
-            let table = text.parse::<toml::Table>().ok();
-            if let Some(t) = &table {
-                batch_given |= t.contains_key("global_batch");
-                // Appended at the end, so every located error of the
-                // file keeps its line and column; only plain keys come
-                // before it (a table header would swallow it, and is an
-                // unknown field anyway).
-                if !t.contains_key("global_batch") && t.values().all(|v| !v.is_table()) {
-                    text.push_str("\nglobal_batch = 1\n");
-                }
-            }
-            Strategy::from_toml(&text)
-                .map_err(|e| anyhow::anyhow!(e.in_file(&p.display().to_string())))?
+            let text = super::output::read_text(p)?;
+            let (s, given) = Strategy::from_file_toml(&text)
+                .map_err(|e| anyhow::anyhow!(e.in_file(&p.display().to_string())))?;
+            batch_given |= given;
+            s
         }
         None => Strategy::from_toml("global_batch = 1")?,
     };
@@ -240,16 +231,7 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     set(args.global_batch, &mut s.global_batch);
     if !batch_given {
         // One microbatch per pipeline stage and replica unless told.
-        s.global_batch = s
-            .dp
-            .checked_mul(s.micro_batch)
-            .and_then(|b| b.checked_mul(s.pp))
-            .with_context(|| {
-                format!(
-                    "the default global batch dp x micro-batch x pp = {} x {} x {} overflows 64 bits",
-                    s.dp, s.micro_batch, s.pp
-                )
-            })?;
+        s.global_batch = s.default_global_batch()?;
     }
     if let Some(z) = args.zero {
         s.zero = z;

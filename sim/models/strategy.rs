@@ -159,6 +159,42 @@ impl Strategy {
         toml::from_str(text).map_err(|e| ModelError::toml("strategy", &e, text))
     }
 
+    /// Parse a strategy file, where `global_batch` may be left out: it is
+    /// then `dp x micro_batch x pp`, one microbatch per stage and replica,
+    /// as `train` takes it without a file. Also says whether the file gave
+    /// it (a flag may still set it or the sizes it defaults from).
+    pub fn from_file_toml(text: &str) -> Result<(Strategy, bool), ModelError> {
+        let table = text.parse::<toml::Table>().ok();
+        let given = table
+            .as_ref()
+            .map_or(true, |t| t.contains_key("global_batch"));
+        // Only plain keys may precede it (a table header would swallow
+        // it, and is an unknown field anyway); appended at the end, every
+        // located error of the file keeps its line and column.
+        let plain = table
+            .as_ref()
+            .is_some_and(|t| t.values().all(|v| !v.is_table()));
+        if given || !plain {
+            return Ok((Strategy::from_toml(text)?, true));
+        }
+        let mut s = Strategy::from_toml(&format!("{text}\nglobal_batch = 1\n"))?;
+        s.global_batch = s.default_global_batch()?;
+        Ok((s, false))
+    }
+
+    /// `dp x micro_batch x pp`: one microbatch per stage and replica.
+    pub fn default_global_batch(&self) -> Result<u64, ModelError> {
+        self.dp
+            .checked_mul(self.micro_batch)
+            .and_then(|b| b.checked_mul(self.pp))
+            .ok_or_else(|| {
+                ModelError::Strategy(format!(
+                    "the default global_batch dp x micro_batch x pp = {} x {} x {} overflows 64 bits",
+                    self.dp, self.micro_batch, self.pp
+                ))
+            })
+    }
+
     /// The element type of parameters and activations.
     pub fn dtype(&self) -> crate::base::DType {
         self.precision.dtype()

@@ -123,7 +123,9 @@ fn load_strategy(name: &str, base: Option<&Path>) -> Result<Strategy, ScenarioEr
         })?
         .join(name);
     let text = crate::base::files::read_text(&path)?;
-    Strategy::from_toml(&text)
+    // As `train --strategy FILE` reads it: `global_batch` may be left out.
+    Strategy::from_file_toml(&text)
+        .map(|(s, _)| s)
         .map_err(|e| ScenarioError::Workload(e.in_file(&path.display().to_string())))
 }
 
