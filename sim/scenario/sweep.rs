@@ -547,6 +547,10 @@ pub fn run_sweep(
         .collect();
     let total = todo.len();
     let cache = ProgramCache::new();
+    // Rows go out as they come only into a regular file (or a new one): a
+    // FIFO's reader took the first partial CSV and left, and the next
+    // write waited for a reader forever; a device gets the whole CSV once.
+    let periodic = std::fs::metadata(&opts.out).map_or(true, |m| m.is_file());
     let state = Mutex::new((rows, Instant::now(), 0usize));
     let write = |rows: &BTreeMap<usize, Vec<String>>| -> Result<(), ScenarioError> {
         let bytes = to_csv(&header, rows)?;
@@ -566,7 +570,7 @@ pub fn run_sweep(
             s.0.insert(p.index, row);
             s.2 += 1;
             done(s.2, total);
-            if s.1.elapsed().as_secs_f64() >= 1.0 {
+            if periodic && s.1.elapsed().as_secs_f64() >= 1.0 {
                 write(&s.0)?;
                 s.1 = Instant::now();
             }

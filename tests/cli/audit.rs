@@ -205,3 +205,70 @@ fn audit_resume_refuses_rows_of_another_sweep() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `sweep --out FIFO`: one whole CSV, once, and the sweep ends (its rows
+/// were written at most once a second: the reader took the first partial
+/// CSV and left, and the next write waited for a reader forever).
+#[test]
+fn audit_a_sweep_into_a_fifo_writes_one_whole_csv_and_ends() {
+    use std::io::Read;
+    let dir = scratch("fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("results.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        std::fs::remove_dir_all(&dir).unwrap();
+        return; // no mkfifo on this machine: nothing to check
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            std::fs::File::open(&fifo)
+                .unwrap()
+                .read_to_string(&mut s)
+                .unwrap();
+            s
+        })
+    };
+    // 18 model steps: over a second, so rows went out more than once.
+    let sweep = fixture("audit/slow_sweep.toml");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"))
+        .args([
+            "sweep",
+            sweep.to_str().unwrap(),
+            "--no-plots",
+            "--jobs",
+            "1",
+            "--out",
+        ])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed().as_secs() > 120 {
+            child.kill().unwrap();
+            let _ = child.wait();
+            // Unblock the reader so the test ends.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("sweep into a FIFO did not end in 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    let text = reader.join().unwrap();
+    let (_, rows) = shardsim::scenario::sweep::read_csv_from(text.as_bytes(), "fifo").unwrap();
+    let points = shardsim::scenario::sweep::Sweep::load(&sweep)
+        .unwrap()
+        .points
+        .len();
+    assert_eq!(rows.len(), points, "{text}");
+    assert_eq!(text.matches("point,").count(), 1, "one header: {text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
