@@ -2,6 +2,8 @@
 
 use crate::common::{shardsim, shardsim_json};
 
+mod audit;
+
 #[test]
 fn readme_mesh_command_runs() {
     let out = shardsim(&["mesh", "--shape", "2,4", "--names", "x,y"]);

@@ -47,6 +47,18 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         let text = given.to_string_lossy();
         let (op_text, path) = match text.split_once('=') {
             Some((op, file)) if op_names(op).is_ok() => (op, std::path::PathBuf::from(file)),
+            // `OP=FILE` with a misspelt OP read as a file named `OP=FILE`,
+            // "No such file": say what the OP should have been.
+            Some((op, _)) if !given.exists() => {
+                let e = op_names(op)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                anyhow::bail!(
+                    "--measured {text}: {}",
+                    e.strip_prefix(&format!("--op {op}: ")).unwrap_or(&e)
+                );
+            }
             _ => (default_op, given.clone()),
         };
         let (op_name, nccl_name) = op_names(op_text)?;

@@ -10,9 +10,7 @@ use clap::{Args, ValueEnum};
 
 use serde::Serialize;
 
-use shardsim::exec::timed::{
-    parse_roofline, report, run_timed_classes, trace, ClassTimeline, TimedOptions,
-};
+use shardsim::exec::timed::{report, run_timed_classes, trace, ClassTimeline, TimedOptions};
 use shardsim::partition::SpmdProgram;
 use shardsim::scenario::options::{describe_perturbations, timed_options};
 use shardsim::scenario::spec::RunSpec;
@@ -106,9 +104,7 @@ impl TimedArgs {
         opts.trip_count = self.trip_count;
         opts.per_device = self.no_symmetry;
         if let Some(p) = &self.roofline {
-            let text = super::output::read_text(p)?;
-            opts.roofline =
-                parse_roofline(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            opts.roofline = super::output::read_roofline(p)?;
         }
         Ok(opts)
     }

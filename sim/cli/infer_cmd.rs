@@ -89,15 +89,28 @@ pub fn run(args: InferArgs) -> anyhow::Result<()> {
         "--tp, --pp, --dp and --ep",
     )?;
     if let Some(dir) = &args.emit {
-        emit_programs(&model, &serving, dir)?;
+        super::output::check_out_dir(dir, "--emit")?;
     }
     let mut opts = args.machine.timed_options()?;
     let bar = super::progress::TimedBar::new("infer");
     opts.progress = Some(bar.hook());
     let report = simulate_inference(&model, &serving, &topo, &opts)?;
     drop(bar);
+    // After the run: one that fails leaves no programs behind.
+    if let Some(dir) = &args.emit {
+        emit_programs(&model, &serving, dir)?;
+    }
     match args.format {
-        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&super::train_cmd::Recorded {
+                report: &report,
+                strategy: None,
+                topology: &args.machine.topology,
+                overrides: &args.machine.set,
+                roofline: args.machine.roofline.as_deref(),
+            })?
+        )?,
         Format::Text => super::output::print_out(&text(&report))?,
     }
     if !report.memory.fits {

@@ -87,7 +87,15 @@ pub fn load_topology(
         }
         overrides.push(o);
     }
-    let topo = shardsim::topology::load(name, &overrides)?;
+    let topo = shardsim::topology::load(name, &overrides).map_err(|e| match (e, nodes) {
+        // The override was `--nodes N` (the user gave no `--set nodes`).
+        (shardsim::topology::TopologyError::Override { key, message }, Some(n))
+            if key == format!("nodes={n}") =>
+        {
+            anyhow::anyhow!("--nodes {n}: {message}")
+        }
+        (e, _) => e.into(),
+    })?;
     // The run's collective settings, checked once before any work (each
     // collective reads them again).
     shardsim::collective::Policy::of(&topo)?;
@@ -114,6 +122,28 @@ pub fn with_tuner(set: &[String], tuner: Option<&std::path::Path>) -> anyhow::Re
         out.push(format!("collective.tuner_file='{text}'"));
     }
     Ok(out)
+}
+
+/// A `--roofline` kernel table, its errors as `file:line:col: ...` (they
+/// read `file: roofline table: line:col: ...`).
+pub fn read_roofline(
+    path: &std::path::Path,
+) -> anyhow::Result<std::collections::BTreeMap<String, shardsim::exec::timed::RooflineParams>> {
+    let text = read_text(path)?;
+    shardsim::exec::timed::parse_roofline(&text).map_err(|e| {
+        let m = e.to_string();
+        let rest = m.strip_prefix("roofline table: ").unwrap_or(&m);
+        // `line:col: message` from the TOML reader.
+        let mut parts = rest.splitn(3, ':');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(l), Some(c), Some(msg))
+                if l.parse::<usize>().is_ok() && c.parse::<usize>().is_ok() =>
+            {
+                anyhow::anyhow!("{}:{l}:{c}: roofline table:{msg}", path.display())
+            }
+            _ => anyhow::anyhow!("{}: {m}", path.display()),
+        }
+    })
 }
 
 /// Refuse an output directory `dir` (given by `flag`) that exists as

@@ -75,7 +75,15 @@ pub fn load_scenario(path: Option<&Path>, sets: &[String]) -> anyhow::Result<Sce
     let mut table: toml::Table = toml::from_str(&text)?;
     for s in sets {
         let (k, v) = set_value(s)?;
-        assign(&mut table, &k, v)?;
+        // `assign`'s errors speak of sweep keys; here the key is a flag's.
+        assign(&mut table, &k, v).map_err(|e| {
+            let e = e.to_string();
+            anyhow::anyhow!(
+                "--set {}: {}",
+                s.trim(),
+                e.strip_prefix("sweep: ").unwrap_or(&e)
+            )
+        })?;
     }
     // The file itself parsed: an error now comes from a --set value, which
     // the file's name alone would not lead the user to.
@@ -110,10 +118,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     let mut ooms = Vec::new();
     let mut json = Vec::new();
+    // Every file and `--set` is checked before the first run: a typo in
+    // the last file of `scenarios/*.toml` failed only after the others had
+    // run and written their reports.
     let sets = super::output::with_tuner(&args.set, args.tuner.as_deref())?;
-    let mut bar = super::progress::Progress::new(paths.len() as u64, "scenarios");
+    let mut scenarios: Vec<(String, Scenario)> = Vec::with_capacity(paths.len());
     for p in paths {
         let sc = load_scenario(p, &sets)?;
+        let from = p.map_or("the embedded default".into(), |p| p.display().to_string());
+        // Two scenarios of one name would write one directory, the second
+        // over the first.
+        if let Some((first, _)) = scenarios.iter().find(|(_, s)| s.name == sc.name) {
+            anyhow::bail!(
+                "two scenarios named `{}` ({first} and {from}) would write the same {}",
+                sc.name,
+                args.out.join(&sc.name).display()
+            );
+        }
+        scenarios.push((from, sc));
+    }
+    let mut bar = super::progress::Progress::new(scenarios.len() as u64, "scenarios");
+    for (_, sc) in scenarios {
         bar.message(format!("scenario {}", sc.name));
         let start = Instant::now();
         // Memory over time only feeds the memory plot.

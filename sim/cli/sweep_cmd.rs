@@ -18,7 +18,7 @@ pub struct SweepArgs {
     /// Points run at once (default: the number of CPUs).
     #[arg(long)]
     jobs: Option<usize>,
-    /// Run only points i, i+N, i+2N, ... (e.g. a Slurm array task); join with `shardsim merge`.
+    /// Run one slice of N: every N-th point of a fixed shuffled order, from the i-th (e.g. a Slurm array task); join the slices with `shardsim merge`.
     #[arg(long, value_name = "i/N")]
     shard: Option<String>,
     /// Keep the points already in the output file and run the rest.

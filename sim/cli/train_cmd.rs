@@ -8,7 +8,6 @@ use std::path::Path;
 use anyhow::Context;
 use clap::Args;
 
-use shardsim::exec::timed::parse_roofline;
 use shardsim::models::step::{model_timed_options, simulate_step, StepReport};
 use shardsim::models::{ModelSpec, Recompute, Schedule, Strategy};
 
@@ -97,18 +96,33 @@ pub struct TrainArgs {
     format: Format,
 }
 
+/// A report with what made it: the strategy, the machine and its
+/// overrides, as every other summary records them (two `train --format
+/// json` runs of different strategies printed the same bytes when their
+/// figures agreed, e.g. `--zero 1` at one replica).
+#[derive(serde::Serialize)]
+pub(super) struct Recorded<'a, R: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a R,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<&'a Strategy>,
+    pub topology: &'a str,
+    pub overrides: &'a [String],
+    pub roofline: Option<&'a Path>,
+}
+
 /// The machine a model runs on: `train` and `infer` alike.
 #[derive(Debug, Args)]
 pub(super) struct MachineArgs {
     /// Topology preset or file; its node count follows the devices used.
     #[arg(long, default_value = "dgx-h100")]
-    topology: String,
+    pub(super) topology: String,
     /// Topology overrides (KEY=VALUE), as `topology --set` takes them.
     #[arg(long)]
-    set: Vec<String>,
+    pub(super) set: Vec<String>,
     /// Kernel efficiency table (the form of sim/models/kernels.toml).
     #[arg(long)]
-    roofline: Option<std::path::PathBuf>,
+    pub(super) roofline: Option<std::path::PathBuf>,
 }
 
 impl MachineArgs {
@@ -123,7 +137,23 @@ impl MachineArgs {
         what: &str,
         flags: &str,
     ) -> anyhow::Result<shardsim::topology::Topology> {
-        let per_node = u64::from(load_topology(&self.topology, Some(1), &self.set)?.num_devices());
+        // The node count follows the devices: a `--set nodes` would be
+        // overridden (and was reported as contradicting a `--nodes 1`
+        // that `train` and `infer` do not have).
+        if let Some(s) = self
+            .set
+            .iter()
+            .find(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == "nodes"))
+        {
+            anyhow::bail!(
+                "--set {}: the node count follows the devices {flags} use; set those instead",
+                s.trim()
+            );
+        }
+        let per_node = load_topology(&self.topology, Some(1), &self.set)
+            .map_err(without_one_node)?
+            .num_devices();
+        let per_node = u64::from(per_node);
         let partial = part_of_a_node && gpus < per_node;
         if per_node == 0 || (!partial && gpus % per_node != 0) {
             anyhow::bail!(
@@ -145,10 +175,22 @@ impl MachineArgs {
     pub(super) fn timed_options(&self) -> anyhow::Result<shardsim::exec::timed::TimedOptions> {
         let mut opts = model_timed_options();
         if let Some(path) = &self.roofline {
-            let text = super::output::read_text(path)?;
-            opts.roofline = parse_roofline(&text).with_context(|| path.display().to_string())?;
+            opts.roofline = super::output::read_roofline(path)?;
         }
         Ok(opts)
+    }
+}
+
+/// A `--set` error of the one-node load without the `nodes=1` it added
+/// (`--set nodes=1 nvlink.bandwidth=0GB/s: ...` named a flag not given).
+fn without_one_node(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<shardsim::topology::TopologyError>() {
+        Ok(shardsim::topology::TopologyError::Override { key, message }) => {
+            let key = key.strip_prefix("nodes=1 ").unwrap_or(&key).to_string();
+            shardsim::topology::TopologyError::Override { key, message }.into()
+        }
+        Ok(other) => other.into(),
+        Err(e) => e,
     }
 }
 
@@ -161,11 +203,16 @@ pub(super) fn model_of(name: &str) -> anyhow::Result<ModelSpec> {
 }
 
 fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
+    // A file need not give `global_batch`: the flag, or its default
+    // (dp x micro-batch x pp), fills it in as without a file.
+    let mut batch_given = args.global_batch.is_some();
     let mut s = match &args.strategy {
         Some(p) => {
             let text = super::output::read_text(p)?;
-            Strategy::from_toml(&text)
-                .map_err(|e| anyhow::anyhow!(e.in_file(&p.display().to_string())))?
+            let (s, given) = Strategy::from_file_toml(&text)
+                .map_err(|e| anyhow::anyhow!(e.in_file(&p.display().to_string())))?;
+            batch_given |= given;
+            s
         }
         None => Strategy::from_toml("global_batch = 1")?,
     };
@@ -182,9 +229,9 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     set(args.virtual_stages, &mut s.virtual_stages);
     set(args.micro_batch, &mut s.micro_batch);
     set(args.global_batch, &mut s.global_batch);
-    if args.strategy.is_none() && args.global_batch.is_none() {
+    if !batch_given {
         // One microbatch per pipeline stage and replica unless told.
-        s.global_batch = s.dp * s.micro_batch * s.pp;
+        s.global_batch = s.default_global_batch()?;
     }
     if let Some(z) = args.zero {
         s.zero = z;
@@ -240,6 +287,37 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             }
         );
     }
+    // Flags that change nothing at this strategy's sizes (the step's
+    // figures came out byte for byte the same) are refused as
+    // --separate-attention-dropout is: one replica has nothing to shard
+    // or gather, one tensor rank nothing to split.
+    let replicas = strategy.dp * strategy.cp;
+    for (given, flag, why) in [
+        (
+            args.sequence_parallel && strategy.tp == 1,
+            "--sequence-parallel",
+            "tp = 1: no tensor ranks to split layer norms and dropout over",
+        ),
+        (
+            args.tp_comm_overlap && strategy.tp == 1,
+            "--tp-comm-overlap",
+            "tp = 1: no tensor-parallel communication to overlap",
+        ),
+        (
+            args.zero == Some(1) && replicas == 1,
+            "--zero 1",
+            "dp x cp = 1: one replica, no optimizer states to shard over replicas",
+        ),
+        (
+            args.overlap_param_gather && replicas == 1,
+            "--overlap-param-gather",
+            "dp x cp = 1: one replica, no parameters to gather",
+        ),
+    ] {
+        if given {
+            anyhow::bail!("{flag} changes nothing here: {why}");
+        }
+    }
     let topo = args.machine.sized(
         strategy.devices(),
         false,
@@ -250,15 +328,28 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         "--tp, --pp, --dp and --cp",
     )?;
     if let Some(dir) = &args.emit {
-        emit_programs(&model, &strategy, dir)?;
+        super::output::check_out_dir(dir, "--emit")?;
     }
     let mut opts = args.machine.timed_options()?;
     let bar = super::progress::TimedBar::new("train");
     opts.progress = Some(bar.hook());
     let report = simulate_step(&model, &strategy, &topo, &opts)?;
     drop(bar);
+    // After the step: a run that fails leaves no programs behind.
+    if let Some(dir) = &args.emit {
+        emit_programs(&model, &strategy, dir)?;
+    }
     match args.format {
-        Format::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&Recorded {
+                report: &report,
+                strategy: Some(&strategy),
+                topology: &args.machine.topology,
+                overrides: &args.machine.set,
+                roofline: args.machine.roofline.as_deref(),
+            })?
+        )?,
         Format::Text => crate::cli::output::print_out(&text(&report))?,
     }
     if !report.memory.fits {

@@ -96,7 +96,8 @@ impl Serving {
 
     /// Devices of all replicas.
     pub fn devices(&self) -> u64 {
-        self.tp * self.pp * self.dp
+        // Saturating: `check` bounds the product.
+        self.tp.saturating_mul(self.pp).saturating_mul(self.dp)
     }
 
     /// Tokens in the cache at the last decode step, before its own.
@@ -128,6 +129,16 @@ impl Serving {
                 "routed = \"{}\" needs a mixture-of-experts model ({} has no experts)",
                 self.routed.name(),
                 model.name
+            ));
+        }
+        let devices = self.devices();
+        if devices > super::strategy::MAX_DEVICES {
+            return bad(format!(
+                "tp x pp x dp = {} x {} x {} devices: at most {} are supported",
+                self.tp,
+                self.pp,
+                self.dp,
+                super::strategy::MAX_DEVICES
             ));
         }
         if self.routed == RoutedExperts::Gather && self.ep > 1 {
@@ -484,10 +495,16 @@ pub fn simulate_inference(
         )?
     };
     let steps = serving.generate - 1;
-    let decode_total = (steps as u128 * (decode_first.time_ps + decode_last.time_ps) as u128 / 2)
-        .min(u64::MAX as u128) as u64;
+    let decode_total =
+        steps as u128 * (decode_first.time_ps as u128 + decode_last.time_ps as u128) / 2;
     let ttft_ps = prefill.time_ps;
-    let generation_ps = ttft_ps.saturating_add(decode_total);
+    // A figure past the time range was printed as u64::MAX ps, with a
+    // tokens/s made from it: refuse it instead.
+    let generation = ttft_ps as u128 + decode_total;
+    if generation >= u128::from(super::pipeline::MAX_STEP_PS) {
+        return Err(super::pipeline::too_long("the generation", generation));
+    }
+    let generation_ps = generation as u64;
     let per_s = |tokens: u64, ps: u64| {
         if ps == 0 {
             0.0

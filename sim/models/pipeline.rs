@@ -115,6 +115,19 @@ impl PipelineRun {
     }
 }
 
+/// Longest step simulated: 2^63 ps (107 days); times are 64-bit
+/// picoseconds, and sums of longer ones would overflow.
+pub const MAX_STEP_PS: u64 = 1 << 63;
+
+/// The error for a step that does not fit the time range.
+pub fn too_long(what: &str, ps: u128) -> ModelError {
+    ModelError::Strategy(format!(
+        "{what} adds up to at least {:.3e} s, beyond the {:.3e} s (2^63 ps) that the simulator's 64-bit picosecond times hold: use a smaller batch or sequence",
+        ps as f64 * 1e-12,
+        MAX_STEP_PS as f64 * 1e-12
+    ))
+}
+
 /// Run the schedule `order` of `p` stages with `v` chunks each.
 pub fn run_schedule(
     order: &[Vec<Pass>],
@@ -137,6 +150,23 @@ pub fn run_schedule(
         .map(|x| x.microbatch + 1)
         .max()
         .unwrap_or(0) as usize;
+    // No pass ends later than all passes and transfers one after another:
+    // below the time range, no sum below can overflow (they wrapped).
+    let mut work = 0u128;
+    for (s, passes) in order.iter().enumerate() {
+        for x in passes {
+            let c = (x.local_chunk * p) as usize + s;
+            let dur = if x.forward {
+                times.forward_ps.get(c)
+            } else {
+                times.backward_ps.get(c)
+            };
+            work += u128::from(dur.copied().unwrap_or(0)) + 2 * u128::from(times.transfer_ps);
+        }
+    }
+    if work >= u128::from(MAX_STEP_PS) {
+        return Err(too_long("the step", work));
+    }
     // Finish times per (global chunk, microbatch).
     let mut f_done: Vec<Option<u64>> = vec![None; chunks * m];
     let mut b_done: Vec<Option<u64>> = vec![None; chunks * m];

@@ -27,7 +27,9 @@ use super::chunk::{
     local_elements, ChunkKind,
 };
 use super::optimizer::{gather_program, optimizer_buffers, optimizer_program, reduce_program};
-use super::pipeline::{run_schedule, schedule_order, PassTimes, PipelineRun};
+use super::pipeline::{
+    run_schedule, schedule_order, too_long, PassTimes, PipelineRun, MAX_STEP_PS,
+};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
 use super::ModelError;
@@ -280,9 +282,9 @@ pub fn simulate_step(
         };
         let end = run.stage_end_ps[s as usize];
         let reduced = if strategy.overlap_grad_reduce {
-            end.max(run.last_backward_start_ps[s as usize] + reduce)
+            end.max(run.last_backward_start_ps[s as usize].saturating_add(reduce))
         } else {
-            end + reduce
+            end.saturating_add(reduce)
         };
         // The stages holding the tied table sum its gradient before their
         // optimizer steps (Megatron-LM's embedding all-reduce).
@@ -291,7 +293,7 @@ pub fn simulate_step(
         } else {
             0
         };
-        step_time_ps = step_time_ps.max(reduced + sync + optimize);
+        step_time_ps = step_time_ps.max(reduced.saturating_add(sync).saturating_add(optimize));
         let kept = held_activation_bytes(&run, s, &chunks);
         let mem = stage_memory(
             &chunks,
@@ -309,6 +311,9 @@ pub fn simulate_step(
         }
     }
     let memory = memory.expect("at least one stage");
+    if step_time_ps >= MAX_STEP_PS {
+        return Err(too_long("the step", step_time_ps as u128));
+    }
     let model_flops = analytic::step_flops(model, strategy.global_batch, false);
     let hardware_flops = analytic::step_flops(
         model,
@@ -405,7 +410,9 @@ fn extended(
     n: u64,
     layers: u64,
 ) -> ChunkTiming {
-    let ext = |a: u64, b: u64, c: u64| a + n * c.saturating_sub(b);
+    // Saturating: a chunk too long for 64-bit picoseconds stays at the
+    // top of the range, where `run_schedule` refuses it (it wrapped).
+    let ext = |a: u64, b: u64, c: u64| a.saturating_add(n.saturating_mul(c.saturating_sub(b)));
     let prog = |a: &TimedProgram, b: &TimedProgram, c: &TimedProgram| TimedProgram {
         time_ps: ext(a.time_ps, b.time_ps, c.time_ps),
         arg_bytes: ext(a.arg_bytes, b.arg_bytes, c.arg_bytes),
@@ -656,7 +663,10 @@ impl ChunkTiming {
             return self.forward.time_ps;
         }
         let g = self.gather.time_ps;
-        self.forward.time_ps.max(g) + g / self.layers.max(1)
+        self.forward
+            .time_ps
+            .max(g)
+            .saturating_add(g / self.layers.max(1))
     }
 
     /// A backward pass of one microbatch: under ZeRO-2 and 3 its gradients
@@ -666,8 +676,14 @@ impl ChunkTiming {
         if zero < 2 {
             return self.backward.time_ps;
         }
-        let comm = self.reduce.time_ps + if zero >= 3 { self.gather.time_ps } else { 0 };
-        self.backward.time_ps.max(comm) + comm / self.layers.max(1)
+        let comm =
+            self.reduce
+                .time_ps
+                .saturating_add(if zero >= 3 { self.gather.time_ps } else { 0 });
+        self.backward
+            .time_ps
+            .max(comm)
+            .saturating_add(comm / self.layers.max(1))
     }
 }
 

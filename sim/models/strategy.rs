@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 use super::spec::ModelSpec;
 use super::ModelError;
 
+/// Most devices a strategy may use (a mesh's limit, 65,536).
+pub const MAX_DEVICES: u64 = 1 << 16;
+
+/// Most (microbatch, model chunk) forward passes one step schedules.
+pub const MAX_PIPELINE_PASSES: u64 = 1 << 20;
+
 /// Activation recomputation (Korthikanti et al. 2022).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -164,6 +170,42 @@ impl Strategy {
         toml::from_str(text).map_err(|e| ModelError::toml("strategy", &e, text))
     }
 
+    /// Parse a strategy file, where `global_batch` may be left out: it is
+    /// then `dp x micro_batch x pp`, one microbatch per stage and replica,
+    /// as `train` takes it without a file. Also says whether the file gave
+    /// it (a flag may still set it or the sizes it defaults from).
+    pub fn from_file_toml(text: &str) -> Result<(Strategy, bool), ModelError> {
+        let table = text.parse::<toml::Table>().ok();
+        let given = table
+            .as_ref()
+            .map_or(true, |t| t.contains_key("global_batch"));
+        // Only plain keys may precede it (a table header would swallow
+        // it, and is an unknown field anyway); appended at the end, every
+        // located error of the file keeps its line and column.
+        let plain = table
+            .as_ref()
+            .is_some_and(|t| t.values().all(|v| !v.is_table()));
+        if given || !plain {
+            return Ok((Strategy::from_toml(text)?, true));
+        }
+        let mut s = Strategy::from_toml(&format!("{text}\nglobal_batch = 1\n"))?;
+        s.global_batch = s.default_global_batch()?;
+        Ok((s, false))
+    }
+
+    /// `dp x micro_batch x pp`: one microbatch per stage and replica.
+    pub fn default_global_batch(&self) -> Result<u64, ModelError> {
+        self.dp
+            .checked_mul(self.micro_batch)
+            .and_then(|b| b.checked_mul(self.pp))
+            .ok_or_else(|| {
+                ModelError::Strategy(format!(
+                    "the default global_batch dp x micro_batch x pp = {} x {} x {} overflows 64 bits",
+                    self.dp, self.micro_batch, self.pp
+                ))
+            })
+    }
+
     /// The element type of parameters and activations.
     pub fn dtype(&self) -> crate::base::DType {
         self.precision.dtype()
@@ -180,7 +222,11 @@ impl Strategy {
 
     /// Devices the strategy uses.
     pub fn devices(&self) -> u64 {
-        self.tp * self.pp * self.dp * self.cp
+        // Saturating: callers may ask before `check` bounds the product.
+        self.tp
+            .saturating_mul(self.pp)
+            .saturating_mul(self.dp)
+            .saturating_mul(self.cp)
     }
 
     /// The strategy the gradient reduction and the optimizer run under:
@@ -197,7 +243,7 @@ impl Strategy {
 
     /// Microbatches each pipeline runs per step.
     pub fn microbatches(&self) -> u64 {
-        self.global_batch / (self.dp * self.micro_batch).max(1)
+        self.global_batch / self.dp.saturating_mul(self.micro_batch).max(1)
     }
 
     /// Layers in one model chunk (a pipeline stage's share, split again over
@@ -227,9 +273,26 @@ impl Strategy {
         if self.zero > 3 {
             return bad(format!("zero stage {} is not 0, 1, 2 or 3", self.zero));
         }
+        // Products of the sizes are checked before anything divides by
+        // them: a wrapped product was a division by zero (a panic) or a
+        // count of 0 devices.
+        let devices = [self.tp, self.pp, self.dp, self.cp]
+            .into_iter()
+            .try_fold(1u64, u64::checked_mul)
+            .filter(|&d| d <= MAX_DEVICES);
+        if devices.is_none() {
+            return bad(format!(
+                "tp x pp x dp x cp = {} x {} x {} x {} devices: at most {MAX_DEVICES} are supported",
+                self.tp, self.pp, self.dp, self.cp
+            ));
+        }
         check_tensor_split(model, self.tp)?;
-        let chunks = self.pp * self.virtual_stages;
-        if model.layers % chunks != 0 {
+        let chunks = self
+            .pp
+            .checked_mul(self.virtual_stages)
+            .filter(|&c| c <= model.layers)
+            .unwrap_or(0);
+        if chunks == 0 || model.layers % chunks != 0 {
             return bad(format!(
                 "{} layers do not split into pp x virtual_stages = {} x {} chunks",
                 model.layers, self.pp, self.virtual_stages
@@ -249,13 +312,23 @@ impl Strategy {
                 self.virtual_stages
             ));
         }
-        if self.global_batch % (self.dp * self.micro_batch) != 0 {
+        let replica_batch = self.dp.checked_mul(self.micro_batch).unwrap_or(0);
+        if replica_batch == 0 || self.global_batch % replica_batch != 0 {
             return bad(format!(
                 "global_batch {} is not a multiple of dp x micro_batch = {} x {}",
                 self.global_batch, self.dp, self.micro_batch
             ));
         }
         let m = self.microbatches();
+        // The schedule times every microbatch on every chunk (about 170
+        // bytes each): 2^20 of them take 0.2 GB and 1.8 s (loaded 2-core box),
+        // while a global batch of 10^12 asked for 48 TB and aborted.
+        if m.saturating_mul(chunks) > MAX_PIPELINE_PASSES {
+            return bad(format!(
+                "{m} microbatches (global_batch {} / (dp x micro_batch = {} x {})) on pp x virtual_stages = {} x {} chunks: at most {MAX_PIPELINE_PASSES} microbatch passes per chunk are simulated in all",
+                self.global_batch, self.dp, self.micro_batch, self.pp, self.virtual_stages
+            ));
+        }
         if self.schedule == Schedule::Interleaved && m % self.pp != 0 {
             return bad(format!(
                 "the interleaved schedule needs microbatches ({m}) to be a multiple of pp ({})",
@@ -280,7 +353,8 @@ impl Strategy {
                 self.tp
             ));
         }
-        if model.seq % (2 * self.cp) != 0 {
+        // Without context parallelism the sequence stays whole: any length.
+        if self.cp > 1 && model.seq % (2 * self.cp) != 0 {
             return bad(format!(
                 "sequence {} does not split into 2 x cp = 2 x {} chunks (context parallelism gives each rank two)",
                 model.seq, self.cp

@@ -42,7 +42,9 @@ fn check_f64(
         } else {
             (measured - v) / v
         };
-        if rel.abs() > tolerance {
+        // NaN (a NaN measurement or expectation) fails: it passed every
+        // comparison before.
+        if rel.is_nan() || rel.abs() > tolerance {
             failures.push(format!(
                 "{} is {:.2}% {} the expected {} (tolerance {}%)",
                 show(measured),
@@ -55,7 +57,7 @@ fn check_f64(
     }
     if let Some(lo) = min {
         expected.push(format!(">= {}", show(lo)));
-        if measured < lo {
+        if measured.is_nan() || lo.is_nan() || measured < lo {
             failures.push(format!(
                 "{} is below the minimum {} by {}",
                 show(measured),
@@ -66,7 +68,7 @@ fn check_f64(
     }
     if let Some(hi) = max {
         expected.push(format!("<= {}", show(hi)));
-        if measured > hi {
+        if measured.is_nan() || hi.is_nan() || measured > hi {
             failures.push(format!(
                 "{} is above the maximum {} by {}",
                 show(measured),

@@ -44,6 +44,9 @@ pub fn run_model(
             )))
         }
     };
+    // The strategy's own errors (a size of 0, a split that does not
+    // divide) first: its device count means nothing until it holds.
+    strategy.check(&model)?;
     let devices = u64::from(topo.num_devices());
     if strategy.devices() != devices {
         return Err(ScenarioError::Workload(format!(
@@ -120,7 +123,9 @@ fn load_strategy(name: &str, base: Option<&Path>) -> Result<Strategy, ScenarioEr
         })?
         .join(name);
     let text = crate::base::files::read_text(&path)?;
-    Strategy::from_toml(&text)
+    // As `train --strategy FILE` reads it: `global_batch` may be left out.
+    Strategy::from_file_toml(&text)
+        .map(|(s, _)| s)
         .map_err(|e| ScenarioError::Workload(e.in_file(&path.display().to_string())))
 }
 

@@ -127,7 +127,7 @@ pub struct Bound<T> {
     #[serde(default)]
     pub value: Option<T>,
     /// Relative tolerance around `value` (0.02 = 2%).
-    #[serde(default = "default_tolerance")]
+    #[serde(default = "default_tolerance", deserialize_with = "tolerance")]
     pub tolerance: f64,
     #[serde(default)]
     pub min: Option<T>,
@@ -137,6 +137,19 @@ pub struct Bound<T> {
 
 fn default_tolerance() -> f64 {
     0.02
+}
+
+/// A tolerance is a finite fraction of at least 0: a negative one failed
+/// every value (printed as "tolerance -100%"), NaN passed every one.
+fn tolerance<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let t = f64::deserialize(d)?;
+    if t.is_finite() && t >= 0.0 {
+        Ok(t)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "tolerance {t}: expected a finite fraction of at least 0 (0.01 = 1%)"
+        )))
+    }
 }
 
 /// Expectations; a failed one makes `shardsim run` exit non-zero.

@@ -446,10 +446,31 @@ pub fn read_csv_from(bytes: &[u8], name: &str) -> Result<Table, ScenarioError> {
         path: name.to_string(),
         message: m,
     };
+    // `file:line:col` where the CSV reader knows the line (column 1: it
+    // gives the record's byte offset, not the field's).
+    let at = |line: Option<u64>, m: String| ScenarioError::File {
+        file: name.to_string(),
+        line: line.map(|l| l as usize),
+        col: line.map(|_| 1),
+        message: m,
+    };
+    let csv_err = |e: csv::Error| {
+        let line = e.position().map(csv::Position::line);
+        let m = match e.kind() {
+            csv::ErrorKind::UnequalLengths {
+                expected_len, len, ..
+            } => format!("expected {expected_len} fields as in the header, found {len}"),
+            csv::ErrorKind::Utf8 { err, .. } => {
+                format!("invalid UTF-8 in field {}", err.field() + 1)
+            }
+            _ => e.to_string(),
+        };
+        at(line, m)
+    };
     let mut r = csv::Reader::from_reader(bytes);
     let header: Vec<String> = r
         .headers()
-        .map_err(|e| io(e.to_string()))?
+        .map_err(csv_err)?
         .iter()
         .map(str::to_string)
         .collect();
@@ -459,14 +480,19 @@ pub fn read_csv_from(bytes: &[u8], name: &str) -> Result<Table, ScenarioError> {
         ));
     }
     let mut rows = BTreeMap::new();
-    for (i, rec) in r.records().enumerate() {
-        let rec = rec.map_err(|e| io(e.to_string()))?;
+    for rec in r.records() {
+        let rec = rec.map_err(csv_err)?;
+        let line = rec.position().map(csv::Position::line);
         let row: Vec<String> = rec.iter().map(str::to_string).collect();
-        let point: usize = row[0]
-            .parse()
-            .map_err(|_| io(format!("row {}: bad point number '{}'", i + 2, row[0])))?;
+        let first = row.first().map_or("", String::as_str);
+        let point: usize = first.parse().map_err(|_| {
+            at(
+                line,
+                format!("expected a point number in column `point`, found '{first}'"),
+            )
+        })?;
         if rows.insert(point, row).is_some() {
-            return Err(io(format!("point {point} appears twice")));
+            return Err(at(line, format!("point {point} appears twice")));
         }
     }
     Ok((header, rows))
@@ -499,6 +525,17 @@ pub fn run_sweep(
                 opts.out.display()
             )));
         }
+        // A row kept must be this sweep's point (it kept another sweep's
+        // values, or a point past the end, and counted it as done).
+        for (k, r) in &old {
+            check_row(sweep, *k, r, &opts.out).map_err(|e| {
+                let e = e.to_string();
+                sweep_err(format!(
+                    "--resume: {}",
+                    e.strip_prefix("sweep: ").unwrap_or(&e)
+                ))
+            })?;
+        }
         rows = old;
     }
     let order = shard_order(sweep.points.len());
@@ -510,6 +547,10 @@ pub fn run_sweep(
         .collect();
     let total = todo.len();
     let cache = ProgramCache::new();
+    // Rows go out as they come only into a regular file (or a new one): a
+    // FIFO's reader took the first partial CSV and left, and the next
+    // write waited for a reader forever; a device gets the whole CSV once.
+    let periodic = std::fs::metadata(&opts.out).map_or(true, |m| m.is_file());
     let state = Mutex::new((rows, Instant::now(), 0usize));
     let write = |rows: &BTreeMap<usize, Vec<String>>| -> Result<(), ScenarioError> {
         let bytes = to_csv(&header, rows)?;
@@ -529,7 +570,7 @@ pub fn run_sweep(
             s.0.insert(p.index, row);
             s.2 += 1;
             done(s.2, total);
-            if s.1.elapsed().as_secs_f64() >= 1.0 {
+            if periodic && s.1.elapsed().as_secs_f64() >= 1.0 {
                 write(&s.0)?;
                 s.1 = Instant::now();
             }
@@ -560,6 +601,33 @@ fn ranges(points: &[usize]) -> String {
     out.join(", ")
 }
 
+/// Check that row `r` of `file` is point `k` of `sweep`: the point exists
+/// and the row's key cells are the point's values.
+fn check_row(sweep: &Sweep, k: usize, r: &[String], file: &Path) -> Result<(), ScenarioError> {
+    let Some(point) = sweep.points.get(k) else {
+        return Err(sweep_err(format!(
+            "{}: point {k} is not in the sweep (it has {} points)",
+            file.display(),
+            sweep.points.len()
+        )));
+    };
+    for (i, key) in sweep.keys.iter().enumerate() {
+        let want = point
+            .values
+            .iter()
+            .find(|(pk, _)| pk == key)
+            .map_or(String::new(), |(_, v)| label(v));
+        let got = r.get(i + 1).map_or("", String::as_str);
+        if got != want {
+            return Err(sweep_err(format!(
+                "{}: point {k} has {key} = {got} but the sweep gives {want} (a shard of another sweep?)",
+                file.display(),
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Join shard results of `sweep` into one file equal to a single run's:
 /// same header, every point of the sweep once (a missing one, trailing
 /// points included, is an error naming them), sorted by point, each row's
@@ -578,27 +646,7 @@ pub fn merge(sweep: &Sweep, inputs: &[PathBuf]) -> Result<Table, ScenarioError> 
             )));
         }
         for (k, r) in rows {
-            let Some(point) = sweep.points.get(k) else {
-                return Err(sweep_err(format!(
-                    "{}: point {k} is not in the sweep (it has {} points)",
-                    p.display(),
-                    sweep.points.len()
-                )));
-            };
-            for (i, key) in sweep.keys.iter().enumerate() {
-                let want = point
-                    .values
-                    .iter()
-                    .find(|(pk, _)| pk == key)
-                    .map_or(String::new(), |(_, v)| label(v));
-                if r[i + 1] != want {
-                    return Err(sweep_err(format!(
-                        "{}: point {k} has {key} = {} but the sweep gives {want} (a shard of another sweep?)",
-                        p.display(),
-                        r[i + 1]
-                    )));
-                }
-            }
+            check_row(sweep, k, &r, p)?;
             if let Some(prev) = from.insert(k, p) {
                 return Err(sweep_err(format!(
                     "point {k} is in both {} and {}",

@@ -335,15 +335,15 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
                     };
                     let k = size(&dims.lhs_contract);
                     let batch = size(&dims.lhs_batch).max(1);
-                    let m = (lhs.iter().product::<u64>() / (batch * k).max(1)).max(1);
+                    let m = (lhs.iter().product::<u64>() / batch.saturating_mul(k).max(1)).max(1);
                     gemm = Some(Gemm {
                         batch,
                         m,
-                        n: (out_elems / (batch * m)).max(1),
+                        n: (out_elems / batch.saturating_mul(m)).max(1),
                         k,
                         attention: None,
                     });
-                    (2 * out_elems * k, true)
+                    (2u64.saturating_mul(out_elems).saturating_mul(k), true)
                 }
                 OpKind::Dot { .. } => {
                     let lhs = &program.values[operands[0]].layout.local_shape;
@@ -356,7 +356,7 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
                         k,
                         attention: None,
                     });
-                    (2 * out_elems * k, true)
+                    (2u64.saturating_mul(out_elems).saturating_mul(k), true)
                 }
                 OpKind::Reduce { .. } => {
                     let n = operands.len() / 2;
