@@ -562,3 +562,43 @@ fn the_collective_report_overlays_the_measured_curve_and_renders() {
 }
 
 mod model;
+
+/// A sweep keeps every row but its exit code says whether it is whole: a
+/// point that cannot run is exit 2 naming the point (it was exit 0, the
+/// error only in the CSV), a failed expectation exit 1 (as `run`).
+#[test]
+fn sweep_exit_code_says_whether_every_point_ran_and_held() {
+    let dir = temp("sweep-exit");
+    for (fixture, code, says, rows) in [
+        (
+            "tiny_sweep_broken.toml",
+            2,
+            "1 of 3 points failed to run (first, point 1: mesh: the mesh has 12 devices",
+            3,
+        ),
+        (
+            "tiny_sweep_expect.toml",
+            1,
+            "expectations failed: 1 of 2 points (point 1): their failed_checks",
+            2,
+        ),
+    ] {
+        let file = root().join("tests/fixtures/scenario").join(fixture);
+        let csv = dir.join(format!("{fixture}.csv"));
+        let out = shardsim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--no-plots",
+            "--out",
+            csv.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{fixture}: {err}");
+        assert_eq!(err.lines().count(), 1, "{fixture}: {err}");
+        assert!(err.contains(says), "{fixture}: {err}");
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text.lines().count(), rows + 1, "{fixture}: {text}");
+    }
+}

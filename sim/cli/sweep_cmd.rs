@@ -85,10 +85,27 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
-    let errors = rows
-        .values()
-        .filter(|r| r.iter().any(|c| c == "error"))
-        .count();
+    let header = sweep.header();
+    let column = |name: &str| header.iter().position(|h| h == name);
+    let (status, checks, error) = (column("status"), column("failed_checks"), column("error"));
+    let cell = |row: &[String], at: Option<usize>| -> String {
+        at.and_then(|i| row.get(i)).cloned().unwrap_or_default()
+    };
+    let broken: Vec<String> = rows
+        .iter()
+        .filter(|(_, r)| cell(r, status) == "error")
+        .map(|(p, r)| format!("point {p}: {}", cell(r, error)))
+        .collect();
+    let failing: Vec<String> = rows
+        .iter()
+        .filter(|(_, r)| !cell(r, checks).is_empty())
+        .map(|(p, _)| p.to_string())
+        .collect();
+    let shown = |points: &[String]| match points.len() {
+        0..=10 => points.join(", "),
+        n => format!("{}, ... ({} more)", points[..10].join(", "), n - 10),
+    };
+    let errors = broken.len();
     // Wall time and jobs only on a terminal's stderr: stdout (and a log's
     // stderr) stays byte-identical run to run.
     if super::progress::enabled() {
@@ -115,6 +132,31 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
             files.join(", "),
             dir.join("report.html").display()
         )?;
+    }
+    // The CSV and report keep every point; the exit code says whether the
+    // sweep is whole: a point that could not run is a user error (2, as
+    // for a scenario that does not run alone), a failed expectation that the
+    // sweep sets 1 (as `run`). Out-of-memory points are results (status
+    // `oom`), not failures.
+    if let Some(first) = broken.first() {
+        anyhow::bail!(
+            "{errors} of {} points failed to run (first, {first}); their rows in {} say why",
+            rows.len(),
+            out.display()
+        );
+    }
+    // Expectations the sweep itself sets (`expect.*` keys) are its checks;
+    // the base scenario's own were written for the base and only reported.
+    let sweep_expects = sweep.keys.iter().any(|k| k.starts_with("expect."));
+    if sweep_expects && !failing.is_empty() {
+        return Err(super::Failed(format!(
+            "{} of {} points (point {}): their failed_checks in {}",
+            failing.len(),
+            rows.len(),
+            shown(&failing),
+            out.display()
+        ))
+        .into());
     }
     Ok(())
 }
