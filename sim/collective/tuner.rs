@@ -117,7 +117,7 @@ impl<'t> CostWalk<'t> {
                     if m.from == m.to {
                         continue;
                     }
-                    let route = routes.get(m.from, m.to)?;
+                    let route = routes.get_lane(m.from, m.to, m.lane)?;
                     let mut lat = 0;
                     for &l in route {
                         let l = classes.map_or(l, |c| c[l]);
@@ -226,6 +226,7 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
+        lanes: topo.nic_lanes(&group.devices) as usize,
         nodes,
     }
 }

@@ -79,6 +79,11 @@ pub struct Component {
     /// Rail of a rail-optimized cluster: GPU `k` of a node, its NIC `k` and
     /// the leaf switches of rail `k` (None elsewhere).
     pub rail: Option<u32>,
+    /// A device's NICs by their rails, in the order its channels take them
+    /// (channel `c` leaves the node through `nic_rails[c % len]`, as NCCL
+    /// cycles a GPU's local NICs over its channels); empty without NICs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nic_rails: Vec<u32>,
     /// Peak dense FLOP/s per element type (devices and hosts).
     pub flops: BTreeMap<DType, FlopRate>,
     /// Memory scopes (devices: global, shared, host; hosts: their DRAM as `global`).
@@ -175,7 +180,7 @@ pub struct Topology {
     pub(crate) file: Option<std::sync::Arc<super::spec::TopologyFile>>,
 }
 
-/// Routes by `(source, destination, ECMP flow id)`: a collective routes the
+/// Routes by `(source, destination, ECMP flow id, NIC lane)`: a collective routes the
 /// same device pairs again and again, and a least-cost search on a machine of
 /// thousands of devices costs far more than a lookup. Only looked up, never
 /// iterated; a copy of the topology starts empty. Bounded: cleared when full.
@@ -186,7 +191,7 @@ pub(crate) struct RouteCache(std::sync::Mutex<RouteTable>);
 
 #[derive(Default)]
 struct RouteTable {
-    spans: std::collections::HashMap<(u32, u32, u64), (u32, u32)>,
+    spans: std::collections::HashMap<(u32, u32, u64, u32), (u32, u32)>,
     links: Vec<LinkId>,
 }
 
@@ -195,13 +200,13 @@ impl RouteCache {
     /// Links held in all (spans index the list with `u32`; 64 MiB).
     const MAX_LINKS: usize = 1 << 24;
 
-    pub(crate) fn get(&self, key: (u32, u32, u64)) -> Option<Vec<LinkId>> {
+    pub(crate) fn get(&self, key: (u32, u32, u64, u32)) -> Option<Vec<LinkId>> {
         let t = self.0.lock().ok()?;
         let &(a, b) = t.spans.get(&key)?;
         Some(t.links[a as usize..b as usize].to_vec())
     }
 
-    pub(crate) fn insert(&self, key: (u32, u32, u64), route: &[LinkId]) {
+    pub(crate) fn insert(&self, key: (u32, u32, u64, u32), route: &[LinkId]) {
         if let Ok(mut t) = self.0.lock() {
             if t.spans.len() >= Self::MAX_ENTRIES || t.links.len() + route.len() > Self::MAX_LINKS {
                 t.spans.clear();
@@ -340,6 +345,7 @@ impl Builder {
             node,
             forwards,
             rail: None,
+            nic_rails: Vec::new(),
             flops: BTreeMap::new(),
             memory: Vec::new(),
         });

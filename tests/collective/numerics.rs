@@ -143,6 +143,7 @@ fn check(
     let opts = PlanOptions {
         chunks: 3,
         nodes: nodes_of(n),
+        lanes: 1,
         channel_chunks: 0,
     };
     let plan = match build(op, algo, n, total, &opts) {
@@ -333,6 +334,7 @@ fn bad_groups_are_errors() {
     let o = PlanOptions {
         chunks: 1,
         nodes: vec![],
+        lanes: 1,
         channel_chunks: 0,
     };
     assert_eq!(

@@ -27,6 +27,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         chunks,
         channel_chunks: 0,
         nodes: nodes.to_vec(),
+        lanes: 1,
     };
     let plan = build(
         &CollectiveOp::AllReduce,
