@@ -974,6 +974,38 @@ mod tests {
         );
         assert_eq!(pick(oci, 1 << 30).0, Algorithm::Tree);
         assert_eq!(pick(dgx(80, 2, 25.0, true), 1 << 30).0, Algorithm::Ring);
+        // The same from the topology: `[nic] count = 16` at 100 Gb/s on
+        // dgx-a100 (AMD hosts) is two NICs per GPU.
+        let load = |set: &[(&str, &str)]| {
+            let over: Vec<crate::topology::Override> = set
+                .iter()
+                .map(|&(k, v)| crate::topology::Override {
+                    key: k.into(),
+                    value: v.into(),
+                })
+                .collect();
+            crate::topology::load("dgx-a100", &over).unwrap()
+        };
+        let t = load(&[
+            ("nodes", "2"),
+            ("nic.count", "16"),
+            ("nic.bandwidth", "100Gb/s"),
+        ]);
+        let g = Group::first(&t, 16).unwrap();
+        let sys = system_of(&t, &g).unwrap();
+        assert_eq!((sys.nics_per_gpu, sys.gpus_per_nic), (2, 1));
+        assert_eq!(sys, oci);
+        // p4de's 4 x 100 Gb/s, each NIC shared by two GPUs: one 12 GB/s
+        // ring channel per NIC (4 x 12 = 48 GB/s, as 8 x 50 Gb/s's 8 x 6).
+        let t = load(&[
+            ("nodes", "2"),
+            ("nic.count", "4"),
+            ("nic.bandwidth", "100Gb/s"),
+        ]);
+        let sys = system_of(&t, &Group::first(&t, 16).unwrap()).unwrap();
+        assert_eq!((sys.nics_per_gpu, sys.gpus_per_nic), (1, 2));
+        let g = sys.graphs(v).unwrap();
+        assert_eq!((g.ring.channels, g.ring.bw_intra), (4, 12.0));
         // A filter that refuses the winner gets the next one.
         let (a, _, _) = nccl_choice(&dgx(90, 2, 50.0, false), v, &op, 1 << 30, |a, _| {
             a != Algorithm::NvlsTree

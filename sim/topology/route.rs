@@ -16,7 +16,9 @@
 //!   (what lets NCCL's tree channels be timed once, `collective::channels`).
 //!   Rail-aligned first: among equal next hops, those on the source's rail
 //!   win, then those on the destination's rail (GPU `k` uses NIC `k`, as NCCL
-//!   assigns them).
+//!   assigns them). A GPU with several NICs is on its first NIC's rail; a
+//!   route on `lane` prefers the rail of the GPU's NIC `lane mod k` instead
+//!   (NCCL's channels cycle over a GPU's NICs).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -254,19 +256,20 @@ impl Topology {
                 c.start(n);
             }
             let settled = self.costs_on_paths(src, dst, fwd, bwd, dist);
-            let r = self.shortest_with(src, dst, flow_id, ecmp, lane, |c| dist.get(c), true)?;
+            let flow = ecmp.then_some(flow_id);
+            let r = self.shortest_with(src, dst, flow, lane, |c| dist.get(c), true)?;
             Ok((r, settled))
         })
     }
 
     /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
-    /// every least-cost route, at least the true cost elsewhere).
+    /// every least-cost route, at least the true cost elsewhere). `flow`:
+    /// the flow id where ECMP picks among equal next hops, else None.
     fn shortest_with(
         &self,
         src: ComponentId,
         dst: ComponentId,
-        flow_id: u64,
-        ecmp: bool,
+        flow: Option<u64>,
         lane: u32,
         dist: impl Fn(u32) -> u64,
         relays_only: bool,
@@ -279,6 +282,7 @@ impl Topology {
         if cost(src) == u64::MAX {
             return Err(no_route());
         }
+        let (ecmp, flow_id) = (flow.is_some(), flow.unwrap_or(0));
         let key = if ecmp { self.ecmp_key(src, dst) } else { 0 };
         let mut cur = src;
         let mut path = Vec::new();
@@ -470,8 +474,7 @@ impl Topology {
         self.shortest_with(
             src,
             dst,
-            flow_id,
-            ecmp,
+            ecmp.then_some(flow_id),
             0,
             |c| dist.get(&c).copied().unwrap_or(u64::MAX),
             false,
