@@ -82,12 +82,18 @@ pub struct Component {
     /// A device's NICs by their rails, in the order its channels take them
     /// (channel `c` leaves the node through `nic_rails[c % len]`, as NCCL
     /// cycles a GPU's local NICs over its channels); empty without NICs.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "at_most_one")]
     pub nic_rails: Vec<u32>,
     /// Peak dense FLOP/s per element type (devices and hosts).
     pub flops: BTreeMap<DType, FlopRate>,
     /// Memory scopes (devices: global, shared, host; hosts: their DRAM as `global`).
     pub memory: Vec<MemoryScope>,
+}
+
+/// Shown (`topology show --format json`) only where a device has several
+/// NICs: with one, `rail` says it.
+fn at_most_one(rails: &[u32]) -> bool {
+    rails.len() <= 1
 }
 
 /// The class of a link, which says what technology a mesh axis crosses.
