@@ -226,7 +226,11 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
-        lanes: topo.nic_lanes(&group.devices) as usize,
+        lanes: if nodes.len() > 1 {
+            topo.nic_lanes(&group.devices) as usize
+        } else {
+            1
+        },
         nodes,
     }
 }

@@ -155,3 +155,39 @@ fn shared_nics_serve_their_gpu_pair_on_every_lane() {
     let listed = load(&[("nodes", "2"), ("nic.gpus", "[0, 1, 2, 3, 4, 5, 6, 7]")]);
     assert_eq!(one.links(), listed.links());
 }
+
+/// Bad NIC layouts on the command line: the file's line and column of the
+/// offending entry, or the `--set` named, and exit 2.
+#[test]
+fn bad_nic_layouts_exit_2_located() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardsim"))
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let bad = crate::common::fixture("topology/bad/nic_names_missing_gpu.toml");
+    let (code, err) = run(&["topology", "show", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("nic_names_missing_gpu.toml:37:9: field `nic.gpus`: NIC 3 names GPU 9"),
+        "{err}"
+    );
+    let (code, err) = run(&[
+        "collective",
+        "--topology",
+        "dgx-a100",
+        "--nodes",
+        "2",
+        "--set",
+        "nic.count=0",
+        "--sizes",
+        "1MiB",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("nic.count=0") && err.contains("at least one NIC"),
+        "{err}"
+    );
+}
