@@ -191,3 +191,41 @@ fn bad_nic_layouts_exit_2_located() {
         "{err}"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Any even NIC layout (k NICs per GPU, or one NIC per s GPUs) on two
+    /// nodes of `gpus`: every GPU lists its NICs in NIC order, and a route
+    /// between two GPUs of the same local index on `lane` leaves and enters
+    /// through NIC `lane mod k` of each (the shared NIC when s > 1), with
+    /// lanes past k wrapping around.
+    #[test]
+    fn lane_routes_take_the_lanes_nic(
+        gpus in proptest::sample::select(vec![2u32, 4, 8]),
+        per in proptest::sample::select(vec![-4i32, -2, 1, 2, 3, 4]),
+        g in 0u32..8,
+        lane in 0u32..9,
+    ) {
+        let count = if per > 0 { gpus * per as u32 } else { (gpus / per.unsigned_abs()).max(1) };
+        let g = g % gpus;
+        let t = load(&[
+            ("nodes", "2"),
+            ("dims", &format!("[{gpus}]")),
+            ("nic.count", &count.to_string()),
+        ]);
+        let rails = t.component(named(&t, &format!("n0.gpu{g}"))).nic_rails.clone();
+        let want: Vec<u32> = if count >= gpus {
+            let k = count / gpus;
+            (g * k..(g + 1) * k).collect()
+        } else {
+            vec![g / (gpus / count)]
+        };
+        proptest::prop_assert_eq!(&rails, &want);
+        let r = t.route_devices_lane(g, gpus + g, 0, lane).unwrap();
+        let nic = rails[(lane as usize) % rails.len()];
+        proptest::prop_assert_eq!(
+            nics_on(&t, &r),
+            vec![format!("n0.nic{nic}"), format!("n1.nic{nic}")]
+        );
+    }
+}
