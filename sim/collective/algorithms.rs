@@ -112,7 +112,9 @@ pub fn build(
             allreduce(op, algo, &all, total, &pieces, chunks, opts)?
         }
         (CollectiveOp::AllGather, Ring) => match rail_rings(&opts.nodes) {
-            Some(rings) if rings[0].len() == n => lane_rings(&rings, &pieces, false, true, opts),
+            Some(rings) if rings[0].len() == n => {
+                multi_ring(&rings, &pieces, false, true, opts.lanes)
+            }
             _ => ring_all_gather(&all, &pieces),
         },
         (CollectiveOp::AllGather, RecursiveDoubling) if pow2 => {
@@ -148,7 +150,7 @@ pub fn build(
             match algo {
                 Ring => match rail_rings(&opts.nodes) {
                     Some(rings) if rings[0].len() == n => {
-                        lane_rings(&rings, &pieces, true, false, opts)
+                        multi_ring(&rings, &pieces, true, false, opts.lanes)
                     }
                     _ => ring_reduce_scatter(&all, &pieces),
                 },
@@ -382,7 +384,9 @@ fn allreduce(
     Ok(match algo {
         Ring => match rail_rings(&opts.nodes) {
             // One ring per rail across nodes, as NCCL's channels.
-            Some(rings) if rings[0].len() == n => lane_rings(&rings, pieces, true, true, opts),
+            Some(rings) if rings[0].len() == n => {
+                multi_ring(&rings, pieces, true, true, opts.lanes)
+            }
             _ => {
                 let mut s = ring_reduce_scatter(all, pieces);
                 s.extend(ring_all_gather(all, pieces));
@@ -541,45 +545,6 @@ fn on_lane(mut steps: Vec<Vec<Move>>, lane: u32) -> Vec<Vec<Move>> {
         steps.iter_mut().flatten().for_each(|m| m.lane = lane);
     }
     steps
-}
-
-/// Rail rings over every NIC: `lanes` copies of the rail rings (copy `l`
-/// on each GPU's NIC `l`), each carrying its share as [`multi_ring`] does.
-fn lane_rings(
-    rings: &[Vec<usize>],
-    pieces: &[(u64, u64)],
-    reduce_scatter: bool,
-    all_gather: bool,
-    opts: &PlanOptions,
-) -> Vec<Vec<Move>> {
-    let lanes = opts.lanes.max(1);
-    if lanes == 1 {
-        return multi_ring(rings, pieces, reduce_scatter, all_gather);
-    }
-    let all: Vec<Vec<usize>> = (0..lanes).flat_map(|_| rings.iter().cloned()).collect();
-    let channels = all.len();
-    parallel(
-        all.iter()
-            .enumerate()
-            .map(|(c, ring)| {
-                let ranges: Vec<(u64, u64)> = ring
-                    .iter()
-                    .map(|&r| {
-                        let (lo, hi) = pieces[r];
-                        split_range(lo, hi, channels)[c]
-                    })
-                    .collect();
-                let mut steps = Vec::new();
-                if reduce_scatter {
-                    steps.extend(ring_reduce_scatter(ring, &ranges));
-                }
-                if all_gather {
-                    steps.extend(ring_all_gather(ring, &ranges));
-                }
-                on_lane(steps, (c / rings.len()) as u32)
-            })
-            .collect(),
-    )
 }
 
 /// How [`tree_channels`] cuts a message: channels and chunks per channel.

@@ -358,3 +358,71 @@ fn rail_rings_pay_network_hops_along_the_data_path() {
         "ring {ours:.1} us, NCCL's latency formula {formula:.1} us"
     );
 }
+
+/// Plans over two NICs per GPU (`PlanOptions::lanes = 2`) on two nodes of
+/// four: every rank ends with the exact integer result of the collective
+/// (the same as with one lane: whole buffers, or each rank's reduced piece
+/// for reduce-scatter, whose other elements are scratch), and the moves that cross nodes are
+/// split evenly between lanes 0 and 1 (both NICs of every GPU carry its
+/// channels), for the ring's allreduce, all-gather and reduce-scatter and
+/// the tree's allreduce.
+#[test]
+fn plans_over_two_nics_per_gpu_compute_the_same_and_use_both_lanes() {
+    use shardsim::base::DType;
+    use shardsim::collective::{build, data, PlanOptions};
+    use shardsim::tensor::{CollectiveReduction, Data, Tensor};
+    let n = 8;
+    let nodes = vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]];
+    let total = 8 * 4 * 2 * 6;
+    for (op, algo) in [
+        (CollectiveOp::AllReduce, Algorithm::Ring),
+        (CollectiveOp::AllGather, Algorithm::Ring),
+        (CollectiveOp::ReduceScatter, Algorithm::Ring),
+        (CollectiveOp::AllReduce, Algorithm::Tree),
+    ] {
+        let run = |lanes: usize| {
+            let opts = PlanOptions {
+                chunks: 4,
+                channel_chunks: 0,
+                nodes: nodes.clone(),
+                lanes,
+            };
+            let plan = build(&op, algo, n, total, &opts).unwrap();
+            let mut bufs: Vec<Tensor> = (0..n)
+                .map(|r| {
+                    let v: Vec<i128> = (0..plan.buffer_len)
+                        .map(|i| (r as i128 * 7 + i as i128 * 3) % 11 - 5)
+                        .collect();
+                    Tensor::new(vec![plan.buffer_len], Data::from_i128s(DType::I32, &v)).unwrap()
+                })
+                .collect();
+            data::execute(&plan, &mut bufs, CollectiveReduction::Sum).unwrap();
+            let values: Vec<Vec<f64>> = bufs.iter().map(Tensor::to_f64_vec).collect();
+            let result: Vec<Vec<f64>> = if op == CollectiveOp::ReduceScatter {
+                plan.reduced
+                    .iter()
+                    .map(|&(r, off, len)| values[r][off as usize..(off + len) as usize].to_vec())
+                    .collect()
+            } else {
+                values
+            };
+            let mut per_lane = [0usize; 2];
+            for m in plan.steps.iter().flatten() {
+                if m.from / 4 != m.to / 4 && m.len > 0 {
+                    per_lane[m.lane as usize] += 1;
+                }
+            }
+            (result, per_lane)
+        };
+        let (one, lanes1) = run(1);
+        let (two, lanes2) = run(2);
+        assert!(one == two, "{} {}: results differ", op.name(), algo.name());
+        assert_eq!(lanes1[1], 0);
+        assert!(
+            lanes2[0] > 0 && lanes2[0] == lanes2[1],
+            "{} {}: {lanes2:?}",
+            op.name(),
+            algo.name()
+        );
+    }
+}
