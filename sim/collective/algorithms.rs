@@ -17,6 +17,11 @@ pub struct PlanOptions {
     /// cuts each channel's share into its own chunks, so a large message
     /// keeps the pipeline full however many channels carry it.
     pub channel_chunks: usize,
+    /// `channel_chunks` for trees (NVLS-tree keeps `channel_chunks`): each
+    /// tree of a channel (both trees of the double binary tree) is an NCCL
+    /// channel cutting its half of the channel's share in its own chunks.
+    /// 0: `channel_chunks`.
+    pub tree_chunks: usize,
     /// The group's ranks by node, for hierarchical algorithms (each node's
     /// ranks must be consecutive; every node the same count).
     pub nodes: Vec<Vec<usize>>,
@@ -25,6 +30,17 @@ pub struct PlanOptions {
     /// rails`, and a tree channel's two trees take NICs 0 and 1, as NCCL
     /// cycles a GPU's NICs over its channels (`ncclTopoSelectNets`).
     pub lanes: usize,
+}
+
+impl PlanOptions {
+    /// Pipeline chunks of each channel of a multi-node tree.
+    pub fn tree_channel_chunks(&self) -> usize {
+        if self.tree_chunks > 0 {
+            self.tree_chunks
+        } else {
+            self.channel_chunks
+        }
+    }
 }
 
 /// The algorithms that exist for `op` (whether they apply to a group is
@@ -517,7 +533,7 @@ fn tree_channels(
     chunks: usize,
     opts: &PlanOptions,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(nodes, chunks, opts.channel_chunks);
+    let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
     parallel(
         (0..shape.channels)
             .map(|c| {
@@ -562,8 +578,11 @@ impl TreeChannels {
         // than pipeline chunks, so a message moves in `chunks` pieces per tree.
         let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
         let shared = (chunks / channels).max(1);
-        let per = if channels == m && m > 1 {
-            channel_chunks.max(shared)
+        // A channel per local rank cuts its share in its own chunks
+        // (`channel_chunks`: each of its two trees is an NCCL channel with
+        // chunks of `chunk_bytes`, fewer than the shared count would give).
+        let per = if channels == m && m > 1 && channel_chunks > 0 {
+            channel_chunks
         } else {
             shared
         };

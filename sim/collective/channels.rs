@@ -46,7 +46,7 @@ impl TreeSpec {
         if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n || opts.lanes > 1 {
             return None;
         }
-        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.channel_chunks);
+        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.tree_channel_chunks());
         if shape.channels != m {
             return None;
         }

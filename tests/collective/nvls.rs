@@ -26,6 +26,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
     let opts = PlanOptions {
         chunks,
         channel_chunks: 0,
+        tree_chunks: 0,
         nodes: nodes.to_vec(),
         lanes: 1,
     };
