@@ -25,6 +25,11 @@ pub struct PlanOptions {
     /// The group's ranks by node, for hierarchical algorithms (each node's
     /// ranks must be consecutive; every node the same count).
     pub nodes: Vec<Vec<usize>>,
+    /// NICs per GPU that channels across nodes spread over (at least 1):
+    /// rings run `lanes` times as many channels, channel `c` on NIC `c /
+    /// rails`, and a tree channel's two trees take NICs 0 and 1, as NCCL
+    /// cycles a GPU's NICs over its channels (`ncclTopoSelectNets`).
+    pub lanes: usize,
 }
 
 impl PlanOptions {
@@ -123,7 +128,9 @@ pub fn build(
             allreduce(op, algo, &all, total, &pieces, chunks, opts)?
         }
         (CollectiveOp::AllGather, Ring) => match rail_rings(&opts.nodes) {
-            Some(rings) if rings[0].len() == n => multi_ring(&rings, &pieces, false, true),
+            Some(rings) if rings[0].len() == n => {
+                multi_ring(&rings, &pieces, false, true, opts.lanes)
+            }
             _ => ring_all_gather(&all, &pieces),
         },
         (CollectiveOp::AllGather, RecursiveDoubling) if pow2 => {
@@ -158,7 +165,9 @@ pub fn build(
                 .collect();
             match algo {
                 Ring => match rail_rings(&opts.nodes) {
-                    Some(rings) if rings[0].len() == n => multi_ring(&rings, &pieces, true, false),
+                    Some(rings) if rings[0].len() == n => {
+                        multi_ring(&rings, &pieces, true, false, opts.lanes)
+                    }
                     _ => ring_reduce_scatter(&all, &pieces),
                 },
                 HalvingDoubling if pow2 => recursive_halving(&all, &pieces),
@@ -277,6 +286,7 @@ pub fn build(
                 len: k,
                 reduce: false,
                 via: Via::P2p,
+                lane: 0,
             };
             let own: Vec<Move> = (0..n).map(|i| mv(i, i)).collect();
             match algo {
@@ -314,6 +324,7 @@ pub fn build(
                     len: total,
                     reduce: false,
                     via: Via::P2p,
+                    lane: 0,
                 });
             }
             vec![step]
@@ -389,7 +400,9 @@ fn allreduce(
     Ok(match algo {
         Ring => match rail_rings(&opts.nodes) {
             // One ring per rail across nodes, as NCCL's channels.
-            Some(rings) if rings[0].len() == n => multi_ring(&rings, pieces, true, true),
+            Some(rings) if rings[0].len() == n => {
+                multi_ring(&rings, pieces, true, true, opts.lanes)
+            }
             _ => {
                 let mut s = ring_reduce_scatter(all, pieces);
                 s.extend(ring_all_gather(all, pieces));
@@ -410,7 +423,7 @@ fn allreduce(
             let nodes = &opts.nodes;
             let covers = nodes.iter().flatten().count() == n;
             if covers && nodes.len() >= 2 {
-                tree_channels(nodes, 0, half, total, chunks, opts.tree_channel_chunks())
+                tree_channels(nodes, 0, half, total, chunks, opts)
             } else if covers && nodes.len() == 1 {
                 let chain: Vec<usize> = nodes[0].clone();
                 let mirror: Vec<usize> = chain.iter().rev().copied().collect();
@@ -518,14 +531,36 @@ fn tree_channels(
     mid: u64,
     hi: u64,
     chunks: usize,
-    channel_chunks: usize,
+    opts: &PlanOptions,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(nodes, chunks, channel_chunks);
+    let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
     parallel(
         (0..shape.channels)
-            .map(|c| shape.channel(nodes, c, lo, mid, hi))
+            .map(|c| {
+                let [a, b] = shape.channel_trees(nodes, c, lo, mid, hi);
+                let trees = [a, b]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(t, (r, p, ch))| on_lane(tree_allreduce(&r, &p, &ch), tree_lane(t, opts)))
+                    .collect();
+                parallel(trees)
+            })
             .collect(),
     )
+}
+
+/// The NIC lane of tree `t` (0 or 1) of a tree channel: the two trees on
+/// a GPU's first two NICs when it has several.
+pub fn tree_lane(t: usize, opts: &PlanOptions) -> u32 {
+    (t % opts.lanes.max(1)) as u32
+}
+
+/// `steps` with every move on `lane`.
+fn on_lane(mut steps: Vec<Vec<Move>>, lane: u32) -> Vec<Vec<Move>> {
+    if lane != 0 {
+        steps.iter_mut().flatten().for_each(|m| m.lane = lane);
+    }
+    steps
 }
 
 /// How [`tree_channels`] cuts a message: channels and chunks per channel.

@@ -68,22 +68,25 @@ pub fn rail_rings(nodes: &[Vec<usize>]) -> Option<Vec<Vec<usize>>> {
     )
 }
 
-/// Rings side by side, ring `c` carrying part `c` (of `rings.len()`) of every
-/// rank's piece: `reduce_scatter` then/or `all_gather` as asked. `pieces` is
-/// indexed by rank; every rank ends (reduce-scatter) or starts (all-gather)
-/// with its own piece, as with one ring.
+/// Rings side by side, ring `c` carrying part `c` (of `rings.len()` x
+/// `lanes`) of every rank's piece: `reduce_scatter` then/or `all_gather` as
+/// asked. With `lanes > 1` the rings run `lanes` times, copy `l` on each
+/// rank's NIC `l` (`Move::lane`), as NCCL cycles a GPU's NICs over its
+/// channels. `pieces` is indexed by rank; every rank ends (reduce-scatter)
+/// or starts (all-gather) with its own piece, as with one ring.
 pub fn multi_ring(
     rings: &[Vec<usize>],
     pieces: &[(u64, u64)],
     reduce_scatter: bool,
     all_gather: bool,
+    lanes: usize,
 ) -> Steps {
-    let channels = rings.len();
+    let lanes = lanes.max(1);
+    let channels = rings.len() * lanes;
     super::plan::parallel(
-        rings
-            .iter()
-            .enumerate()
-            .map(|(c, ring)| {
+        (0..channels)
+            .map(|c| {
+                let ring = &rings[c % rings.len()];
                 let ranges: Vec<(u64, u64)> = ring
                     .iter()
                     .map(|&r| {
@@ -97,6 +100,10 @@ pub fn multi_ring(
                 }
                 if all_gather {
                     steps.extend(ring_all_gather(ring, &ranges));
+                }
+                let lane = (c / rings.len()) as u32;
+                if lane != 0 {
+                    steps.iter_mut().flatten().for_each(|m| m.lane = lane);
                 }
                 steps
             })

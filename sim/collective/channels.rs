@@ -41,7 +41,9 @@ impl TreeSpec {
         }
         let nodes = &opts.nodes;
         let m = nodes.first()?.len();
-        if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
+        // Channels over several NICs per GPU are not images of channel 0
+        // under the rank rotation alone (their trees take different NICs).
+        if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n || opts.lanes > 1 {
             return None;
         }
         let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.tree_channel_chunks());

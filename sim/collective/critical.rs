@@ -187,7 +187,7 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
         Ok(match m.via {
             Via::P2p => {
                 let mut net = false;
-                for &l in self.routes.get(m.from, m.to)? {
+                for &l in self.routes.get_lane(m.from, m.to, m.lane)? {
                     let l = class(l);
                     load[l] += bytes;
                     net |= links[l].class == LinkClass::Network;
@@ -496,7 +496,7 @@ fn move_links<'a>(
     quotient: Option<&'a Quotient>,
 ) -> Result<impl Iterator<Item = usize> + 'a, CollectiveError> {
     let (route, pair): (&[usize], Option<[usize; 2]>) = match m.via {
-        Via::P2p => (routes.get(m.from, m.to)?, None),
+        Via::P2p => (routes.get_lane(m.from, m.to, m.lane)?, None),
         Via::SwitchReduce | Via::SwitchMulticast => {
             let (up, _) = routes.switch_links(m.from)?;
             let (_, down) = routes.switch_links(m.to)?;
@@ -614,7 +614,7 @@ pub(crate) fn streamed_chain_bound(
             let bytes = (m.len * elem_bytes) as f64;
             let (mut lat, mut net) = (0u64, false);
             let (mut local_t, mut net_t) = (0.0f64, 0.0f64);
-            for &l in routes.get(m.from, m.to)? {
+            for &l in routes.get_lane(m.from, m.to, m.lane)? {
                 let link = &links[l];
                 lat += link.latency_ps();
                 let t = bytes / link.bandwidth_bytes_per_s() as f64;

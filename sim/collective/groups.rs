@@ -349,7 +349,7 @@ fn shape_of(
             match m.via {
                 Via::P2p => {
                     if m.from != m.to {
-                        let r = routes.get(m.from, m.to)?;
+                        let r = routes.get_lane(m.from, m.to, m.lane)?;
                         out.push(r.len() as u64);
                         for &l in r {
                             link(l, &mut out);
@@ -496,7 +496,7 @@ fn route_bytes(
             match m.via {
                 Via::P2p => {
                     if m.from != m.to {
-                        for &l in routes.get(m.from, m.to)? {
+                        for &l in routes.get_lane(m.from, m.to, m.lane)? {
                             add(l, b);
                         }
                     }

@@ -11,7 +11,9 @@
 //!   the switch as one link of `nvlinks` x NCCL's per-link figure (20 GB/s,
 //!   20.6 on Hopper from 2.20), each GPU's path to its NIC as the smaller of
 //!   NCCL's PCIe figure (lanes x 0.75 GB/s x 2^(gen-3)) and the NIC's speed
-//!   (Gb/s / 8), one NIC per GPU. Other layouts get no NCCL choice.
+//!   (Gb/s / 8), with as many NICs per GPU as the layout attaches (two on
+//!   OCI BM.GPU4.8), or one NIC shared by several GPUs. Other layouts get
+//!   no NCCL choice.
 //! - The search is not run link by link: for a speed, the channels that fit
 //!   are counted in closed form (per NIC: its speed over the channel's
 //!   speed, as NCCL subtracts a channel's speed from its NIC; per GPU's
@@ -148,8 +150,10 @@ pub struct NcclSystem {
     pub pci_gbs: f64,
     /// One NIC's speed, GB/s (0: none).
     pub nic_gbs: f64,
-    /// NICs per GPU (the simulator's node layouts have one).
+    /// NICs per GPU (`[nic] count` / `gpus`; 1 where GPUs share NICs).
     pub nics_per_gpu: u32,
+    /// GPUs per NIC (1 unless GPUs share NICs, e.g. 4 NICs for 8 GPUs).
+    pub gpus_per_nic: u32,
     /// A second GPU shares the NIC's PCIe switch (balanced trees).
     pub shared_pci_switch: bool,
     pub amd_host: bool,
@@ -305,9 +309,16 @@ impl NcclSystem {
             return by_nvlink;
         }
         // One channel's speed taken from its NIC and from the GPU's PCIe
-        // path, one NIC per GPU.
-        let per_nic = fit(self.nic_gbs, inter).min(fit(self.pci_gbs, inter));
-        let by_nic = per_nic * self.gpus_per_node as u32 * self.nics_per_gpu.max(1);
+        // path: a GPU's channels fit its NICs together and its own PCIe
+        // link; a NIC two GPUs share carries the channels of both.
+        let by_nic = if self.gpus_per_nic > 1 {
+            let nics = (self.gpus_per_node as u32).div_ceil(self.gpus_per_nic);
+            fit(self.nic_gbs, inter).min(fit(self.pci_gbs, inter)) * nics
+        } else {
+            let per_gpu =
+                (fit(self.nic_gbs, inter) * self.nics_per_gpu.max(1)).min(fit(self.pci_gbs, inter));
+            per_gpu * self.gpus_per_node as u32
+        };
         if pattern == Pattern::Nvls {
             // NVLS heads: at most one channel per NIC.
             return by_nvlink.min(by_nic.min(self.gpus_per_node as u32));
@@ -771,6 +782,23 @@ pub fn system_of(topo: &Topology, group: &Group) -> Option<NcclSystem> {
     if nodes.len() > 1 && nic_gbs <= 0.0 {
         return None;
     }
+    // NICs per GPU as the node layout attaches them (the group's fewest),
+    // and how many GPUs share the first rank's first NIC.
+    let nics_per_gpu = topo.nic_lanes(&group.devices);
+    let gpus_per_nic = topo
+        .device(group.devices[0])
+        .map(|c| topo.component(c))
+        .filter(|c| !c.nic_rails.is_empty())
+        .map_or(1, |first| {
+            topo.components()
+                .iter()
+                .filter(|c| {
+                    matches!(c.kind, crate::topology::ComponentKind::Device { .. })
+                        && c.node == first.node
+                        && c.nic_rails.first() == first.nic_rails.first()
+                })
+                .count() as u32
+        });
     let amd_host = file.host.as_ref().is_some_and(|h| {
         let h = h.model.to_ascii_uppercase();
         h.contains("AMD") || h.contains("EPYC")
@@ -782,7 +810,8 @@ pub fn system_of(topo: &Topology, group: &Group) -> Option<NcclSystem> {
         nvlinks: nvlink.lanes,
         pci_gbs,
         nic_gbs,
-        nics_per_gpu: 1,
+        nics_per_gpu,
+        gpus_per_nic,
         shared_pci_switch: pci.devices_per_switch >= 2,
         amd_host,
         nvls: nvlink.in_switch_reduction,
@@ -802,6 +831,7 @@ mod tests {
             pci_gbs: if cc >= 90 { 48.0 } else { 24.0 },
             nic_gbs,
             nics_per_gpu: 1,
+            gpus_per_nic: 1,
             shared_pci_switch: true,
             amd_host: amd,
             nvls: cc >= 90,
@@ -944,6 +974,38 @@ mod tests {
         );
         assert_eq!(pick(oci, 1 << 30).0, Algorithm::Tree);
         assert_eq!(pick(dgx(80, 2, 25.0, true), 1 << 30).0, Algorithm::Ring);
+        // The same from the topology: `[nic] count = 16` at 100 Gb/s on
+        // dgx-a100 (AMD hosts) is two NICs per GPU.
+        let load = |set: &[(&str, &str)]| {
+            let over: Vec<crate::topology::Override> = set
+                .iter()
+                .map(|&(k, v)| crate::topology::Override {
+                    key: k.into(),
+                    value: v.into(),
+                })
+                .collect();
+            crate::topology::load("dgx-a100", &over).unwrap()
+        };
+        let t = load(&[
+            ("nodes", "2"),
+            ("nic.count", "16"),
+            ("nic.bandwidth", "100Gb/s"),
+        ]);
+        let g = Group::first(&t, 16).unwrap();
+        let sys = system_of(&t, &g).unwrap();
+        assert_eq!((sys.nics_per_gpu, sys.gpus_per_nic), (2, 1));
+        assert_eq!(sys, oci);
+        // p4de's 4 x 100 Gb/s, each NIC shared by two GPUs: one 12 GB/s
+        // ring channel per NIC (4 x 12 = 48 GB/s, as 8 x 50 Gb/s's 8 x 6).
+        let t = load(&[
+            ("nodes", "2"),
+            ("nic.count", "4"),
+            ("nic.bandwidth", "100Gb/s"),
+        ]);
+        let sys = system_of(&t, &Group::first(&t, 16).unwrap()).unwrap();
+        assert_eq!((sys.nics_per_gpu, sys.gpus_per_nic), (1, 2));
+        let g = sys.graphs(v).unwrap();
+        assert_eq!((g.ring.channels, g.ring.bw_intra), (4, 12.0));
         // A filter that refuses the winner gets the next one.
         let (a, _, _) = nccl_choice(&dgx(90, 2, 50.0, false), v, &op, 1 << 30, |a, _| {
             a != Algorithm::NvlsTree

@@ -38,6 +38,10 @@ pub struct Move {
     /// Combine into the receiver's elements with the reduction (else overwrite).
     pub reduce: bool,
     pub via: Via,
+    /// Which of the sender's (and receiver's) NICs a move that crosses the
+    /// network takes, modulo their NICs (`Topology::route_lane`): the lane
+    /// of its channel, 0 unless a GPU has several NICs.
+    pub lane: u32,
 }
 
 impl Move {
@@ -50,6 +54,7 @@ impl Move {
             len: hi - lo,
             reduce: false,
             via: Via::P2p,
+            lane: 0,
         }
     }
 

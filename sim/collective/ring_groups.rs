@@ -56,7 +56,7 @@ pub(crate) fn time_ring_groups(
         }
         let mut names: BTreeMap<usize, u64> = BTreeMap::new();
         for m in spec.one_step() {
-            let route = routes.get(m.from, m.to)?;
+            let route = routes.get_lane(m.from, m.to, m.lane)?;
             key.push(route.len() as u64);
             for &l in route {
                 if owner.insert(l, g).is_some_and(|o| o != g) {

@@ -120,7 +120,8 @@ impl RingSpec {
             CollectiveOp::AllGather | CollectiveOp::ReduceScatter => 1,
             _ => return None,
         };
-        if n < 2 {
+        // Rings over several NICs per GPU (`lanes`) are timed on their plan.
+        if n < 2 || opts.lanes > 1 {
             return None;
         }
         let (rings, unit) = match rail_rings(&opts.nodes) {

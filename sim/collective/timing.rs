@@ -160,26 +160,35 @@ impl<'a> Routes<'a> {
 
     /// Route (network link indices) from rank `a` to rank `b`.
     pub fn get(&mut self, a: usize, b: usize) -> Result<&[usize], CollectiveError> {
-        let i = match self.find(a, b) {
+        self.get_lane(a, b, 0)
+    }
+
+    /// Route from rank `a` to rank `b` through their NIC `lane`
+    /// (`Topology::route_lane`; lanes past a GPU's NICs wrap around).
+    pub fn get_lane(&mut self, a: usize, b: usize, lane: u32) -> Result<&[usize], CollectiveError> {
+        let n = self.devices.len();
+        // Lane `l`'s routes are kept as peer `b + l n`.
+        let key = b + lane as usize * n;
+        let i = match self.find(a, key) {
             Some(i) => i,
             None => {
                 let (da, db) = (self.devices[a], self.devices[b]);
                 // Flow 0: ECMP spreads pairs by their endpoints, alike on every
                 // rail (a flow id from device ids would break the rails' symmetry).
-                let r = self.topo.route_devices(da, db, 0)?;
+                let r = self.topo.route_devices_lane(da, db, 0, lane)?;
                 self.links.extend(r.iter().map(|l| l.0 as usize));
                 let i = self.offsets.len() - 1;
                 self.offsets.push(self.links.len());
                 let k = usize::from(self.near_len[a]);
                 // Group ranks are below 2^32 (device ids are `u32`); a route
-                // index past that (never in practice) goes to the map.
-                match (k < NEAR, u32::try_from(b), u32::try_from(i)) {
+                // index or lane key past that (never in practice) goes to the map.
+                match (k < NEAR, u32::try_from(key), u32::try_from(i)) {
                     (true, Ok(b32), Ok(i32)) => {
                         self.near[a * NEAR + k] = (b32, i32);
                         self.near_len[a] += 1;
                     }
                     _ => {
-                        self.far.insert((a, b), i);
+                        self.far.insert((a, key), i);
                     }
                 }
                 i
@@ -195,7 +204,10 @@ impl<'a> Routes<'a> {
             Some(p) => Some(p.1 as usize),
             // The map holds the rest once the list is full (or an index
             // past `u32`, which `get` also puts there).
-            None if len == NEAR || self.offsets.len() > u32::MAX as usize => {
+            None if len == NEAR
+                || self.offsets.len() > u32::MAX as usize
+                || b > u32::MAX as usize =>
+            {
                 self.far.get(&(a, b)).copied()
             }
             None => None,
@@ -697,14 +709,14 @@ impl StepCtx<'_, '_> {
                         Some(q) => {
                             let route: Vec<usize> = self
                                 .routes
-                                .get(m.from, m.to)?
+                                .get_lane(m.from, m.to, m.lane)?
                                 .iter()
                                 .map(|&l| q.link_class[l])
                                 .collect();
                             sched.transfer_capped(&route, bytes, cap, &gate)?
                         }
                         None => sched.transfer_capped(
-                            self.routes.get(m.from, m.to)?,
+                            self.routes.get_lane(m.from, m.to, m.lane)?,
                             bytes,
                             cap,
                             &gate,

@@ -23,6 +23,8 @@ struct Tree {
     /// Positions of each depth, ascending (depth 0 is the root).
     by_depth: Vec<Vec<usize>>,
     chunks: Vec<(u64, u64)>,
+    /// The NIC lane of its moves ([`super::plan::Move::lane`]).
+    lane: u32,
 }
 
 impl Tree {
@@ -45,6 +47,7 @@ impl Tree {
             parents,
             by_depth,
             chunks,
+            lane: 0,
         }
     }
 
@@ -78,13 +81,19 @@ impl Tree {
                 // Up: reduce into the parent from depth h - j.
                 for &i in &self.by_depth[h - j] {
                     let p = self.parents[i].unwrap_or(i);
-                    out.push(Move::reduce(self.ranks[i], self.ranks[p], lo, hi));
+                    out.push(Move {
+                        lane: self.lane,
+                        ..Move::reduce(self.ranks[i], self.ranks[p], lo, hi)
+                    });
                 }
             } else {
                 // Down: copy from the parent to depth j - h + 1.
                 for &i in &self.by_depth[j - h + 1] {
                     let p = self.parents[i].unwrap_or(i);
-                    out.push(Move::copy(self.ranks[p], self.ranks[i], lo, hi));
+                    out.push(Move {
+                        lane: self.lane,
+                        ..Move::copy(self.ranks[p], self.ranks[i], lo, hi)
+                    });
                 }
             }
         }
@@ -111,8 +120,15 @@ impl TreeStream {
         if covers && nodes.len() >= 2 {
             let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
             for c in 0..shape.channels {
-                for (r, p, ch) in shape.channel_trees(nodes, c, 0, half, total) {
-                    trees.push(Tree::new(r, p, ch));
+                for (t, (r, p, ch)) in shape
+                    .channel_trees(nodes, c, 0, half, total)
+                    .into_iter()
+                    .enumerate()
+                {
+                    trees.push(Tree {
+                        lane: super::algorithms::tree_lane(t, opts),
+                        ..Tree::new(r, p, ch)
+                    });
                 }
             }
         } else if covers && nodes.len() == 1 {

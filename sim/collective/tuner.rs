@@ -118,7 +118,7 @@ impl<'t> CostWalk<'t> {
                     if m.from == m.to {
                         continue;
                     }
-                    let route = routes.get(m.from, m.to)?;
+                    let route = routes.get_lane(m.from, m.to, m.lane)?;
                     let mut lat = 0;
                     for &l in route {
                         let l = classes.map_or(l, |c| c[l]);
@@ -232,6 +232,11 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         // its channels, the second half on the mirrored tree), each cutting
         // its half in chunks of `chunk_bytes`.
         tree_chunks: cal.chunks_for((bytes / m as u64).div_ceil(2)).min(budget),
+        lanes: if nodes.len() > 1 {
+            topo.nic_lanes(&group.devices) as usize
+        } else {
+            1
+        },
         nodes,
     }
 }

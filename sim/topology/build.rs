@@ -333,6 +333,10 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
             "PCIe switches connect to a host: add a [host] section",
         );
     }
+    let nic_gpus = match &f.nic {
+        Some(nic) => nic_layout(nic, gpus)?,
+        None => Vec::new(),
+    };
     let mut nics: Vec<Vec<ComponentId>> = Vec::new();
     for n in 0..f.nodes {
         let gpu_ids: Vec<ComponentId> = (0..gpus)
@@ -344,7 +348,13 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
                     Some(n),
                     false,
                 );
-                b.component_mut(id).rail = Some(i);
+                // On the rail of its first NIC (its own index without NICs).
+                let rails: Vec<u32> = (0..nic_gpus.len() as u32)
+                    .filter(|&r| nic_gpus[r as usize].contains(&i))
+                    .collect();
+                let c = b.component_mut(id);
+                c.rail = Some(rails.first().copied().unwrap_or(i));
+                c.nic_rails = rails;
                 id
             })
             .collect();
@@ -393,16 +403,21 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
                 add_host_scope(f, b, g, host);
             }
             if let Some(nic) = &f.nic {
-                for i in 0..gpus {
+                // NIC `r` on rail `r`, on the PCIe switch of its (first) GPU.
+                for (r, served) in nic_gpus.iter().enumerate() {
                     let id = b.add(
-                        format!("n{n}.nic{i}"),
+                        format!("n{n}.nic{r}"),
                         ComponentKind::Nic,
                         &nic.model,
                         Some(n),
                         true,
                     );
-                    b.component_mut(id).rail = Some(i);
-                    b.connect(id, sw_ids[(i / p.devices_per_switch) as usize], pcie);
+                    b.component_mut(id).rail = Some(r as u32);
+                    b.connect(
+                        id,
+                        sw_ids[(served[0] / p.devices_per_switch) as usize],
+                        pcie,
+                    );
                     node_nics.push(id);
                 }
             }
@@ -413,6 +428,124 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
         build_fat_tree(f, b, &nics)?;
     }
     Ok(RoutingPolicy::ShortestPath { ecmp: f.nodes > 1 })
+}
+
+/// Most NICs one node may have.
+const MAX_NICS_PER_NODE: u32 = 256;
+
+/// Which local GPUs each of a node's NICs serves (NIC order = rail order):
+/// `gpus` as written, else `count` NICs spread evenly (one per GPU when
+/// neither is given). Every GPU gets as many NICs as every other and every
+/// NIC as many GPUs, so channels spread alike over the rails.
+fn nic_layout(nic: &super::spec::NicSpec, gpus: u32) -> Result<Vec<Vec<u32>>, SemanticError> {
+    if nic.count == Some(0) {
+        return fail(
+            "nic.count",
+            "a node needs at least one NIC (remove [nic] for a node without network)",
+        );
+    }
+    if nic.count.is_some_and(|c| c > MAX_NICS_PER_NODE) {
+        return fail(
+            "nic.count",
+            format!("at most {MAX_NICS_PER_NODE} NICs per node"),
+        );
+    }
+    let layout: Vec<Vec<u32>> = if nic.gpus.is_empty() {
+        let count = nic.count.unwrap_or(gpus);
+        if count >= gpus && count % gpus == 0 {
+            let per = count / gpus;
+            (0..count).map(|r| vec![r / per]).collect()
+        } else if count < gpus && gpus % count == 0 {
+            let shared = gpus / count;
+            (0..count)
+                .map(|r| (r * shared..(r + 1) * shared).collect())
+                .collect()
+        } else {
+            return fail(
+                "nic.count",
+                format!(
+                    "{count} NICs do not spread evenly over {gpus} GPUs: give a multiple or a divisor of the GPUs per node, or list each NIC's GPU in nic.gpus"
+                ),
+            );
+        }
+    } else {
+        let at = |v: &toml::Spanned<toml::Value>, message: String| SemanticError {
+            field: "nic.gpus".into(),
+            span: Some(v.span()),
+            message,
+        };
+        if nic.gpus.len() as u32 > MAX_NICS_PER_NODE {
+            return fail(
+                "nic.gpus",
+                format!("at most {MAX_NICS_PER_NODE} NICs per node"),
+            );
+        }
+        if let Some(c) = nic.count {
+            if c as usize != nic.gpus.len() {
+                return fail(
+                    "nic.count",
+                    format!("count = {c} but nic.gpus lists {} NICs", nic.gpus.len()),
+                );
+            }
+        }
+        let mut out = Vec::new();
+        for (r, v) in nic.gpus.iter().enumerate() {
+            let items: Vec<&toml::Value> = match v.get_ref() {
+                toml::Value::Array(a) => a.iter().collect(),
+                one => vec![one],
+            };
+            let mut served = Vec::new();
+            for item in &items {
+                let g = item.as_integer().ok_or_else(|| {
+                    at(
+                        v,
+                        format!(
+                            "NIC {r}: expected a GPU index or a list of GPU indices, got {item}"
+                        ),
+                    )
+                })?;
+                if g < 0 || g >= i64::from(gpus) {
+                    return Err(at(
+                        v,
+                        format!(
+                            "NIC {r} names GPU {g}, but a node has GPUs 0..{} (dims = [{gpus}])",
+                            gpus - 1
+                        ),
+                    ));
+                }
+                if served.contains(&(g as u32)) {
+                    return Err(at(v, format!("NIC {r} names GPU {g} twice")));
+                }
+                served.push(g as u32);
+            }
+            if served.is_empty() {
+                return Err(at(v, format!("NIC {r} serves no GPU")));
+            }
+            out.push(served);
+        }
+        out
+    };
+    let per_gpu = |g: u32| layout.iter().filter(|s| s.contains(&g)).count();
+    let first = per_gpu(0);
+    if let Some(g) = (0..gpus).find(|&g| per_gpu(g) == 0) {
+        return fail("nic.gpus", format!("GPU {g} has no NIC"));
+    }
+    if let Some(g) = (0..gpus).find(|&g| per_gpu(g) != first) {
+        return fail(
+            "nic.gpus",
+            format!(
+                "GPU 0 has {first} NIC(s) but GPU {g} has {}: every GPU needs as many NICs",
+                per_gpu(g)
+            ),
+        );
+    }
+    if layout.iter().any(|s| s.len() != layout[0].len()) {
+        return fail(
+            "nic.gpus",
+            "every NIC must serve as many GPUs as every other",
+        );
+    }
+    Ok(layout)
 }
 
 /// Rail-optimized two-level fat tree: NIC `r` of every node goes to a leaf of

@@ -79,10 +79,21 @@ pub struct Component {
     /// Rail of a rail-optimized cluster: GPU `k` of a node, its NIC `k` and
     /// the leaf switches of rail `k` (None elsewhere).
     pub rail: Option<u32>,
+    /// A device's NICs by their rails, in the order its channels take them
+    /// (channel `c` leaves the node through `nic_rails[c % len]`, as NCCL
+    /// cycles a GPU's local NICs over its channels); empty without NICs.
+    #[serde(skip_serializing_if = "at_most_one")]
+    pub nic_rails: Vec<u32>,
     /// Peak dense FLOP/s per element type (devices and hosts).
     pub flops: BTreeMap<DType, FlopRate>,
     /// Memory scopes (devices: global, shared, host; hosts: their DRAM as `global`).
     pub memory: Vec<MemoryScope>,
+}
+
+/// Shown (`topology show --format json`) only where a device has several
+/// NICs: with one, `rail` says it.
+fn at_most_one(rails: &[u32]) -> bool {
+    rails.len() <= 1
 }
 
 /// The class of a link, which says what technology a mesh axis crosses.
@@ -177,7 +188,7 @@ pub struct Topology {
     pub(crate) collective_settings: std::sync::Arc<super::settings::CollectiveSettings>,
 }
 
-/// Routes by `(source, destination, ECMP flow id)`: a collective routes the
+/// Routes by `(source, destination, ECMP flow id, NIC lane)`: a collective routes the
 /// same device pairs again and again, and a least-cost search on a machine of
 /// thousands of devices costs far more than a lookup. Only looked up, never
 /// iterated; a copy of the topology starts empty. Bounded: cleared when full.
@@ -188,7 +199,7 @@ pub(crate) struct RouteCache(std::sync::Mutex<RouteTable>);
 
 #[derive(Default)]
 struct RouteTable {
-    spans: std::collections::HashMap<(u32, u32, u64), (u32, u32)>,
+    spans: std::collections::HashMap<(u32, u32, u64, u32), (u32, u32)>,
     links: Vec<LinkId>,
 }
 
@@ -197,13 +208,13 @@ impl RouteCache {
     /// Links held in all (spans index the list with `u32`; 64 MiB).
     const MAX_LINKS: usize = 1 << 24;
 
-    pub(crate) fn get(&self, key: (u32, u32, u64)) -> Option<Vec<LinkId>> {
+    pub(crate) fn get(&self, key: (u32, u32, u64, u32)) -> Option<Vec<LinkId>> {
         let t = self.0.lock().ok()?;
         let &(a, b) = t.spans.get(&key)?;
         Some(t.links[a as usize..b as usize].to_vec())
     }
 
-    pub(crate) fn insert(&self, key: (u32, u32, u64), route: &[LinkId]) {
+    pub(crate) fn insert(&self, key: (u32, u32, u64, u32), route: &[LinkId]) {
         if let Ok(mut t) = self.0.lock() {
             if t.spans.len() >= Self::MAX_ENTRIES || t.links.len() + route.len() > Self::MAX_LINKS {
                 t.spans.clear();
@@ -347,6 +358,7 @@ impl Builder {
             node,
             forwards,
             rail: None,
+            nic_rails: Vec::new(),
             flops: BTreeMap::new(),
             memory: Vec::new(),
         });

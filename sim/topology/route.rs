@@ -16,7 +16,9 @@
 //!   (what lets NCCL's tree channels be timed once, `collective::channels`).
 //!   Rail-aligned first: among equal next hops, those on the source's rail
 //!   win, then those on the destination's rail (GPU `k` uses NIC `k`, as NCCL
-//!   assigns them).
+//!   assigns them). A GPU with several NICs is on its first NIC's rail; a
+//!   route on `lane` prefers the rail of the GPU's NIC `lane mod k` instead
+//!   (NCCL's channels cycle over a GPU's NICs).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -36,6 +38,20 @@ impl Topology {
         dst: ComponentId,
         flow_id: u64,
     ) -> Result<Vec<LinkId>, TopologyError> {
+        self.route_lane(src, dst, flow_id, 0)
+    }
+
+    /// [`Self::route`] for a channel that leaves a device through its NIC
+    /// `lane` (modulo its NICs; see [`super::Component::nic_rails`]): the
+    /// rail preference follows that NIC's rail instead of the device's first.
+    /// Lane 0 is [`Self::route`].
+    pub fn route_lane(
+        &self,
+        src: ComponentId,
+        dst: ComponentId,
+        flow_id: u64,
+        lane: u32,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let n = self.components.len() as u32;
         for c in [src, dst] {
             if c.0 >= n {
@@ -52,11 +68,13 @@ impl Topology {
         }
         let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
         // Without ECMP the flow id picks nothing.
-        let key = (src.0, dst.0, if ecmp { flow_id } else { 0 });
+        // A lane past a device's NICs is the same as its remainder.
+        let lane = self.lane_of(src, dst, lane);
+        let key = (src.0, dst.0, if ecmp { flow_id } else { 0 }, lane);
         if let Some(r) = self.route_cache.get(key) {
             return Ok(r);
         }
-        let (r, settled) = self.shortest(src, dst, flow_id, ecmp)?;
+        let (r, settled) = self.shortest(src, dst, flow_id, ecmp, lane)?;
         // A search that settles a handful of components (every route on one
         // switch) costs about what a lookup does: caching it would only grow
         // the table (65,536 ranks on a switch route 330k pairs, none twice).
@@ -73,13 +91,63 @@ impl Topology {
         dst: u32,
         flow_id: u64,
     ) -> Result<Vec<LinkId>, TopologyError> {
+        self.route_devices_lane(src, dst, flow_id, 0)
+    }
+
+    /// [`Self::route_devices`] through NIC `lane` of each end
+    /// ([`Self::route_lane`]).
+    pub fn route_devices_lane(
+        &self,
+        src: u32,
+        dst: u32,
+        flow_id: u64,
+        lane: u32,
+    ) -> Result<Vec<LinkId>, TopologyError> {
         let s = self
             .device(src)
             .ok_or(TopologyError::NoSuchDevice(src, self.num_devices()))?;
         let d = self
             .device(dst)
             .ok_or(TopologyError::NoSuchDevice(dst, self.num_devices()))?;
-        self.route(s, d, flow_id)
+        self.route_lane(s, d, flow_id, lane)
+    }
+
+    /// NICs per device for channels (the fewest any device of `devices`
+    /// has; 1 where a device has none): how many lanes a channel set
+    /// spreads over.
+    pub fn nic_lanes(&self, devices: &[u32]) -> u32 {
+        devices
+            .iter()
+            .filter_map(|&d| self.device(d))
+            .map(|c| self.component(c).nic_rails.len() as u32)
+            .min()
+            .unwrap_or(0)
+            .max(1)
+    }
+
+    /// `lane` reduced modulo the NICs of the end that has more of them (0
+    /// when neither has two).
+    fn lane_of(&self, src: ComponentId, dst: ComponentId, lane: u32) -> u32 {
+        let k = self
+            .component(src)
+            .nic_rails
+            .len()
+            .max(self.component(dst).nic_rails.len()) as u32;
+        if k < 2 {
+            0
+        } else {
+            lane % k
+        }
+    }
+
+    /// The rail a route prefers at `c` on `lane`: its NIC `lane`'s rail for
+    /// a device with NICs, else its own.
+    fn lane_rail(&self, c: ComponentId, lane: u32) -> Option<u32> {
+        let comp = self.component(c);
+        match comp.nic_rails.len() {
+            0 => comp.rail,
+            k => Some(comp.nic_rails[lane as usize % k]),
+        }
     }
 
     /// The route of a copy between two memory scopes of device `device` (e.g.
@@ -178,6 +246,7 @@ impl Topology {
         dst: ComponentId,
         flow_id: u64,
         ecmp: bool,
+        lane: u32,
     ) -> Result<(Vec<LinkId>, usize), TopologyError> {
         SCRATCH.with(|cell| {
             let mut guard = cell.borrow_mut();
@@ -187,19 +256,21 @@ impl Topology {
                 c.start(n);
             }
             let settled = self.costs_on_paths(src, dst, fwd, bwd, dist);
-            let r = self.shortest_with(src, dst, flow_id, ecmp, |c| dist.get(c), true)?;
+            let flow = ecmp.then_some(flow_id);
+            let r = self.shortest_with(src, dst, flow, lane, |c| dist.get(c), true)?;
             Ok((r, settled))
         })
     }
 
     /// The least-cost walk from `src` to `dst` over costs to `dst` (exact on
-    /// every least-cost route, at least the true cost elsewhere).
+    /// every least-cost route, at least the true cost elsewhere). `flow`:
+    /// the flow id where ECMP picks among equal next hops, else None.
     fn shortest_with(
         &self,
         src: ComponentId,
         dst: ComponentId,
-        flow_id: u64,
-        ecmp: bool,
+        flow: Option<u64>,
+        lane: u32,
         dist: impl Fn(u32) -> u64,
         relays_only: bool,
     ) -> Result<Vec<LinkId>, TopologyError> {
@@ -211,6 +282,7 @@ impl Topology {
         if cost(src) == u64::MAX {
             return Err(no_route());
         }
+        let (ecmp, flow_id) = (flow.is_some(), flow.unwrap_or(0));
         let key = if ecmp { self.ecmp_key(src, dst) } else { 0 };
         let mut cur = src;
         let mut path = Vec::new();
@@ -234,7 +306,7 @@ impl Topology {
                         && (to == dst || self.component(to).forwards)
                 })
                 .collect();
-            let candidates = self.rail_preferred(all, src, dst);
+            let candidates = self.rail_preferred(all, src, dst, lane);
             let pick = if ecmp && candidates.len() > 1 {
                 let h = mix(flow_id ^ key ^ mix(path.len() as u64 + 1));
                 candidates[(h % candidates.len() as u64) as usize]
@@ -271,8 +343,14 @@ impl Topology {
     }
 
     /// The candidates on `src`'s rail, else on `dst`'s rail, else all.
-    fn rail_preferred(&self, all: Vec<LinkId>, src: ComponentId, dst: ComponentId) -> Vec<LinkId> {
-        for rail in [self.component(src).rail, self.component(dst).rail]
+    fn rail_preferred(
+        &self,
+        all: Vec<LinkId>,
+        src: ComponentId,
+        dst: ComponentId,
+        lane: u32,
+    ) -> Vec<LinkId> {
+        for rail in [self.lane_rail(src, lane), self.lane_rail(dst, lane)]
             .into_iter()
             .flatten()
         {
@@ -396,8 +474,8 @@ impl Topology {
         self.shortest_with(
             src,
             dst,
-            flow_id,
-            ecmp,
+            ecmp.then_some(flow_id),
+            0,
             |c| dist.get(&c).copied().unwrap_or(u64::MAX),
             false,
         )

@@ -175,14 +175,26 @@ pub struct HostSpec {
     pub flops: BTreeMap<DType, FlopRate>,
 }
 
-/// Network interfaces, one per GPU (rail-aligned).
+/// Network interfaces of a node, each its own port on its own rail: by
+/// default one per GPU; `count` NICs spread evenly over the GPUs (16 on 8
+/// GPUs: two per GPU; 4 on 8: each shared by two GPUs), or `gpus` naming
+/// the local GPU (or GPUs) each NIC serves, in NIC order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NicSpec {
     pub model: String,
+    /// One NIC's speed (per direction).
     pub bandwidth: Bandwidth,
     /// Latency of the NIC-to-leaf link.
     pub latency: Duration,
+    /// NICs per node (default: one per GPU, or as many as `gpus` lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Per NIC, the local GPU index it serves or a list of them (a NIC two
+    /// GPUs share): `[0, 0, 1, 1, ...]` or `[[0, 1], [2, 3], ...]`. Every GPU
+    /// must have as many NICs as every other, every NIC as many GPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<toml::Spanned<toml::Value>>,
 }
 
 /// The fat tree joining nodes.

@@ -23,6 +23,7 @@ fn time_us(t: &Topology, g: &Group, op: &CollectiveOp, algo: Algorithm, bytes: u
     let opts = PlanOptions {
         chunks: 4,
         nodes: g.nodes(t),
+        lanes: 1,
         channel_chunks: 0,
         tree_chunks: 0,
     };

@@ -3,9 +3,10 @@
 //! 2 x 8 H100 with 8 x 200 Gb/s NICs per node
 //! (fixtures/collective/h100_2node_allreduce_a3mega.csv, as
 //! fixtures/collective/a3mega_topology.toml `--nodes 2`: `dgx-h100` with
-//! 200 Gb/s NICs, NVLS off as the run's NCCL profile set it) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
-//! node (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
-//! --nodes 2`), each with its NCCL buffers (A3 Mega's profile sets
+//! 200 Gb/s NICs, NVLS off as the run's NCCL profile set it) and 2 x 8 A100 with 16 x 100 Gb/s RoCE NICs per
+//! node on OCI (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
+//! --nodes 2 --set nic.count=16 --set nic.bandwidth=100Gb/s`: two NICs per
+//! GPU), each with its NCCL buffers (A3 Mega's profile sets
 //! `NCCL_BUFFSIZE=8388608`: 1 MiB chunks; the A3 fixture also states the
 //! run's NCCL_ALGO, NCCL_PROTO and tuner table, `collective::policy`). `auto` must be within 15% of the
 //! measured time at every size from 64 MiB on, except the sizes listed as
@@ -24,7 +25,8 @@
 //! `dgx-h100 --nodes 2`: NVLS-tree); two AWS p5.48xlarge (32 x 100 Gb/s EFA
 //! each, h100_2node_allreduce_p5.csv, as `dgx-h100 --nodes 2`) and two
 //! p4de.24xlarge (4 x 100 Gb/s EFA each, a100_2node_allreduce_p4de.csv, as
-//! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`).
+//! `dgx-a100 --nodes 2 --set nic.count=4 --set nic.bandwidth=100Gb/s`: each NIC
+//! shared by two GPUs).
 use shardsim::collective::{
     auto_algorithms, time_collective, time_collective_cached, tuner::time_tree_steps, Algorithm,
     Calibration, CollectiveOp, Group, PathCache, Protocol, TreePeriod,
@@ -196,7 +198,11 @@ fn h100_two_nodes_tree_as_the_runs_tuner_set_it_within_ten_percent_from_16_mib()
 fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     let run = Run {
         topology: "dgx-a100".into(),
-        set: &[("nodes", "2")],
+        set: &[
+            ("nodes", "2"),
+            ("nic.count", "16"),
+            ("nic.bandwidth", "100Gb/s"),
+        ],
         algo: None,
         proto: None,
     };
@@ -297,7 +303,11 @@ fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // model does not have; every size from 128 MiB is within 15%.
     let (missed, report) = misses_n(
         "dgx-a100",
-        &[("nodes", "2"), ("nic.bandwidth", "50Gb/s")],
+        &[
+            ("nodes", "2"),
+            ("nic.count", "4"),
+            ("nic.bandwidth", "100Gb/s"),
+        ],
         "collective/a100_2node_allreduce_p4de.csv",
         None,
         6,
@@ -620,5 +630,126 @@ fn auto_across_nodes_is_never_slower_than_the_best_forced_algorithm() {
             );
             s *= 2;
         }
+    }
+}
+
+/// Channels over both NICs of every GPU: two nodes of 8 A100 with 16 x
+/// 100 Gb/s (OCI BM.GPU4.8) at 8 GiB. The ring reaches the network bound of
+/// all 16 NICs, busbw 16 x 12.5 GB/s x the network fraction (each rank's
+/// ring traffic crosses the network at that share of its rings). The tree
+/// (on A100 below its NIC bound, that x 2(n-1)/n, as with 8 x 200 Gb/s) is
+/// above what one NIC per GPU could carry (half that bound) and within 1%
+/// of the same machine described as 8 x 200 Gb/s (the same 1.6 Tb/s).
+#[test]
+fn channels_spread_over_both_nics_of_every_gpu() {
+    let sixteen = super::load(
+        "dgx-a100",
+        &[
+            ("nodes", "2"),
+            ("nic.count", "16"),
+            ("nic.bandwidth", "100Gb/s"),
+        ],
+    );
+    let eight = super::load("dgx-a100", &[("nodes", "2")]);
+    let op = CollectiveOp::AllReduce;
+    let s: u64 = 8 << 30;
+    let busbw = |t: &shardsim::topology::Topology, algo| {
+        let g = Group::first(t, 16).unwrap();
+        let cal = Calibration::for_model(&g.device_model(t)).unwrap();
+        let simple = Some(shardsim::collective::Protocol::Simple);
+        let r = time_collective(t, &g, &op, s / 4, 4, &cal, Some(algo), simple).unwrap();
+        let fraction = cal.simple.network_fraction;
+        (
+            s as f64 / (r.time.ps() as f64 * 1e-12) * op.busbw_factor(16),
+            fraction,
+        )
+    };
+    let (ring, fraction) = busbw(&sixteen, Algorithm::Ring);
+    let nics = 16.0 * 12.5e9 * fraction;
+    assert!(
+        ring <= nics && ring > 0.9 * nics,
+        "ring busbw {:.1} GB/s, bound {:.1}",
+        ring / 1e9,
+        nics / 1e9
+    );
+    let (tree, _) = busbw(&sixteen, Algorithm::Tree);
+    let (tree8, _) = busbw(&eight, Algorithm::Tree);
+    let bound = nics * op.busbw_factor(16);
+    assert!(
+        tree <= bound && tree > 0.6 * bound && (tree / tree8 - 1.0).abs() < 0.01,
+        "tree busbw {:.1} GB/s (8 x 200 Gb/s: {:.1}), bound {:.1}, one NIC per GPU {:.1}",
+        tree / 1e9,
+        tree8 / 1e9,
+        bound / 1e9,
+        bound / 2e9
+    );
+}
+
+/// Plans over two NICs per GPU (`PlanOptions::lanes = 2`) on two nodes of
+/// four: every rank ends with the exact integer result of the collective
+/// (the same as with one lane: whole buffers, or each rank's reduced piece
+/// for reduce-scatter, whose other elements are scratch), and the moves that cross nodes are
+/// split evenly between lanes 0 and 1 (both NICs of every GPU carry its
+/// channels), for the ring's allreduce, all-gather and reduce-scatter and
+/// the tree's allreduce.
+#[test]
+fn plans_over_two_nics_per_gpu_compute_the_same_and_use_both_lanes() {
+    use shardsim::base::DType;
+    use shardsim::collective::{build, data, PlanOptions};
+    use shardsim::tensor::{CollectiveReduction, Data, Tensor};
+    let n = 8;
+    let nodes = vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]];
+    let total = 8 * 4 * 2 * 6;
+    for (op, algo) in [
+        (CollectiveOp::AllReduce, Algorithm::Ring),
+        (CollectiveOp::AllGather, Algorithm::Ring),
+        (CollectiveOp::ReduceScatter, Algorithm::Ring),
+        (CollectiveOp::AllReduce, Algorithm::Tree),
+    ] {
+        let run = |lanes: usize| {
+            let opts = PlanOptions {
+                chunks: 4,
+                channel_chunks: 0,
+                tree_chunks: 0,
+                nodes: nodes.clone(),
+                lanes,
+            };
+            let plan = build(&op, algo, n, total, &opts).unwrap();
+            let mut bufs: Vec<Tensor> = (0..n)
+                .map(|r| {
+                    let v: Vec<i128> = (0..plan.buffer_len)
+                        .map(|i| (r as i128 * 7 + i as i128 * 3) % 11 - 5)
+                        .collect();
+                    Tensor::new(vec![plan.buffer_len], Data::from_i128s(DType::I32, &v)).unwrap()
+                })
+                .collect();
+            data::execute(&plan, &mut bufs, CollectiveReduction::Sum).unwrap();
+            let values: Vec<Vec<f64>> = bufs.iter().map(Tensor::to_f64_vec).collect();
+            let result: Vec<Vec<f64>> = if op == CollectiveOp::ReduceScatter {
+                plan.reduced
+                    .iter()
+                    .map(|&(r, off, len)| values[r][off as usize..(off + len) as usize].to_vec())
+                    .collect()
+            } else {
+                values
+            };
+            let mut per_lane = [0usize; 2];
+            for m in plan.steps.iter().flatten() {
+                if m.from / 4 != m.to / 4 && m.len > 0 {
+                    per_lane[m.lane as usize] += 1;
+                }
+            }
+            (result, per_lane)
+        };
+        let (one, lanes1) = run(1);
+        let (two, lanes2) = run(2);
+        assert!(one == two, "{} {}: results differ", op.name(), algo.name());
+        assert_eq!(lanes1[1], 0);
+        assert!(
+            lanes2[0] > 0 && lanes2[0] == lanes2[1],
+            "{} {}: {lanes2:?}",
+            op.name(),
+            algo.name()
+        );
     }
 }

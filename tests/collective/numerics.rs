@@ -143,6 +143,7 @@ fn check(
     let opts = PlanOptions {
         chunks: 3,
         nodes: nodes_of(n),
+        lanes: 1,
         channel_chunks: 0,
         tree_chunks: 0,
     };
@@ -334,6 +335,7 @@ fn bad_groups_are_errors() {
     let o = PlanOptions {
         chunks: 1,
         nodes: vec![],
+        lanes: 1,
         channel_chunks: 0,
         tree_chunks: 0,
     };

@@ -28,6 +28,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         channel_chunks: 0,
         tree_chunks: 0,
         nodes: nodes.to_vec(),
+        lanes: 1,
     };
     let plan = build(
         &CollectiveOp::AllReduce,

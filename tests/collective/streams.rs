@@ -63,6 +63,7 @@ fn tree_stream_steps_equal_the_built_plan() {
                         channel_chunks,
                         tree_chunks: 0,
                         nodes: nodes_of(layout),
+                        lanes: 1,
                     };
                     same_steps(n, total, &opts);
                 }
@@ -85,7 +86,7 @@ proptest! {
     ) {
         let layout = vec![per; nodes];
         let n = if nodes == 0 { flat } else { nodes * per };
-        let opts = PlanOptions { chunks, channel_chunks, tree_chunks: 0, nodes: nodes_of(&layout) };
+        let opts = PlanOptions { chunks, channel_chunks, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1 };
         let plan = build(&CollectiveOp::AllReduce, Algorithm::Tree, n, total, &opts).unwrap();
         prop_assert_eq!(TreeStream::allreduce(n, total, &opts).steps(), plan.steps);
     }

@@ -6,6 +6,7 @@
 mod bisection;
 mod cli;
 mod files;
+mod nics;
 mod plan;
 mod plan_program;
 mod presets;
