@@ -337,6 +337,25 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
         Some(nic) => nic_layout(nic, gpus)?,
         None => Vec::new(),
     };
+    // A NIC sits on one PCIe switch: GPUs of another switch would reach it
+    // only through the host, at the same cost as any other NIC, so routes
+    // could not honour which NIC is theirs.
+    if let (Some(nic), Some(p)) = (&f.nic, &f.pcie) {
+        let switch = |g: u32| g / p.devices_per_switch;
+        if let Some((r, served)) = nic_gpus
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.iter().any(|&g| switch(g) != switch(s[0])))
+        {
+            return fail(
+                if nic.gpus.is_empty() { "nic.count" } else { "nic.gpus" },
+                format!(
+                    "NIC {r} would serve GPUs {served:?}, on different PCIe switches (pcie.devices_per_switch = {}): a NIC serves GPUs of its own switch",
+                    p.devices_per_switch
+                ),
+            );
+        }
+    }
     let mut nics: Vec<Vec<ComponentId>> = Vec::new();
     for n in 0..f.nodes {
         let gpu_ids: Vec<ComponentId> = (0..gpus)
