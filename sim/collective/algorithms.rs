@@ -17,9 +17,22 @@ pub struct PlanOptions {
     /// cuts each channel's share into its own chunks, so a large message
     /// keeps the pipeline full however many channels carry it.
     pub channel_chunks: usize,
+    /// Pipeline chunks of each part of NVLS-tree (NCCL's chunk size,
+    /// `nvls::pipeline_chunks`; 0: `channel_chunks`, else `chunks`).
+    pub nvls_chunks: usize,
     /// The group's ranks by node, for hierarchical algorithms (each node's
     /// ranks must be consecutive; every node the same count).
     pub nodes: Vec<Vec<usize>>,
+}
+
+impl PlanOptions {
+    /// Pipeline chunks per part of NVLS-tree.
+    pub fn nvls_tree_chunks(&self) -> usize {
+        [self.nvls_chunks, self.channel_chunks, self.chunks]
+            .into_iter()
+            .find(|&c| c > 0)
+            .unwrap_or(1)
+    }
 }
 
 /// The algorithms that exist for `op` (whether they apply to a group is
@@ -451,12 +464,7 @@ fn allreduce(
         }
         NvlsTree => {
             let (nodes, _) = check_nodes(op, algo, n, opts)?;
-            let per = if opts.channel_chunks > 0 {
-                opts.channel_chunks
-            } else {
-                chunks
-            };
-            nvls_tree_allreduce(&nodes, total, per)
+            nvls_tree_allreduce(&nodes, total, opts.nvls_tree_chunks())
         }
         Hierarchical => {
             let (nodes, m) = check_nodes(op, algo, n, opts)?;

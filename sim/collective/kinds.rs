@@ -149,9 +149,13 @@ impl Algorithm {
     /// every rank's every step; a rank's next send waits for its slot (its
     /// previous send in the channel) without paying the hop again. Trees keep
     /// the hop after the last sends (pipelining theirs moved every two-node
-    /// tree row away from the measurements).
+    /// tree row away from the measurements). NVLS-tree pipelines them too:
+    /// NCCL runs its switch, network and multicast legs on separate warps,
+    /// each with its own connection slots (`src/device/all_reduce.h`,
+    /// `NCCL_ALGO_NVLS_TREE`), so a chunk's hops are latency on its path, not
+    /// a stall of every step (README, *NVLS-tree timing*).
     pub fn pipelines_hops(self) -> bool {
-        matches!(self, Algorithm::Ring)
+        matches!(self, Algorithm::Ring | Algorithm::NvlsTree)
     }
 
     /// Is the tuner's estimate the longest path through the moves

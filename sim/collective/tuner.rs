@@ -223,9 +223,16 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     let m = nodes.first().map_or(1, Vec::len).max(1);
     let chunks = cal.chunks_for(bytes);
     let budget = (cal.max_chunks * 16 / group.len().max(1)).max(chunks / m);
+    // NVLS-tree: NCCL's chunks, within the same budget.
+    let nvls_chunks = if nodes.len() >= 2 {
+        super::nvls::pipeline_chunks(bytes, nodes.len(), m, budget)
+    } else {
+        0
+    };
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
+        nvls_chunks,
         nodes,
     }
 }
@@ -681,11 +688,7 @@ fn shape_of(
     if algo != Algorithm::NvlsTree || opts.nodes.len() < 2 {
         return None;
     }
-    let per = if opts.channel_chunks > 0 {
-        opts.channel_chunks
-    } else {
-        opts.chunks
-    };
+    let per = opts.nvls_tree_chunks();
     Some(Shape {
         algo,
         ranks: group.len(),

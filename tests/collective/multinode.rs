@@ -176,9 +176,9 @@ fn oci_h100_two_nodes_nvls_tree_within_fifteen_percent_from_1_gib() {
 fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // NCCL chose (no NCCL_ALGO); from 1 GiB its busbw (437-487 GB/s) is
     // above the ring's and the tree's bounds, i.e. NVLS-tree, as ours.
-    // 128 MiB: our estimate prefers NVLS-tree (247.1 GB/s when timed) where
-    // timing the ring would give 309.7 (-6.6%): an estimate/timing
-    // disagreement inside `auto`, not a fabric question.
+    // 64 MiB: we are 18% fast; the measured curve is a near-constant 55-110
+    // us above our NVLS-tree from 1 to 64 MiB (EFA's per-message cost: p5
+    // pays 69 us at 8 B), which the model does not have.
     let (missed, report) = misses(
         "dgx-h100",
         &[("nodes", "2")],
@@ -186,7 +186,7 @@ fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         None,
         9,
     );
-    assert_eq!(missed, vec![128 << 20], "{report}");
+    assert_eq!(missed, vec![64 << 20], "{report}");
 }
 
 #[test]

@@ -144,6 +144,7 @@ fn check(
         chunks: 3,
         nodes: nodes_of(n),
         channel_chunks: 0,
+        nvls_chunks: 0,
     };
     let plan = match build(op, algo, n, total, &opts) {
         Ok(p) => p,
@@ -334,6 +335,7 @@ fn bad_groups_are_errors() {
         chunks: 1,
         nodes: vec![],
         channel_chunks: 0,
+        nvls_chunks: 0,
     };
     assert_eq!(
         build(&CollectiveOp::AllReduce, Algorithm::Ring, 0, 8, &o),

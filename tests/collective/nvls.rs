@@ -17,6 +17,7 @@ struct Loads {
     up: Vec<u64>,
     down: Vec<u64>,
     net_sent: Vec<u64>,
+    net_recv: Vec<u64>,
     local_p2p: usize,
 }
 
@@ -26,6 +27,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
     let opts = PlanOptions {
         chunks,
         channel_chunks: 0,
+        nvls_chunks: 0,
         nodes: nodes.to_vec(),
     };
     let plan = build(
@@ -40,6 +42,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         up: vec![0; n],
         down: vec![0; n],
         net_sent: vec![0; n],
+        net_recv: vec![0; n],
         local_p2p: 0,
     };
     for step in &plan.steps {
@@ -66,6 +69,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
                         l.local_p2p += 1;
                     } else {
                         l.net_sent[m.from] += m.len;
+                        l.net_recv[m.to] += m.len;
                     }
                 }
             }
@@ -105,6 +109,76 @@ fn nvls_tree_sends_each_byte_to_the_switch_once_and_back_once() {
             }
         }
     }
+}
+
+#[test]
+fn nvls_tree_nics_carry_at_most_twice_their_part_as_nccls_double_tree() {
+    // NCCL's NVLS channels alternate the two trees of its double binary tree
+    // (connect.cc: `channel->nvls.treeUp = treeUp[c%2]`), so half of every
+    // chunk takes each; a node is an inner node of at most one of them, so
+    // its NIC sends (and receives) at most part/2 x (1 + 2) in one tree and
+    // part/2 in the other: 2 x part. With one tree per part an inner node's
+    // NIC would carry 3 x part (the 128-node NVLS-tree's bottleneck).
+    for (n_nodes, m) in [(3usize, 4usize), (4, 8), (7, 2), (8, 4), (16, 2)] {
+        // Even chunks, so a chunk's two halves are equal.
+        let total = (m * 1024) as u64;
+        let part = total / m as u64;
+        for chunks in [1usize, 4, 8] {
+            let l = loads(&by_node(n_nodes, m), total, chunks);
+            for r in 0..n_nodes * m {
+                assert!(
+                    l.net_sent[r] <= 2 * part && l.net_recv[r] <= 2 * part,
+                    "{n_nodes}x{m}, {chunks} chunks, rank {r}: sent {} received {} of part {part}",
+                    l.net_sent[r],
+                    l.net_recv[r]
+                );
+            }
+            // From 7 nodes some NIC carries exactly 2 x part (node 1: an
+            // inner node of the first tree with two children, a leaf of the
+            // second).
+            if n_nodes >= 7 {
+                assert_eq!(l.net_sent.iter().max(), Some(&(2 * part)), "{n_nodes}x{m}");
+            }
+        }
+    }
+}
+
+#[test]
+fn nvls_tree_chunks_follow_nccls_chunk_size() {
+    // NCCL 2.21-2.23 `computeCollChunkInfo` for NVLS_TREE, worked by hand:
+    // 16 channels x 8 heads = 128 concurrent chunks; start at NVLS_CHUNKSIZE
+    // (128 KiB), at most 64 KiB from 4 nodes; 64 KiB below 4 x 128 x 128 KiB
+    // = 64 MiB, 32 KiB below 1 x 128 x 64 KiB = 8 MiB. A part's pipeline
+    // chunk here is 16 of NCCL's (one per channel).
+    use shardsim::collective::nvls::{nccl_chunk_bytes, pipeline_chunks};
+    let kib = 1024u64;
+    let mib = 1024 * kib;
+    for (bytes, nodes, heads, chunk) in [
+        (mib, 2usize, 8u64, 32 * kib),
+        (8 * mib - 1, 2, 8, 32 * kib),
+        (8 * mib, 2, 8, 64 * kib),
+        (64 * mib - 1, 2, 8, 64 * kib),
+        (64 * mib, 2, 8, 128 * kib),
+        (16 << 30, 2, 8, 128 * kib),
+        (8 * mib, 4, 8, 64 * kib),
+        (8 * mib - 1, 4, 8, 32 * kib),
+        (8 << 30, 128, 8, 64 * kib),
+        // 4 heads: 64 concurrent chunks, thresholds halve.
+        (32 * mib, 2, 4, 128 * kib),
+        (4 * mib, 2, 4, 64 * kib),
+    ] {
+        assert_eq!(
+            nccl_chunk_bytes(bytes, nodes, heads),
+            chunk,
+            "{bytes} B, {nodes} nodes"
+        );
+    }
+    // 64 MiB over 2 x 8: 8 MiB a part, 2 MiB a wave of 16 channels: 4.
+    assert_eq!(pipeline_chunks(64 * mib, 2, 8, 64), 4);
+    assert_eq!(pipeline_chunks(1 << 30, 2, 8, 64), 64);
+    // 16 GiB would be 1,024 (128 KiB chunks): the simulation's budget.
+    assert_eq!(pipeline_chunks(16 << 30, 2, 8, 64), 64);
+    assert_eq!(pipeline_chunks(8, 2, 8, 64), 1);
 }
 
 #[test]
