@@ -10,18 +10,18 @@
 //! rank's down link once). So per rank NVLink carries S + S/m up and
 //! S/m + S down, and each NIC S/m per tree edge and direction.
 //!
-//! NCCL's shape (read at v2.21.5 and v2.23.4): channel `c` runs tree `c % 2`
-//! of the double binary tree over the nodes (`src/graph/connect.cc` line 304
-//! at v2.21.5, 309 at v2.23.4: `channel->nvls.treeUp = treeUp[c%2]`), so
-//! half of each chunk climbs the heap tree over the nodes in order and the
-//! other half the heap over the nodes reversed (the reversed heap's
-//! inner nodes are the leaves of the first: each node's NIC carries at most
-//! 2 S/m per direction, not 3 S/m as one tree's inner node would). Each
-//! chunk here is one chunk of all 16 channels at once, so its first half
-//! takes the first tree and its second half the second, at the same steps. The
-//! chunks follow NCCL's NVLS-tree chunk size ([`nccl_chunk_bytes`]): one
-//! chunk of a part here is one chunk of each of NCCL's 16 NVLS channels,
-//! which run side by side over the same links.
+//! NCCL's shape (read at v2.21.5 and v2.23.4). Chunks: one pipeline chunk
+//! of a part here is one NCCL chunk of each of its 16 NVLS channels, which
+//! run side by side over the same links ([`nccl_chunk_bytes`],
+//! [`pipeline_chunks`]). Trees: channel `c` climbs tree `c % 2` of the double
+//! binary tree over the nodes (`src/graph/connect.cc` line 304 at v2.21.5,
+//! 309 at v2.23.4: `channel->nvls.treeUp = treeUp[c%2]`), so the first half
+//! of each chunk climbs the heap over the nodes in order and the second half
+//! the heap over the nodes reversed, at the same steps. The reversed heap's
+//! inner nodes are the first one's leaves, so each NIC carries at most
+//! 2 S/m per direction (one tree per part: 3 S/m at an inner node). Hops:
+//! NCCL's legs run on separate warps, so the timing pays them along the
+//! data's path ([`super::kinds::Algorithm::pipelines_hops`]).
 
 use super::blocks::{heap_parents, tree_allreduce};
 use super::plan::{push_at, split_range, Move, Via};

@@ -187,8 +187,8 @@ fn nvls_tree_approaches_the_nvlink_and_nic_bounds() {
     // S (1 + 1/m) at the NVLS fraction of 450 GB/s, each NIC S/m per
     // direction at the network fraction of 50 (or 25) GB/s. algbw is at
     // most the smaller of the two; 8 GiB gets within 15% of it (pipeline
-    // fill and per-step latencies): 261.5 of 284.0 GB/s at 400 Gb/s
-    // (NVLink-bound), 175.8 of 188.0 at 200 Gb/s (NIC-bound).
+    // fill and latencies): 263.6 of 284.0 GB/s at 400 Gb/s (NVLink-bound),
+    // 179.9 of 188.0 at 200 Gb/s (NIC-bound).
     for nic in ["400Gb/s", "200Gb/s"] {
         let t = load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", nic)]);
         let g = Group::first(&t, 16).unwrap();
