@@ -23,8 +23,10 @@
 //! NCCL's legs run on separate warps, so the timing pays them along the
 //! data's path ([`super::kinds::Algorithm::pipelines_hops`]).
 
+use super::algorithms::PlanOptions;
 use super::blocks::{heap_parents, tree_allreduce};
-use super::plan::{push_at, split_range, Move, Via};
+use super::kinds::CollectiveOp;
+use super::plan::{buffer_len, push_at, split_range, Move, Plan, Via};
 
 /// Steps between a chunk's arrival at a rank and the rank's next move of
 /// it across the other fabric (switch to network, network to switch). A
@@ -86,10 +88,44 @@ pub fn pipeline_chunks(bytes: u64, nodes: usize, heads: usize, budget: usize) ->
 /// one part per local rank and `chunks` pipeline chunks per part.
 pub fn nvls_tree_allreduce(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Vec<Vec<Move>> {
     let m = nodes.first().map_or(0, Vec::len);
+    nvls_tree_parts(nodes, total, chunks, m)
+}
+
+/// Part 0's plan of an NVLS-tree allreduce of `total` elements over `n`
+/// ranks (the whole plan's steps, part 0's moves), when every part is the
+/// image of part 0 under rotating every node's local ranks: `n` ranks in
+/// consecutive nodes of `m >= 2` each, `total` a multiple of `m` (equal
+/// parts, equal chunks). `channels.rs` times it on the quotient.
+pub fn part_plan(op: &CollectiveOp, n: usize, total: u64, opts: &PlanOptions) -> Option<Plan> {
+    let nodes = &opts.nodes;
+    let m = nodes.first().map_or(0, Vec::len);
+    let consecutive = nodes.iter().flatten().copied().eq(0..n);
+    if *op != CollectiveOp::AllReduce
+        || nodes.len() < 2
+        || m < 2
+        || nodes.iter().any(|g| g.len() != m)
+        || !consecutive
+        || total % m as u64 != 0
+    {
+        return None;
+    }
+    let steps = nvls_tree_parts(nodes, total, opts.nvls_tree_chunks(), 1);
+    Some(Plan {
+        ranks: n,
+        buffer_len: buffer_len(op, total),
+        steps: steps.into_iter().filter(|s| !s.is_empty()).collect(),
+        reduced: (0..n).map(|r| (r, 0, total)).collect(),
+    })
+}
+
+/// The moves of parts `0..upto` (of one per local rank), at the whole
+/// plan's steps.
+fn nvls_tree_parts(nodes: &[Vec<usize>], total: u64, chunks: usize, upto: usize) -> Vec<Vec<Move>> {
+    let m = nodes.first().map_or(0, Vec::len);
     let n_nodes = nodes.len();
     let parents = heap_parents(n_nodes);
     let mut steps: Vec<Vec<Move>> = Vec::new();
-    for (a, &(plo, phi)) in split_range(0, total, m).iter().enumerate() {
+    for (a, &(plo, phi)) in split_range(0, total, m).iter().enumerate().take(upto) {
         let parts: Vec<(u64, u64)> = split_range(plo, phi, chunks.max(1))
             .into_iter()
             .filter(|(lo, hi)| hi > lo)

@@ -1,11 +1,13 @@
 //! NVLS-tree (NVLS inside each node, a tree over the NICs across nodes):
 //! bytes moved against the closed form, the time against the NVLink and NIC
-//! bounds, and `auto` using it only where the NVSwitches reduce.
+//! bounds, `auto` using it only where the NVSwitches reduce, and its parts
+//! timed once on the quotient by the node rotation against the whole plan.
 
 use std::collections::BTreeSet;
 
 use shardsim::collective::{
-    build, time_collective, Algorithm, Calibration, CollectiveOp, Group, PlanOptions, Protocol, Via,
+    build, nvls_tree_on_quotient, run_collective, time_collective, Algorithm, Calibration,
+    CollectiveOp, Group, PlanOptions, Protocol, Via,
 };
 use shardsim::topology::Topology;
 
@@ -273,5 +275,49 @@ fn auto_takes_nvls_tree_where_it_is_fastest() {
     for other in [Algorithm::Tree, Algorithm::Ring] {
         let o = time_collective(&t, &g, &op, total, 4, &cal, Some(other), None).unwrap();
         assert!(auto.time < o.time, "{other}: {} vs {}", o.time, auto.time);
+    }
+}
+
+/// NVLS-tree's part 0 timed on the quotient by the node rotation
+/// (`time_collective`) against the whole plan on the whole network
+/// (`run_collective`): the same time to the picosecond and the same flow
+/// count, where the fast path applies (checked) and where it does not
+/// (a message that does not split evenly over the parts).
+#[test]
+fn nvls_tree_parts_on_the_quotient_equal_the_whole_run() {
+    // (nodes, overrides, bytes, fast path expected)
+    type Case<'a> = (u32, &'a [(&'a str, &'a str)], u64, bool);
+    let mib = 1u64 << 20;
+    let cases: &[Case] = &[
+        (2, &[], 64 * mib, true),
+        (2, &[], 256 * mib, true),
+        (2, &[], 4096, true),
+        (2, &[], 64 * mib + 4, false),
+        (2, &[("nic.bandwidth", "200Gb/s")], 16 * mib, true),
+        (3, &[], 8 * mib, true),
+        (5, &[], 32 * mib, true),
+        (5, &[], 32 * mib + 12, false),
+        // Two leaves per rail under 8 spines (as dgx-h100 from 64 nodes).
+        (9, &[("network.switch_radix", "16")], 16 * mib, true),
+    ];
+    let op = CollectiveOp::AllReduce;
+    let algo = Some(Algorithm::NvlsTree);
+    for &(nodes, set, bytes, fast) in cases {
+        let n = nodes.to_string();
+        let mut over = vec![("nodes", n.as_str())];
+        over.extend_from_slice(set);
+        let t = load("dgx-h100", &over);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let total = bytes / 4;
+        let what = format!("dgx-h100 x{nodes} {set:?} {bytes} B");
+        assert_eq!(
+            nvls_tree_on_quotient(&t, &g, total, 4, &cal).unwrap(),
+            fast,
+            "{what}: fast path expected {fast}"
+        );
+        let quick = time_collective(&t, &g, &op, total, 4, &cal, algo, None).unwrap();
+        let full = run_collective(&t, &g, &op, total, 4, &cal, algo, None).unwrap();
+        assert_eq!((quick.time, quick.flows), (full.time, full.flows), "{what}");
     }
 }
