@@ -10,6 +10,7 @@ mod engine;
 mod ir;
 mod mesh;
 mod models;
+mod net;
 mod partition;
 mod propagate;
 mod runtime;

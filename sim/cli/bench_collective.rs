@@ -26,6 +26,7 @@ pub fn run(a: CollectiveBenchArgs) -> anyhow::Result<()> {
         topology: a.topology.clone(),
         nodes: Some(a.nodes),
         set: Vec::new(),
+        tuner: None,
         op: a.op.clone(),
         algo: a.algo.clone(),
         proto: "auto".into(),

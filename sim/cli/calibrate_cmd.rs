@@ -64,6 +64,12 @@ pub struct CalibrateArgs {
     /// Override a topology field (`nvlink.bandwidth=900GB/s`); with --measured only.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,
+    /// min_bytes, max_bytes, algorithm, protocol, channels, nNodes, nRanks)
+    /// whose first matching row overrides `auto` (same as --set
+    /// collective.tuner_file=FILE); with --measured only.
+    #[arg(long, value_name = "FILE.csv")]
+    pub tuner: Option<PathBuf>,
     /// The topology: with --backend the one the session plans its collectives
     /// on (default `switch`); with --measured the machine the curves were
     /// measured on (required).
@@ -129,6 +135,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         ("--op", args.op.is_some()),
         ("--nodes", args.nodes.is_some()),
         ("--set", !args.set.is_empty()),
+        ("--tuner", args.tuner.is_some()),
     ] {
         if given {
             anyhow::bail!(

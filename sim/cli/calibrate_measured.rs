@@ -22,7 +22,8 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
             "--measured needs --topology: the machine the curves were measured on (e.g. dgx-a100)"
         );
     };
-    let topo = load_topology(topo_name, args.nodes, &args.set)?;
+    let set = super::output::with_tuner(&args.set, args.tuner.as_deref())?;
+    let topo = load_topology(topo_name, args.nodes, &set)?;
     let n = match &args.ranks {
         None => topo.num_devices(),
         Some(text) => {
@@ -119,6 +120,16 @@ pub fn run(args: &CalibrateArgs) -> anyhow::Result<()> {
         // The fit replaces this model's entry; other models keep theirs.
         let mut table = file.collective.take().unwrap_or_default();
         table.extend(collective_table(&fit)?);
+        // A tuner file is named relative to where it was read: the written
+        // topology carries its rows instead, so it loads from anywhere.
+        if table.remove("tuner_file").is_some() {
+            let rows = topo.collective_settings().tuner.iter();
+            let rows: Vec<toml::Value> =
+                rows.map(|r| toml::Value::String(r.text.clone())).collect();
+            if !rows.is_empty() {
+                table.insert("tuner".into(), toml::Value::Array(rows));
+            }
+        }
         file.collective = Some(table);
         let measured: Vec<String> = curves.iter().map(|c| c.file.clone()).collect();
         file.sources.push(format!(

@@ -74,6 +74,12 @@ pub struct CollectiveArgs {
     /// --set collective.chooser=nccl-algo makes `auto` take NCCL's algorithm (model | nccl | nccl-algo).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,
+    /// min_bytes, max_bytes, algorithm, protocol, channels, nNodes, nRanks)
+    /// whose first matching row overrides `auto` (same as --set
+    /// collective.tuner_file=FILE).
+    #[arg(long, value_name = "FILE.csv")]
+    pub tuner: Option<PathBuf>,
     /// all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute
     /// (the ring shift r -> r+1, nccl-tests' sendrecv), broadcast, reduce,
     /// scatter, gather; nccl-tests' spellings (allreduce, ...) work too.
@@ -139,7 +145,8 @@ impl CollectiveArgs {
         if !self.measured.is_empty() && self.out.is_none() {
             anyhow::bail!("--measured overlays the plot that --out DIR draws: give --out too");
         }
-        let topo = load_topology(&self.topology, self.nodes, &self.set)?;
+        let set = super::output::with_tuner(&self.set, self.tuner.as_deref())?;
+        let topo = load_topology(&self.topology, self.nodes, &set)?;
         let group = match &self.ranks {
             None => Group::first(&topo, topo.num_devices())?,
             Some(text) => {
@@ -159,6 +166,8 @@ impl CollectiveArgs {
             "auto" => None,
             p => Some(p.parse::<Protocol>()?),
         };
+        // An --algo / --proto the run's settings disable: said once, before any size.
+        collective::Policy::of(&topo)?.check_explicit(&op, algo, proto)?;
         let dtype: DType = self
             .dtype
             .parse()

@@ -38,6 +38,12 @@ pub struct TimedArgs {
     /// --set collective.chooser=nccl-algo makes `auto` take NCCL's algorithm (model | nccl | nccl-algo).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,
+    /// min_bytes, max_bytes, algorithm, protocol, channels, nNodes, nRanks)
+    /// whose first matching row overrides `auto` (same as --set
+    /// collective.tuner_file=FILE).
+    #[arg(long, value_name = "FILE.csv")]
+    pub tuner: Option<PathBuf>,
     /// Write trace.json (Chrome trace events), events.csv and summary.json here.
     #[arg(long)]
     pub trace: Option<PathBuf>,
@@ -181,6 +187,7 @@ pub fn check_args(args: &TimedArgs) -> anyhow::Result<()> {
     let given = [
         ("--nodes", args.nodes.is_some()),
         ("--set", !args.set.is_empty()),
+        ("--tuner", args.tuner.is_some()),
         ("--trace", args.trace.is_some()),
         ("--seed", args.seed.is_some()),
         ("--jitter", args.jitter.is_some()),
@@ -208,7 +215,8 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
     let Some(name) = &args.topology else {
         return Ok(None);
     };
-    let topo = super::output::load_topology(name, args.nodes, &args.set)?;
+    let set = super::output::with_tuner(&args.set, args.tuner.as_deref())?;
+    let topo = super::output::load_topology(name, args.nodes, &set)?;
     let (mesh, devices) = (program.num_devices(), u64::from(topo.num_devices()));
     if mesh != devices {
         // A smaller mesh would leave devices idle without saying so.
@@ -237,7 +245,7 @@ pub fn run(program: &SpmdProgram, args: &TimedArgs) -> anyhow::Result<Option<Tim
     drop(bar);
     let summary = TimedSummary {
         nodes: args.nodes,
-        overrides: args.set.iter().map(|s| s.trim().to_string()).collect(),
+        overrides: set.iter().map(|s| s.trim().to_string()).collect(),
         mesh: program.mesh.to_string(),
         seed: args.seed.unwrap_or(0),
         perturbations,

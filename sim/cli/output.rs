@@ -87,7 +87,33 @@ pub fn load_topology(
         }
         overrides.push(o);
     }
-    Ok(shardsim::topology::load(name, &overrides)?)
+    let topo = shardsim::topology::load(name, &overrides)?;
+    // The run's collective settings, checked once before any work (each
+    // collective reads them again).
+    shardsim::collective::Policy::of(&topo)?;
+    Ok(topo)
+}
+
+/// The `--set` list with `--tuner FILE` as the override it stands for,
+/// `collective.tuner_file` (a literal string: any path but one holding `'`).
+pub fn with_tuner(set: &[String], tuner: Option<&std::path::Path>) -> anyhow::Result<Vec<String>> {
+    let mut out = set.to_vec();
+    if let Some(p) = tuner {
+        let text = p.display().to_string();
+        if text.contains('\'') || text.contains('\n') {
+            anyhow::bail!("--tuner {text}: a path with a quote or a line break cannot be named");
+        }
+        if set
+            .iter()
+            .any(|s| s.trim_start().starts_with("collective.tuner"))
+        {
+            anyhow::bail!(
+                "--tuner {text} and --set collective.tuner...: give the tuner table once"
+            );
+        }
+        out.push(format!("collective.tuner_file='{text}'"));
+    }
+    Ok(out)
 }
 
 /// Refuse an output directory `dir` (given by `flag`) that exists as

@@ -25,6 +25,12 @@ pub struct RunArgs {
     /// field as exec and collective take it (--set nvlink.bandwidth=900GB/s).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,
+    /// min_bytes, max_bytes, algorithm, protocol, channels, nNodes, nRanks)
+    /// whose first matching row overrides `auto` (same as --set
+    /// collective.tuner_file=FILE).
+    #[arg(long, value_name = "FILE.csv")]
+    tuner: Option<PathBuf>,
     /// Where the report directories go (one per scenario).
     #[arg(short, long = "out", default_value = "reports")]
     out: PathBuf,
@@ -104,9 +110,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut failed = Vec::new();
     let mut ooms = Vec::new();
     let mut json = Vec::new();
+    let sets = super::output::with_tuner(&args.set, args.tuner.as_deref())?;
     let mut bar = super::progress::Progress::new(paths.len() as u64, "scenarios");
     for p in paths {
-        let sc = load_scenario(p, &args.set)?;
+        let sc = load_scenario(p, &sets)?;
         bar.message(format!("scenario {}", sc.name));
         let start = Instant::now();
         // Memory over time only feeds the memory plot.

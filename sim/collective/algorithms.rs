@@ -20,6 +20,11 @@ pub struct PlanOptions {
     /// Pipeline chunks of each part of NVLS-tree (NCCL's chunk size,
     /// `nvls::pipeline_chunks`; 0: `channel_chunks`, else `chunks`).
     pub nvls_chunks: usize,
+    /// `channel_chunks` for trees (NVLS-tree has `nvls_chunks`): each
+    /// tree of a channel (both trees of the double binary tree) is an NCCL
+    /// channel cutting its half of the channel's share in its own chunks.
+    /// 0: `channel_chunks`.
+    pub tree_chunks: usize,
     /// The group's ranks by node, for hierarchical algorithms (each node's
     /// ranks must be consecutive; every node the same count).
     pub nodes: Vec<Vec<usize>>,
@@ -32,6 +37,15 @@ impl PlanOptions {
             .into_iter()
             .find(|&c| c > 0)
             .unwrap_or(1)
+    }
+
+    /// Pipeline chunks of each channel of a multi-node tree.
+    pub fn tree_channel_chunks(&self) -> usize {
+        if self.tree_chunks > 0 {
+            self.tree_chunks
+        } else {
+            self.channel_chunks
+        }
     }
 }
 
@@ -407,7 +421,7 @@ fn allreduce(
             let nodes = &opts.nodes;
             let covers = nodes.iter().flatten().count() == n;
             if covers && nodes.len() >= 2 {
-                tree_channels(nodes, 0, half, total, chunks, opts.channel_chunks)
+                tree_channels(nodes, 0, half, total, chunks, opts.tree_channel_chunks())
             } else if covers && nodes.len() == 1 {
                 let chain: Vec<usize> = nodes[0].clone();
                 let mirror: Vec<usize> = chain.iter().rev().copied().collect();
@@ -535,8 +549,11 @@ impl TreeChannels {
         // than pipeline chunks, so a message moves in `chunks` pieces per tree.
         let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
         let shared = (chunks / channels).max(1);
-        let per = if channels == m && m > 1 {
-            channel_chunks.max(shared)
+        // A channel per local rank cuts its share in its own chunks
+        // (`channel_chunks`: each of its two trees is an NCCL channel with
+        // chunks of `chunk_bytes`, fewer than the shared count would give).
+        let per = if channels == m && m > 1 && channel_chunks > 0 {
+            channel_chunks
         } else {
             shared
         };

@@ -41,8 +41,16 @@ impl ProtocolParams {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
+    /// A pipeline chunk: NCCL's Simple step, `NCCL_BUFFSIZE / NCCL_STEPS`
+    /// (4 MiB / 8 by default).
     pub chunk_bytes: u64,
     pub max_chunks: usize,
+    /// Payload rate (GB/s) at which one NCCL channel (one thread block) of a
+    /// tree moves Simple data at each rank, whatever its links could take:
+    /// NCCL's `perChMaxTreeBw` (its busbw) halved to the channel's algbw.
+    /// 0: links only.
+    #[serde(default)]
+    pub tree_channel_gbs: f64,
     pub ll: ProtocolParams,
     pub ll128: ProtocolParams,
     pub simple: ProtocolParams,
@@ -56,6 +64,7 @@ impl Calibration {
         Calibration {
             chunk_bytes: 1 << 19,
             max_chunks: 64,
+            tree_channel_gbs: 0.0,
             ll: ProtocolParams::IDEAL,
             ll128: ProtocolParams::IDEAL,
             simple: ProtocolParams::IDEAL,
@@ -81,6 +90,14 @@ impl Calibration {
             (_, Protocol::Ll128) => &self.ll128,
             (_, Protocol::Simple) => &self.simple,
         }
+    }
+
+    /// The payload rate (bytes/s) of one tree send ([`Self::tree_channel_gbs`]):
+    /// each tree of our channels is one NCCL channel. `None` where only the
+    /// links bound it (not a tree, not Simple, or no figure).
+    pub fn tree_channel_rate(&self, algo: Algorithm, proto: Protocol) -> Option<f64> {
+        (algo == Algorithm::Tree && proto == Protocol::Simple && self.tree_channel_gbs > 0.0)
+            .then_some(self.tree_channel_gbs * 1e9)
     }
 
     /// Pipeline chunks for a message of `bytes`.
@@ -130,8 +147,11 @@ impl Calibration {
 
 /// A topology file's `[collective]` table as calibrations, checked.
 pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
-    // Settings beside the per-model tables (`chooser`) are not calibrations.
+    // The run's settings (`policy.rs`) sit beside the device models' tables.
     let mut own = own.clone();
+    for k in crate::topology::settings::SETTING_KEYS {
+        own.remove(k);
+    }
     own.remove(crate::topology::CHOOSER_KEY);
     let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
@@ -154,6 +174,11 @@ fn check_table(t: &BTreeMap<String, Calibration>) -> Result<(), CollectiveError>
                     "[{name}]: fractions must be in (0, 1] and latencies >= 0"
                 )));
             }
+        }
+        if !(c.tree_channel_gbs.is_finite() && c.tree_channel_gbs >= 0.0) {
+            return Err(CollectiveError::Calibration(format!(
+                "[{name}]: tree_channel_gbs must be a number >= 0"
+            )));
         }
         if c.chunk_bytes == 0 || c.max_chunks == 0 {
             return Err(CollectiveError::Calibration(format!(

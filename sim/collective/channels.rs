@@ -44,7 +44,7 @@ impl TreeSpec {
         if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
             return None;
         }
-        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.channel_chunks);
+        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.tree_channel_chunks());
         if shape.channels != m {
             return None;
         }

@@ -320,6 +320,7 @@ impl<'q> PathWalk<'q> {
                 };
                 let mut s = q_scaled(q, payload);
                 s.pipelined = algo.pipelines_hops();
+                s.channel_rate = cal.tree_channel_rate(algo, p).unwrap_or(0.0);
                 if z {
                     s.no_bytes = true;
                     (i + 3, s)
@@ -425,6 +426,7 @@ impl<'q> PathWalk<'q> {
                             most as f64 / (bw as f64 * f)
                         })
                         .fold(0.0, f64::max)
+                        .max(own_time(m.len * self.elem_bytes, p.channel_rate))
                 };
                 end[k] = start + lat as f64 + t * 1e12;
                 self.worst[k] = self.worst[k].max(end[k]);
@@ -527,6 +529,18 @@ struct Scaled {
     network_bw: f64,
     /// The zero-bandwidth column: moves cost their latencies only.
     no_bytes: bool,
+    /// A send's own rate (bytes/s, [`Calibration::tree_channel_rate`]):
+    /// it lasts at least its bytes at this rate. 0: links only.
+    channel_rate: f64,
+}
+
+/// Seconds a send of `bytes` takes at its own `rate` (0: none).
+fn own_time(bytes: u64, rate: f64) -> f64 {
+    if rate > 0.0 {
+        bytes as f64 / rate
+    } else {
+        0.0
+    }
 }
 
 fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
@@ -537,6 +551,7 @@ fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
         nvlink_bw: q.nvlink_fraction * payload,
         network_bw: q.network_fraction * payload,
         no_bytes: false,
+        channel_rate: 0.0,
     }
 }
 
@@ -586,6 +601,7 @@ pub(crate) fn streamed_chain_bound(
             let q = *cal.params(algo, p);
             let mut s = q_scaled(q, p.payload_fraction());
             s.pipelined = algo.pipelines_hops();
+            s.channel_rate = cal.tree_channel_rate(algo, p).unwrap_or(0.0);
             (q.base_us * 1e6, s)
         })
         .collect();
@@ -618,7 +634,9 @@ pub(crate) fn streamed_chain_bound(
                 } else {
                     end[i] + hop
                 };
-                let t = (local_t / p.nvlink_bw).max(net_t / p.network_bw);
+                let t = (local_t / p.nvlink_bw)
+                    .max(net_t / p.network_bw)
+                    .max(own_time(m.len * elem_bytes, p.channel_rate));
                 next[i] = next[i].max(start + lat as f64 + t * 1e12);
             }
             any = true;

@@ -165,9 +165,17 @@ fn time_groups_with(
         algo,
         None,
     )?;
+    // A candidate timed for the ranking is timed here with the others.
+    let cand = match cand {
+        Candidate::Timed(b) => b.1,
+        c => c,
+    };
     let first = match cand {
         Candidate::Plan(p) => p,
-        Candidate::Channels(_) | Candidate::Tree(_) => {
+        Candidate::Channels(_)
+        | Candidate::Tree(_)
+        | Candidate::Period(_)
+        | Candidate::Timed(_) => {
             let opts = plan_options(topo, &groups[0], cal, total * elem_bytes);
             build(&ops[0], choice.algo, groups[0].len(), total, &opts)?
         }

@@ -147,15 +147,22 @@ impl Algorithm {
     /// after both)? Rings: NCCL charges a ring's hop latency along the data's
     /// path (tuning.cc: `nInterSteps` network hops, the rest NVLink), not on
     /// every rank's every step; a rank's next send waits for its slot (its
-    /// previous send in the channel) without paying the hop again. Trees keep
-    /// the hop after the last sends (pipelining theirs moved every two-node
-    /// tree row away from the measurements). NVLS-tree pipelines them too:
-    /// NCCL runs its switch, network and multicast legs on separate warps,
-    /// each with its own connection slots (`src/device/all_reduce.h`,
+    /// previous send in the channel) without paying the hop again. Trees
+    /// too: NCCL's tree latency is a hop per level of the tree, not per
+    /// chunk (Simple keeps 8 steps in flight, so a chunk's flag wait overlaps
+    /// the last chunk's data). With links alone this made trees too fast on
+    /// two nodes; with each tree channel's own rate
+    /// (`Calibration::tree_channel_gbs`) the chunks' fill is what the
+    /// two-node curves show. NVLS-tree pipelines them too: NCCL runs its
+    /// switch, network and multicast legs on separate warps, each with its
+    /// own connection slots (`src/device/all_reduce.h`,
     /// `NCCL_ALGO_NVLS_TREE`), so a chunk's hops are latency on its path, not
     /// a stall of every step (README, *NVLS-tree timing*).
     pub fn pipelines_hops(self) -> bool {
-        matches!(self, Algorithm::Ring | Algorithm::NvlsTree)
+        matches!(
+            self,
+            Algorithm::Ring | Algorithm::Tree | Algorithm::NvlsTree
+        )
     }
 
     /// Is the tuner's estimate the longest path through the moves

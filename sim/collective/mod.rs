@@ -23,6 +23,7 @@ pub mod nccl_model;
 pub mod nvls;
 pub mod path_cache;
 pub mod plan;
+pub mod policy;
 mod prune;
 mod ring_groups;
 pub mod rings;
@@ -40,11 +41,12 @@ pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use nccl_model::{nccl_choice, Chooser, NcclSystem, NcclVersion};
 pub use path_cache::PathCache;
 pub use plan::{Move, Plan, Via};
+pub use policy::{Policy, Tuned, TunerRow};
 pub use rings::RingSpec;
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{
     choose, choose_unpruned, run_collective, time_collective, time_collective_cached, Choice,
-    CollectiveResult, TimedChoice,
+    CollectiveResult, TimedChoice, TreePeriod,
 };
 
 use thiserror::Error;
@@ -76,6 +78,10 @@ pub enum CollectiveError {
     Buffers(String),
     #[error("calibration: {0}")]
     Calibration(String),
+    /// A run setting (`[collective] algorithms`, `protocols`, `tuner`):
+    /// where it was given, and what is wrong.
+    #[error("{0}")]
+    Setting(String),
     #[error("sizes: {0}")]
     Sizes(String),
     #[error("{transfers} transfers could not complete: link {link} ({name}) has failed (first stopped at {at})")]

@@ -16,10 +16,27 @@
 //! message of `T` elements with `T % (m per) == 0` has every piece `T / (m
 //! per)` long, and `s T` has every piece `s` times that. A cache belongs to
 //! one topology, group and calibration (the sweep's).
+//!
+//! It also keeps the runs that time trees past the chunk budget
+//! ([`super::tuner::TreePeriod`]): at every size past the budget the run is
+//! the same tree of the same chunks, so a sweep runs it once.
 
 use super::calibration::Calibration;
 use super::critical::Paths;
 use super::kinds::{Algorithm, Protocol};
+use super::tuner::TimedChoice;
+
+/// A tree's period run: its elements, and the protocol it was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PeriodKey {
+    pub run_total: u64,
+    pub elem_bytes: u64,
+    pub proto: Option<Protocol>,
+}
+
+/// A period run's timing and its period (`(span, steps)`; `None` where the
+/// run has no full stretch).
+pub(crate) type PeriodRun = (TimedChoice, Option<(u64, u64)>);
 
 /// A plan shape: what fixes NVLS-tree's moves but the pieces' length.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,11 +63,22 @@ impl Shape {
 #[derive(Debug, Clone, Default)]
 pub struct PathCache {
     entries: Vec<(Shape, u64, Paths)>,
+    periods: Vec<(PeriodKey, PeriodRun)>,
 }
 
 impl PathCache {
     pub fn new() -> PathCache {
         PathCache::default()
+    }
+
+    /// A period run made earlier in the sweep.
+    pub(crate) fn period(&self, key: &PeriodKey) -> Option<PeriodRun> {
+        self.periods.iter().find(|(k, _)| k == key).map(|(_, r)| *r)
+    }
+
+    /// Keep a period run.
+    pub(crate) fn record_period(&mut self, key: PeriodKey, run: PeriodRun) {
+        self.periods.push((key, run));
     }
 
     /// Keep the walk of `shape` at `total` elements.

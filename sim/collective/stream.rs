@@ -30,6 +30,8 @@ use super::CollectiveError;
 
 /// Marks a transfer (a computation's device, a rank, is never this).
 const TRANSFER: u32 = u32::MAX;
+/// Marks a transfer at the schedule's one rate cap (`StreamSchedule::cap`).
+const CAPPED: u32 = u32::MAX - 1;
 /// The end of an edge list.
 const NONE: u32 = u32::MAX;
 /// Dependents kept in the entry itself (the rest in the edge arena).
@@ -81,6 +83,9 @@ struct StreamSchedule {
     ready: Vec<TaskId>,
     scratch: Vec<TaskId>,
     route: Vec<usize>,
+    /// The rate cap of its capped transfers (a run has one: its tree
+    /// channels' rate), set by the first.
+    cap: Option<f64>,
 }
 
 impl StreamSchedule {
@@ -98,6 +103,7 @@ impl StreamSchedule {
             ready: Vec::new(),
             scratch: Vec::new(),
             route: Vec::new(),
+            cap: None,
         }
     }
 
@@ -207,13 +213,17 @@ impl StreamSchedule {
     fn start(&mut self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), CollectiveError> {
         let e = &self.entries[id - self.base];
         let (device, value) = (e.device, e.value);
-        if device == TRANSFER {
+        if device == TRANSFER || device == CAPPED {
             let at = (e.route_at - self.links_base) as usize;
             let len = e.route_len as usize;
             let mut route = std::mem::take(&mut self.route);
             route.clear();
             route.extend(self.links.range(at..at + len).map(|&l| l as usize));
-            sim.start_flow(id as u64, &route, value)?;
+            let cap = match device {
+                CAPPED => self.cap.unwrap_or(f64::INFINITY),
+                _ => f64::INFINITY,
+            };
+            sim.start_flow_capped(id as u64, &route, value, cap)?;
             self.route = route;
         } else {
             let d = sim.compute_time(u64::from(device), Time(value))?;
@@ -255,13 +265,27 @@ impl StreamSchedule {
 }
 
 impl TaskSink for StreamSchedule {
-    fn transfer(
+    fn transfer_capped(
         &mut self,
         route: &[usize],
         bytes: u64,
+        cap: f64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        self.add(bytes, TRANSFER, route, deps)
+        if cap == f64::INFINITY {
+            return self.add(bytes, TRANSFER, route, deps);
+        }
+        // One cap a run: an entry has room for a mark, not a rate.
+        match self.cap {
+            None => self.cap = Some(cap),
+            Some(c) if c.to_bits() == cap.to_bits() => {}
+            Some(c) => {
+                return Err(CollectiveError::Buffers(format!(
+                    "a streamed run with two rate caps ({c} and {cap} bytes/s)"
+                )))
+            }
+        }
+        self.add(bytes, CAPPED, route, deps)
     }
 
     fn compute(
@@ -272,8 +296,8 @@ impl TaskSink for StreamSchedule {
     ) -> Result<TaskId, CollectiveError> {
         let device = u32::try_from(device)
             .ok()
-            .filter(|&d| d != TRANSFER)
-            .ok_or_else(|| CollectiveError::Sizes(format!("rank {device} past 2^32 - 2")))?;
+            .filter(|&d| d < CAPPED)
+            .ok_or_else(|| CollectiveError::Sizes(format!("rank {device} past 2^32 - 3")))?;
         self.add(duration.0, device, &[], deps)
     }
 }
@@ -311,7 +335,8 @@ pub(crate) const LOOKAHEAD: usize = 4;
 /// [`super::timing::simulate_inner`] times its plan (no faults), generating
 /// steps `lookahead` ahead; `None` when a task came too late (run again with
 /// a larger `lookahead`: `usize::MAX` generates every step up front and never
-/// returns `None`).
+/// returns `None`); `steps`: filled with each step's completion, as
+/// [`super::timing::simulate_inner`] fills it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_stream(
     topo: &Topology,
@@ -324,6 +349,7 @@ pub(crate) fn simulate_stream(
     cal: &Calibration,
     quotient: Option<&Quotient>,
     lookahead: usize,
+    mut steps: Option<&mut Vec<Time>>,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
     let params = *cal.params(algo, proto);
     let mut deps = Deps::new(n, Gating::of(algo));
@@ -333,10 +359,15 @@ pub(crate) fn simulate_stream(
         params,
         quotient,
         elem_bytes,
+        channel_rate: cal.tree_channel_rate(algo, proto),
         scratch: Default::default(),
     };
     let mut sched = StreamSchedule::new();
     let total = source.num_steps();
+    if let Some(out) = steps.as_deref_mut() {
+        out.clear();
+        out.resize(total, Time::ZERO);
+    }
     let mut next = 0usize;
     let mut flows = 0usize;
     let mut buf: Vec<Move> = Vec::new();
@@ -387,6 +418,9 @@ pub(crate) fn simulate_stream(
             return Ok(None);
         }
         makespan = makespan.max(at);
+        if let Some(out) = steps.as_deref_mut() {
+            out[s] = out[s].max(at);
+        }
         sched.complete(&mut sim, id)?;
         sched.trim();
     }
@@ -406,7 +440,7 @@ pub(crate) fn simulate_stream(
 }
 
 /// [`simulate_stream`], again with every step up front when a task came
-/// too late the first time.
+/// too late the first time (`steps` as there).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn time_stream(
     topo: &Topology,
@@ -418,10 +452,21 @@ pub(crate) fn time_stream(
     proto: Protocol,
     cal: &Calibration,
     quotient: Option<&Quotient>,
+    mut steps: Option<&mut Vec<Time>>,
 ) -> Result<CollectiveTiming, CollectiveError> {
     for lookahead in [LOOKAHEAD, usize::MAX] {
         if let Some(t) = simulate_stream(
-            topo, routes, n, source, elem_bytes, algo, proto, cal, quotient, lookahead,
+            topo,
+            routes,
+            n,
+            source,
+            elem_bytes,
+            algo,
+            proto,
+            cal,
+            quotient,
+            lookahead,
+            steps.as_deref_mut(),
         )? {
             return Ok(t);
         }
@@ -458,5 +503,6 @@ pub fn time_tree_streamed(
         cal,
         None,
         lookahead,
+        None,
     )
 }

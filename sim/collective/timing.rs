@@ -134,9 +134,15 @@ pub(crate) struct Routes<'a> {
     /// Route `i` is `links[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<usize>,
     links: Vec<usize>,
+    /// [`Self::switch_links`] by rank, filled as asked (`NO_SWITCH`: not
+    /// yet): NVLS and NVLS-tree ask for every send, and each answer walks
+    /// three routes.
+    switch: Vec<(u32, u32)>,
 }
 
 const NEAR: usize = 8;
+
+const NO_SWITCH: (u32, u32) = (u32::MAX, u32::MAX);
 
 impl<'a> Routes<'a> {
     pub fn new(topo: &'a Topology, group: &'a Group) -> Routes<'a> {
@@ -148,6 +154,7 @@ impl<'a> Routes<'a> {
             far: HashMap::new(),
             offsets: vec![0],
             links: Vec::new(),
+            switch: Vec::new(),
         }
     }
 
@@ -207,6 +214,20 @@ impl<'a> Routes<'a> {
     /// Rank `r`'s link up to its NVSwitch and the switch's link down to it,
     /// when every rank of the group hangs off the same reducing NVSwitch.
     pub fn switch_links(&mut self, r: usize) -> Result<(usize, usize), CollectiveError> {
+        if let Some(&(up, down)) = self.switch.get(r).filter(|&&l| l != NO_SWITCH) {
+            return Ok((up as usize, down as usize));
+        }
+        let (up, down) = self.find_switch_links(r)?;
+        if let (Ok(u), Ok(d)) = (u32::try_from(up), u32::try_from(down)) {
+            if self.switch.is_empty() {
+                self.switch = vec![NO_SWITCH; self.devices.len()];
+            }
+            self.switch[r] = (u, d);
+        }
+        Ok((up, down))
+    }
+
+    fn find_switch_links(&mut self, r: usize) -> Result<(usize, usize), CollectiveError> {
         let n = self.devices.len();
         let other = (r + 1) % n;
         let not_nvls = || CollectiveError::NotApplicable {
@@ -223,8 +244,12 @@ impl<'a> Routes<'a> {
         if self.get(r, other)?.len() != 2 && n > 2 {
             other = (r + n - 1) % n;
         }
-        let up = self.get(r, other)?.to_vec();
-        let down = self.get(other, r)?.to_vec();
+        let two = |l: &[usize]| <[usize; 2]>::try_from(l).ok();
+        let up = two(self.get(r, other)?);
+        let down = two(self.get(other, r)?);
+        let (Some(up), Some(down)) = (up, down) else {
+            return Err(not_nvls());
+        };
         let links = self.topo.links();
         let sw = |l: usize, to: bool| {
             let c = if to { links[l].to } else { links[l].from };
@@ -235,7 +260,7 @@ impl<'a> Routes<'a> {
                 }
             )
         };
-        if up.len() != 2 || down.len() != 2 || !sw(up[0], true) || !sw(down[1], false) {
+        if !sw(up[0], true) || !sw(down[1], false) {
             return Err(not_nvls());
         }
         Ok((up[0], down[1]))
@@ -320,6 +345,16 @@ pub(crate) trait TaskSink {
         route: &[usize],
         bytes: u64,
         deps: &[TaskId],
+    ) -> Result<TaskId, CollectiveError> {
+        self.transfer_capped(route, bytes, f64::INFINITY, deps)
+    }
+    /// A transfer never faster than `cap` bytes/s (`f64::INFINITY`: none).
+    fn transfer_capped(
+        &mut self,
+        route: &[usize],
+        bytes: u64,
+        cap: f64,
+        deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError>;
     fn compute(
         &mut self,
@@ -330,13 +365,14 @@ pub(crate) trait TaskSink {
 }
 
 impl TaskSink for Schedule {
-    fn transfer(
+    fn transfer_capped(
         &mut self,
         route: &[usize],
         bytes: u64,
+        cap: f64,
         deps: &[TaskId],
     ) -> Result<TaskId, CollectiveError> {
-        Ok(self.add_transfer(route, bytes, deps)?)
+        Ok(self.add_transfer_capped(route, bytes, cap, deps)?)
     }
 
     fn compute(
@@ -473,12 +509,13 @@ impl Deps {
         let w = &self.ranks[r].writes;
         let lo = w.partition_point(|&(o, _, _)| o < from);
         let end = off.saturating_add(len);
-        let mut d: Vec<TaskId> = w[lo..]
-            .iter()
-            .take_while(|&&(o, _, _)| o < end)
-            .filter(|&&(o, l, _)| o + l > off)
-            .map(|&(_, _, t)| t)
-            .collect();
+        // Room for a send's usual few waits (one allocation, reused below).
+        let mut d: Vec<TaskId> = Vec::with_capacity(4);
+        for &(o, l, t) in w[lo..].iter().take_while(|&&(o, _, _)| o < end) {
+            if o + l > off {
+                d.push(t);
+            }
+        }
         let last: &[TaskId] = if self.gating.per_channel {
             match self.ranks[key].last_sends.get(slot) {
                 Some(t) if *t != NO_TASK => std::slice::from_ref(t),
@@ -490,9 +527,14 @@ impl Deps {
         if self.gating.pipelined {
             // A send waits a hop after its data came in, while the sender's
             // previous send may still be on the wire.
-            let mut g = behind_hop(sched, r, hop, d)?;
-            g.extend_from_slice(last);
-            return Ok(g);
+            // (`behind_hop`, in `d`'s own buffer.)
+            if hop != Time::ZERO {
+                let h = sched.compute(r as u64, hop, &d)?;
+                d.clear();
+                d.push(h);
+            }
+            d.extend_from_slice(last);
+            return Ok(d);
         }
         d.extend_from_slice(last);
         behind_hop(sched, r, hop, d)
@@ -542,7 +584,7 @@ pub fn simulate_with_faults(
     faults: &[LinkFault],
 ) -> Result<CollectiveTiming, CollectiveError> {
     simulate_inner(
-        topo, group, plan, elem_bytes, algo, proto, cal, faults, None,
+        topo, group, plan, elem_bytes, algo, proto, cal, faults, None, None,
     )
 }
 
@@ -567,6 +609,10 @@ pub(crate) struct StepCtx<'r, 'a> {
     pub params: super::calibration::ProtocolParams,
     pub quotient: Option<&'r Quotient>,
     pub elem_bytes: u64,
+    /// A tree channel's payload rate at a rank, bytes/s
+    /// ([`Calibration::tree_channel_rate`]): a send's flow never runs
+    /// faster, whatever its links could give it.
+    pub channel_rate: Option<f64>,
     /// Buffers `add_step` reuses from step to step.
     pub scratch: StepScratch,
 }
@@ -648,6 +694,10 @@ impl StepCtx<'_, '_> {
                     let gate =
                         self.deps
                             .gate(sched, m.from, key, m.src, m.len, hop(&self.params, net))?;
+                    // The channel's thread block moves the chunk no faster
+                    // than its own rate: the flow's cap (what it leaves of
+                    // its links goes to other flows).
+                    let cap = self.channel_rate.unwrap_or(f64::INFINITY);
                     let t = match self.quotient {
                         Some(q) => {
                             let route: Vec<usize> = self
@@ -656,9 +706,14 @@ impl StepCtx<'_, '_> {
                                 .iter()
                                 .map(|&l| q.link_class[l])
                                 .collect();
-                            sched.transfer(&route, bytes, &gate)?
+                            sched.transfer_capped(&route, bytes, cap, &gate)?
                         }
-                        None => sched.transfer(self.routes.get(m.from, m.to)?, bytes, &gate)?,
+                        None => sched.transfer_capped(
+                            self.routes.get(m.from, m.to)?,
+                            bytes,
+                            cap,
+                            &gate,
+                        )?,
                     };
                     flows += 1;
                     if per_channel {
@@ -730,7 +785,9 @@ impl StepCtx<'_, '_> {
     }
 }
 
-/// [`simulate_with_faults`], optionally on a quotient (no faults then).
+/// [`simulate_with_faults`], optionally on a quotient (no faults then);
+/// `steps`: filled with each step's completion (the last of its tasks to
+/// finish, from the collective's start, without the base latency).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn simulate_inner(
     topo: &Topology,
@@ -742,6 +799,7 @@ pub(crate) fn simulate_inner(
     cal: &Calibration,
     faults: &[LinkFault],
     quotient: Option<&Quotient>,
+    steps: Option<&mut Vec<Time>>,
 ) -> Result<CollectiveTiming, CollectiveError> {
     let n = group.len();
     if plan.ranks != n {
@@ -767,10 +825,16 @@ pub(crate) fn simulate_inner(
         params,
         quotient,
         elem_bytes,
+        channel_rate: cal.tree_channel_rate(algo, proto),
         scratch: Default::default(),
     };
+    // Where each step's tasks end (task ids are in generation order).
+    let mut ends = Vec::new();
     for step in &plan.steps {
         flows += ctx.add_step(&mut sched, step)?;
+        if steps.is_some() {
+            ends.push(sched.len());
+        }
     }
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
@@ -809,6 +873,15 @@ pub(crate) fn simulate_inner(
             report.undeliverable.len(),
             report.not_run.len()
         )));
+    }
+    if let Some(out) = steps {
+        out.clear();
+        let mut from = 0;
+        for &to in &ends {
+            let done = report.finish[from..to].iter().flatten().max();
+            out.push(done.copied().unwrap_or(Time::ZERO));
+            from = to;
+        }
     }
     let time = report.makespan.checked_add(us(params.base_us))?;
     let flows = flows * quotient.map_or(1, |q| q.copies);

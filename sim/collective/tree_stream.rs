@@ -109,7 +109,7 @@ impl TreeStream {
         let covers = nodes.iter().flatten().count() == n;
         let mut trees = Vec::new();
         if covers && nodes.len() >= 2 {
-            let shape = TreeChannels::new(nodes, chunks, opts.channel_chunks);
+            let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
             for c in 0..shape.channels {
                 for (r, p, ch) in shape.channel_trees(nodes, c, 0, half, total) {
                     trees.push(Tree::new(r, p, ch));

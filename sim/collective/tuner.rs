@@ -19,8 +19,9 @@ use super::channels::{rotation_quotient, TreeSpec};
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
 use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
-use super::path_cache::{PathCache, Shape};
+use super::path_cache::{PathCache, PeriodKey, Shape};
 use super::plan::{Plan, Via};
+use super::policy::{Policy, Tuned};
 use super::prune::lower_bound_ps;
 use super::rings::RingSpec;
 use super::stream::time_stream;
@@ -233,7 +234,132 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
         nvls_chunks,
+        // Each of our tree channels runs both trees of the double binary
+        // tree, each with half its share: two NCCL channels (NCCL doubles
+        // its channels, the second half on the mirrored tree), each cutting
+        // its half in chunks of `chunk_bytes`.
+        tree_chunks: cal.chunks_for((bytes / m as u64).div_ceil(2)).min(budget),
         nodes,
+    }
+}
+
+/// A multi-node tree allreduce past the chunk budget, timed by its period:
+/// a tree of equal chunks is periodic once its pipeline is full, so a tree
+/// of `N` chunks of `c = chunk_bytes` per tree is timed from one run of the
+/// same tree with `M < N` chunks of `c` and the completion times of its
+/// steps. Step `k` carries chunk `k - j` at level `j` of `2h` (`h` the
+/// tree's height), so steps `2h - 1` to `M - 1` run with the pipeline full,
+/// each ending one chunk's last hop: the period `p` is their spacing (the
+/// span from step `2h - 1` to step `M - 1` over `M - 2h` steps), the fill
+/// what comes before, and the time is the run's (its drain included) plus
+/// `(N - M) p`, pro rata in bytes (less, where `N < M`). `M` is the larger
+/// of twice `K` (the budget's chunk count, at least the tree's height) and
+/// `3h` (a full stretch of `h + 1` steps); a tree of fewer than `2h` chunks
+/// (no full stretch of its own) is run with every chunk. So every size past
+/// `2h` chunks needs the same run, which a sweep makes once ([`PathCache`]).
+/// The tuner ranks the tree by that time and times its rivals to rank them
+/// alike ([`choose`]); data mode keeps the budgeted plan ([`plan_options`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreePeriod {
+    /// Elements of the run: `chunks` chunks of `chunk_bytes` per tree.
+    pub run_total: u64,
+    /// Bytes per tree of the real message and of the run.
+    pub tree_bytes: u64,
+    pub run_bytes: u64,
+    /// Chunks per tree in the run, and the tree's height.
+    pub chunks: usize,
+    pub height: usize,
+    /// The calibration with a chunk budget that lets the run's chunks through.
+    pub cal: Calibration,
+}
+
+impl TreePeriod {
+    /// `Some` for a tree allreduce across alike nodes whose chunks of
+    /// `chunk_bytes` outnumber the budget's.
+    pub fn of(
+        topo: &Topology,
+        group: &Group,
+        op: &CollectiveOp,
+        total: u64,
+        elem_bytes: u64,
+        cal: &Calibration,
+    ) -> Option<TreePeriod> {
+        if *op != CollectiveOp::AllReduce || elem_bytes == 0 {
+            return None;
+        }
+        let cb = cal.chunk_bytes;
+        if cb == 0 || cb % elem_bytes != 0 {
+            return None;
+        }
+        let opts = plan_options(topo, group, cal, total * elem_bytes);
+        let m = opts.nodes.first().map_or(1, Vec::len);
+        let alike = opts.nodes.iter().all(|g| g.len() == m);
+        if opts.nodes.len() < 2 || m < 1 || !alike {
+            return None;
+        }
+        let tree_bytes = (total * elem_bytes / m as u64).div_ceil(2);
+        // The height of a channel's trees: a heap over the nodes, a chain
+        // in each node.
+        let height = opts.nodes.len().ilog2() as usize + m - 1;
+        let k = opts.tree_channel_chunks().max(height).max(1);
+        let chunks = tree_bytes.div_ceil(cb);
+        if chunks <= k as u64 {
+            return None;
+        }
+        let run = (2 * k).max(3 * height);
+        // Short of a full stretch (`2h` chunks): one run with every chunk.
+        let (run_total, run_bytes, chunks) = if chunks < 2 * height as u64 {
+            (total, tree_bytes, chunks as usize)
+        } else {
+            (
+                run as u64 * cb * 2 * m as u64 / elem_bytes,
+                run as u64 * cb,
+                run,
+            )
+        };
+        let n = group.len().max(1);
+        let max_chunks = cal
+            .max_chunks
+            .max(2 * m * chunks)
+            .max((chunks * n).div_ceil(16) + 1);
+        Some(TreePeriod {
+            run_total,
+            tree_bytes,
+            run_bytes,
+            chunks,
+            height,
+            cal: Calibration { max_chunks, ..*cal },
+        })
+    }
+
+    /// Whether the run is not the message's (the time read off its line).
+    pub fn extrapolated(&self) -> bool {
+        self.run_bytes != self.tree_bytes
+    }
+
+    /// The period over the run's full stretch as a fraction `(span, steps)`
+    /// of picoseconds per chunk, from each step's completion (`None` where
+    /// the run has no full stretch).
+    pub fn period(&self, steps: &[Time]) -> Option<(u64, u64)> {
+        let first = 2 * self.height - 1;
+        let last = self.chunks.checked_sub(1)?;
+        if last <= first || steps.len() <= last {
+            return None;
+        }
+        let span = steps[last].0.checked_sub(steps[first].0)?;
+        Some((span, (last - first) as u64))
+    }
+
+    /// The message's time from the run's (`run`) and its period: the run
+    /// plus (or, for a message of fewer chunks, less) the bytes between the
+    /// two at `span / steps` per chunk of `chunk_bytes`, in integer
+    /// picoseconds (rounded toward minus infinity).
+    pub fn extend_time(&self, run: Time, (span, steps): (u64, u64)) -> Time {
+        let extra = i128::from(self.tree_bytes) - i128::from(self.run_bytes);
+        let per = i128::from(steps) * i128::from(self.cal.chunk_bytes);
+        let add = (i128::from(span) * extra).div_euclid(per.max(1));
+        let t = i128::from(run.0) + add;
+        Time(u64::try_from(t.max(0)).unwrap_or(u64::MAX))
     }
 }
 
@@ -257,6 +383,10 @@ pub enum Candidate {
     Channels(Box<(Plan, Quotient)>),
     /// A tree allreduce, its steps generated when asked for.
     Tree(TreeStream),
+    /// A tree past the chunk budget, timed by its period ([`TreePeriod`]).
+    Period(Box<TimedChoice>),
+    /// A candidate timed to be ranked against such a tree, with its timing.
+    Timed(Box<(TimedChoice, Candidate)>),
 }
 
 impl Candidate {
@@ -274,7 +404,11 @@ impl Candidate {
     ) -> Result<Plan, CollectiveError> {
         match self {
             Candidate::Plan(p) => Ok(p),
-            Candidate::Ring(_) | Candidate::Channels(_) | Candidate::Tree(_) => {
+            Candidate::Timed(b) => b.1.into_plan(topo, group, op, algo, total, elem_bytes, cal),
+            Candidate::Ring(_)
+            | Candidate::Channels(_)
+            | Candidate::Tree(_)
+            | Candidate::Period(_) => {
                 let opts = plan_options(topo, group, cal, total * elem_bytes);
                 build(op, algo, group.len(), total, &opts)
             }
@@ -339,6 +473,7 @@ fn choose_inner(
         algo,
         proto,
         prune,
+        true,
         None,
     )?;
     let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
@@ -360,14 +495,53 @@ pub(crate) fn choose_candidate(
     proto: Option<Protocol>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
     choose_candidate_with(
-        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, None,
+        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, false, None,
     )
+}
+
+/// How close a runner-up's estimate must be to the best's for both to be
+/// timed (`auto` across nodes): the tree's and NVLS-tree's estimates miss
+/// their times by amounts up to 4.8% apart where they are close (16 DGX
+/// H100 nodes, 64 MiB).
+const NEAR: f64 = 0.05;
+
+/// How far above the best time a rival's estimate may be for it to be
+/// timed where a time ranks ([`TreePeriod`]): the estimates of rings and
+/// NVLS-tree on 16-128 DGX H100 nodes from 64 MiB are 1-64% above their
+/// times, so a rival estimated at more than 1.75 times the best time is
+/// slower.
+const FINALIST: f64 = 1.75;
+
+/// A ranked candidate: its choice (the estimate, or its time where timed),
+/// the candidate, its place in the algorithms' order (ties go to the first).
+type Ranked = (Choice, Candidate, usize);
+
+/// Whether `r` ranks ahead of `b`.
+fn ahead(r: &Ranked, b: &Ranked) -> bool {
+    r.0.estimate_ps < b.0.estimate_ps || (r.0.estimate_ps == b.0.estimate_ps && r.2 < b.2)
+}
+
+/// Put `r` in its rank among the best two.
+fn rank(best: &mut Option<Ranked>, second: &mut Option<Ranked>, r: Ranked) {
+    match best {
+        Some(b) if !ahead(&r, b) => {
+            if second.as_ref().map_or(true, |s| ahead(&r, s)) {
+                *second = Some(r);
+            }
+        }
+        _ => *second = best.replace(r),
+    }
 }
 
 /// [`choose_candidate`]; `prune`: skip a candidate whose lower bound is
 /// above the best estimate so far (`false` for the checks that it changes
-/// nothing); `cache`: a sweep's earlier walks, for bounds from them
-/// (`path_cache.rs`), and where this call's walks go.
+/// nothing); `timed`: the choice is for a single group's timing, so a tree
+/// past the chunk budget is timed by its period and `auto` ranks by times
+/// where it must ([`TreePeriod`], near ties); `false` where the budgeted
+/// plan itself is then timed (`groups.rs`, with other groups at once): the
+/// estimates of the plans that run rank them; `cache`: a sweep's earlier
+/// walks, for bounds from them (`path_cache.rs`), and where this call's
+/// walks and period runs go.
 #[allow(clippy::too_many_arguments)]
 fn choose_candidate_with(
     topo: &Topology,
@@ -380,6 +554,7 @@ fn choose_candidate_with(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
     prune: bool,
+    timed: bool,
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
     // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
@@ -397,6 +572,7 @@ fn choose_candidate_with(
             Some(a),
             p,
             prune,
+            timed,
             cache.as_deref_mut(),
         );
         if forced.is_ok() {
@@ -404,10 +580,42 @@ fn choose_candidate_with(
         }
     }
     let opts = plan_options(topo, group, cal, total * elem_bytes);
+    // The run's settings: what `auto` may pick, and a tuner table's pick.
+    let policy = Policy::of(topo)?;
+    policy.check_explicit(op, algo, proto)?;
+    let mut proto = proto;
+    let mut tuned = None;
     let algos: Vec<Algorithm> = match algo {
         Some(a) => vec![a],
-        None => auto_algorithms(op).to_vec(),
+        None => {
+            if !policy.rows.is_empty() {
+                tuned = tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto);
+            }
+            match tuned {
+                Some(t) => {
+                    proto = Some(t.proto);
+                    vec![t.algo]
+                }
+                None => auto_algorithms(op)
+                    .iter()
+                    .copied()
+                    .filter(|&a| {
+                        policy.algo_allowed(op, a)
+                            && protocols_for(a).iter().any(|&p| {
+                                policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p)
+                            })
+                    })
+                    .collect(),
+            }
+        }
     };
+    if algos.is_empty() {
+        let ours: Vec<&str> = auto_algorithms(op).iter().map(|a| a.name()).collect();
+        return Err(policy.nothing_left(
+            op,
+            &format!("its algorithms in the simulator: {}", ours.join(", ")),
+        ));
+    }
     // Estimated in this order, chosen by (estimate, place in `algos`): the
     // tree before the ring, whose bound (`prune.rs`) then rules it out at
     // small sizes without walking its plan.
@@ -422,7 +630,28 @@ fn choose_candidate_with(
             order.swap(r, t);
         }
     }
-    let mut best: Option<(Choice, Candidate, usize)> = None;
+    // `auto` with a tree past the chunk budget: the tree is ranked by its
+    // time (its period), so every rival its bound does not rule out is
+    // ranked by its time too (an estimate and a time do not compare: the
+    // ring's estimate is 25-64% above its time on 128 DGX H100 nodes); the
+    // tree goes first, so its time bounds the rivals.
+    let by_time = timed
+        && algo.is_none()
+        && tuned.is_none()
+        && algos.contains(&Algorithm::Tree)
+        && TreePeriod::of(topo, group, op, total, elem_bytes, cal).is_some();
+    if by_time {
+        if let Some(i) = order.iter().position(|&p| algos[p] == Algorithm::Tree) {
+            let t = order.remove(i);
+            order.insert(0, t);
+        }
+    }
+    let mut best: Option<Ranked> = None;
+    let mut second: Option<Ranked> = None;
+    // Near ties are timed (below): `auto` across nodes, where no time ranks.
+    let near = timed && !by_time && algo.is_none() && tuned.is_none() && opts.nodes.len() >= 2;
+    // A bound rules a candidate out only past what a near tie would time.
+    let slack = if near { 1.0 + NEAR } else { 1.0 };
     let mut last_err = None;
     for place in order {
         let a = algos[place];
@@ -444,7 +673,11 @@ fn choose_candidate_with(
         let protos: Vec<Protocol> = match proto {
             Some(p) if protocols_for(a).contains(&p) => vec![p],
             Some(_) => Vec::new(),
-            None => protocols_for(a).to_vec(),
+            None => protocols_for(a)
+                .iter()
+                .copied()
+                .filter(|&p| policy.proto_allowed(op, p))
+                .collect(),
         };
         // `auto` only: a candidate whose lower bound is above the best so far
         // cannot win (ties keep the earlier one), so its plan is not built.
@@ -454,7 +687,7 @@ fn choose_candidate_with(
                 let nodes = &opts.nodes;
                 let n = group.len();
                 if let Some(lb) = lower_bound_ps(topo, routes, n, nodes, a, &protos, bytes, cal)? {
-                    if lb * (1.0 - 1e-9) > b.estimate_ps {
+                    if lb * (1.0 - 1e-9) > b.estimate_ps * slack {
                         continue;
                     }
                 }
@@ -463,12 +696,52 @@ fn choose_candidate_with(
                     .and_then(|_| shape_of(group, &opts, a, elem_bytes, &protos));
                 if let (Some(c), Some(sh)) = (cache.as_deref(), shape) {
                     if let Some(lb) = c.bound(&sh, total, cal) {
-                        if lb * (1.0 - 1e-9) > b.estimate_ps {
+                        if lb * (1.0 - 1e-9) > b.estimate_ps * slack {
                             continue;
                         }
                     }
                 }
             }
+        }
+        // A tree past the chunk budget: timed by its period, and ranked by
+        // that time (the figure `time_collective` then reports).
+        let period = match a {
+            Algorithm::Tree if timed => TreePeriod::of(topo, group, op, total, elem_bytes, cal),
+            _ => None,
+        };
+        if let Some(x) = period {
+            if protos.is_empty() {
+                continue;
+            }
+            let only = (protos.len() == 1).then(|| protos[0]);
+            let t = match time_period(
+                topo,
+                group,
+                routes,
+                op,
+                elem_bytes,
+                &x,
+                only.or(proto),
+                prune,
+                cache.as_deref_mut(),
+            ) {
+                Ok(t) => t,
+                Err(e) => {
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            let c = Choice {
+                algo: a,
+                proto: t.proto,
+                estimate_ps: t.time.0 as f64,
+            };
+            rank(
+                &mut best,
+                &mut second,
+                (c, Candidate::Period(Box::new(t)), place),
+            );
+            continue;
         }
         let (cand, costs, hops) = match spec {
             Some(spec) => {
@@ -571,7 +844,7 @@ fn choose_candidate_with(
                                 a,
                                 &protos,
                             )?;
-                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps) {
+                            if lb.is_some_and(|lb| lb * (1.0 - 1e-9) > b.estimate_ps * slack) {
                                 continue;
                             }
                         }
@@ -671,12 +944,59 @@ fn choose_candidate_with(
             }
         }
         if let Some(c) = mine {
-            if best.as_ref().map_or(true, |(b, _, bp)| {
-                c.estimate_ps < b.estimate_ps || (c.estimate_ps == b.estimate_ps && place < *bp)
-            }) {
-                best = Some((c, cand, place));
+            // A rival within `FINALIST` of the best time is timed; one past
+            // it keeps its estimate, which loses either way.
+            let finalist = best
+                .as_ref()
+                .map_or(true, |b| c.estimate_ps <= b.0.estimate_ps * FINALIST);
+            let (c, cand) = if by_time && finalist {
+                let t = time_candidate(
+                    topo, group, routes, op, total, elem_bytes, cal, c, &cand, None,
+                )?;
+                let c = Choice {
+                    estimate_ps: t.time.0 as f64,
+                    ..c
+                };
+                (c, Candidate::Timed(Box::new((t, cand))))
+            } else {
+                (c, cand)
+            };
+            rank(&mut best, &mut second, (c, cand, place));
+        }
+    }
+    // A near tie across nodes: estimates of different algorithms miss their
+    // times by different amounts (16 DGX H100 nodes at 64 MiB: the tree's
+    // +7.0%, NVLS-tree's +2.2%), so where the runner-up's estimate is within
+    // `NEAR` of the best's, both are timed and the faster is taken.
+    if near {
+        if let (Some(b), Some(r)) = (&best, &second) {
+            if r.0.estimate_ps <= b.0.estimate_ps * (1.0 + NEAR) {
+                let mut timed = |(c, cand, place): Ranked| -> Result<Ranked, CollectiveError> {
+                    let t = time_candidate(
+                        topo, group, routes, op, total, elem_bytes, cal, c, &cand, None,
+                    )?;
+                    let c = Choice {
+                        estimate_ps: t.time.0 as f64,
+                        ..c
+                    };
+                    Ok((c, Candidate::Timed(Box::new((t, cand))), place))
+                };
+                let (b, r) = (best.take(), second.take());
+                let (b, r) = (
+                    b.map(&mut timed).transpose()?,
+                    r.map(&mut timed).transpose()?,
+                );
+                best = b;
+                let mut none = None;
+                if let Some(r) = r {
+                    rank(&mut best, &mut none, r);
+                }
             }
         }
+    }
+    if best.is_none() && algo.is_none() && tuned.is_none() && policy.restricts(op) {
+        let why = last_err.map_or("no algorithm applies".to_string(), |e| e.to_string());
+        return Err(policy.nothing_left(op, &why));
     }
     best.map(|(c, cand, _)| (c, cand)).ok_or_else(|| {
         last_err.unwrap_or(CollectiveError::NotApplicable {
@@ -684,6 +1004,37 @@ fn choose_candidate_with(
             algo: algo.map_or("auto", Algorithm::name),
             why: "no algorithm applies".into(),
         })
+    })
+}
+
+/// The first tuner row (`policy.rs`) that matches this call and names a
+/// pair the simulator runs here (NVLS only where the switch reduces,
+/// NVLS-tree only across nodes whose switches reduce, as NCCL enables them)
+/// and, with `--proto`, that protocol.
+#[allow(clippy::too_many_arguments)]
+fn tuner_pick(
+    policy: &Policy,
+    group: &Group,
+    routes: &mut Routes,
+    opts: &PlanOptions,
+    op: &CollectiveOp,
+    bytes: u64,
+    proto: Option<Protocol>,
+) -> Option<Tuned> {
+    let nodes = opts.nodes.len();
+    let mut nvls_ok = None;
+    let mut tree_ok = None;
+    policy.tuned(op, bytes, nodes, group.len(), |a, p| {
+        let runs = match a {
+            Algorithm::Nvls => *nvls_ok.get_or_insert_with(|| routes.check_nvls().is_ok()),
+            Algorithm::NvlsTree => {
+                nodes > 1 && *tree_ok.get_or_insert_with(|| routes.check_switch_reduce().is_ok())
+            }
+            _ => true,
+        };
+        runs && auto_algorithms(op).contains(&a)
+            && protocols_for(a).contains(&p)
+            && proto.map_or(true, |q| q == p)
     })
 }
 
@@ -766,17 +1117,176 @@ pub fn time_collective_cached(
         algo,
         proto,
         true,
+        true,
         Some(cache),
     )?;
-    if let Candidate::Ring(spec) = &cand {
-        if let Some(t) = spec.time_units(
-            topo,
-            &mut routes,
-            elem_bytes,
-            choice.algo,
-            choice.proto,
-            cal,
-        )? {
+    time_candidate(
+        topo,
+        group,
+        &mut routes,
+        op,
+        total,
+        elem_bytes,
+        cal,
+        choice,
+        &cand,
+        None,
+    )
+}
+
+/// A tree past the chunk budget timed by its period ([`TreePeriod`]): one
+/// run of the tree's chunks of `chunk_bytes` (the protocol the run's
+/// estimate picks among `proto`); a sweep's `cache` keeps the run and its
+/// period for the later sizes that need the same run.
+#[allow(clippy::too_many_arguments)]
+fn time_period(
+    topo: &Topology,
+    group: &Group,
+    routes: &mut Routes,
+    op: &CollectiveOp,
+    elem_bytes: u64,
+    x: &TreePeriod,
+    proto: Option<Protocol>,
+    prune: bool,
+    cache: Option<&mut PathCache>,
+) -> Result<TimedChoice, CollectiveError> {
+    let key = PeriodKey {
+        run_total: x.run_total,
+        elem_bytes,
+        proto,
+    };
+    let cached = cache.as_ref().and_then(|c| c.period(&key));
+    let (t, period) = match cached {
+        Some(r) => r,
+        None => {
+            let (c, cand) = choose_candidate_with(
+                topo,
+                group,
+                routes,
+                op,
+                x.run_total,
+                elem_bytes,
+                &x.cal,
+                Some(Algorithm::Tree),
+                proto,
+                prune,
+                false,
+                None,
+            )?;
+            let mut steps = Vec::new();
+            let t = time_candidate(
+                topo,
+                group,
+                routes,
+                op,
+                x.run_total,
+                elem_bytes,
+                &x.cal,
+                c,
+                &cand,
+                Some(&mut steps),
+            )?;
+            // Kept whether or not this size needs it: a later size may
+            // need the same run (one of `M` chunks) extrapolated.
+            let period = x.period(&steps);
+            if let Some(c) = cache {
+                c.record_period(key, (t, period));
+            }
+            (t, period)
+        }
+    };
+    if !x.extrapolated() {
+        return Ok(t);
+    }
+    let period = period.ok_or_else(|| {
+        CollectiveError::Buffers(format!(
+            "a tree run of {} chunks has no full stretch for its period",
+            x.chunks
+        ))
+    })?;
+    // Every chunk carries the same moves: flows pro rata in chunks.
+    let n = u128::from(x.tree_bytes.div_ceil(x.cal.chunk_bytes));
+    let flows = (t.flows as u128 * n / x.chunks.max(1) as u128) as usize;
+    Ok(TimedChoice {
+        time: x.extend_time(t.time, period),
+        flows,
+        ..t
+    })
+}
+
+/// A tree allreduce's run with each step's completion (the ground for
+/// [`TreePeriod`]; for tests): the tree `time_collective` runs for
+/// `--algo tree` with `cal` as given (no period).
+#[allow(clippy::too_many_arguments)]
+pub fn time_tree_steps(
+    topo: &Topology,
+    group: &Group,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    proto: Option<Protocol>,
+) -> Result<(TimedChoice, Vec<Time>), CollectiveError> {
+    let op = CollectiveOp::AllReduce;
+    let mut routes = Routes::new(topo, group);
+    let (c, cand) = choose_candidate_with(
+        topo,
+        group,
+        &mut routes,
+        &op,
+        total,
+        elem_bytes,
+        cal,
+        Some(Algorithm::Tree),
+        proto,
+        true,
+        false,
+        None,
+    )?;
+    if let Candidate::Period(_) = cand {
+        return Err(CollectiveError::Sizes(
+            "the tree is past the chunk budget: raise max_chunks for every step".into(),
+        ));
+    }
+    let mut steps = Vec::new();
+    let t = time_candidate(
+        topo,
+        group,
+        &mut routes,
+        &op,
+        total,
+        elem_bytes,
+        cal,
+        c,
+        &cand,
+        Some(&mut steps),
+    )?;
+    Ok((t, steps))
+}
+
+/// Time a chosen candidate (`total` and `cal` those it was chosen under).
+#[allow(clippy::too_many_arguments)]
+fn time_candidate(
+    topo: &Topology,
+    group: &Group,
+    routes: &mut Routes,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    choice: Choice,
+    cand: &Candidate,
+    mut steps: Option<&mut Vec<Time>>,
+) -> Result<TimedChoice, CollectiveError> {
+    if let Candidate::Period(t) = cand {
+        return Ok(**t);
+    }
+    if let Candidate::Timed(b) = cand {
+        return Ok(b.0);
+    }
+    if let Candidate::Ring(spec) = cand {
+        if let Some(t) =
+            spec.time_units(topo, routes, elem_bytes, choice.algo, choice.proto, cal)?
+        {
             return Ok(TimedChoice {
                 algo: choice.algo,
                 proto: choice.proto,
@@ -785,7 +1295,7 @@ pub fn time_collective_cached(
             });
         }
     }
-    if let Candidate::Channels(c) = &cand {
+    if let Candidate::Channels(c) = cand {
         let (plan0, q) = &**c;
         let t = simulate_inner(
             topo,
@@ -797,6 +1307,7 @@ pub fn time_collective_cached(
             cal,
             &[],
             Some(q),
+            steps,
         )?;
         return Ok(TimedChoice {
             algo: choice.algo,
@@ -805,10 +1316,10 @@ pub fn time_collective_cached(
             flows: t.flows,
         });
     }
-    if let Candidate::Tree(stream) = &cand {
+    if let Candidate::Tree(stream) = cand {
         let t = time_stream(
             topo,
-            &mut routes,
+            routes,
             group.len(),
             stream,
             elem_bytes,
@@ -816,6 +1327,7 @@ pub fn time_collective_cached(
             choice.proto,
             cal,
             None,
+            steps,
         )?;
         return Ok(TimedChoice {
             algo: choice.algo,
@@ -824,15 +1336,26 @@ pub fn time_collective_cached(
             flows: t.flows,
         });
     }
-    let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
-    let t = simulate(
+    let built;
+    let plan = match cand {
+        Candidate::Plan(p) => p,
+        _ => {
+            let opts = plan_options(topo, group, cal, total * elem_bytes);
+            built = build(op, choice.algo, group.len(), total, &opts)?;
+            &built
+        }
+    };
+    let t = simulate_inner(
         topo,
         group,
-        &plan,
+        plan,
         elem_bytes,
         choice.algo,
         choice.proto,
         cal,
+        &[],
+        None,
+        steps.take(),
     )?;
     Ok(TimedChoice {
         algo: choice.algo,
@@ -855,6 +1378,29 @@ pub fn run_collective(
     proto: Option<Protocol>,
 ) -> Result<CollectiveResult, CollectiveError> {
     let (choice, plan) = choose(topo, group, op, total, elem_bytes, cal, algo, proto)?;
+    // A tree past the chunk budget is timed by its period (its plan is the
+    // budgeted one, for data mode).
+    if choice.algo == Algorithm::Tree
+        && TreePeriod::of(topo, group, op, total, elem_bytes, cal).is_some()
+    {
+        let t = time_collective(
+            topo,
+            group,
+            op,
+            total,
+            elem_bytes,
+            cal,
+            Some(choice.algo),
+            Some(choice.proto),
+        )?;
+        return Ok(CollectiveResult {
+            algo: choice.algo,
+            proto: choice.proto,
+            time: t.time,
+            flows: t.flows,
+            plan,
+        });
+    }
     let t = simulate(
         topo,
         group,

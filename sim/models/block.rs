@@ -62,6 +62,9 @@ pub struct Ctx {
     pub tp_comm_overlap: bool,
     /// Element type of activations and parameters.
     pub dtype: DType,
+    /// Element type the weight-gradient matmuls write: the accumulators'
+    /// with gradient-accumulation fusion, else `dtype`.
+    pub wgrad_dtype: DType,
     /// Mixture of experts in place of the dense MLP ([`super::moe`]).
     pub moe: Option<super::moe::MoeCtx>,
 }
@@ -78,6 +81,11 @@ impl Ctx {
             cp: strategy.cp,
             tp_comm_overlap: strategy.tp_comm_overlap && strategy.sequence_parallel,
             moe: super::moe::MoeCtx::new(model, strategy.micro_batch, model.seq, strategy.ep),
+            wgrad_dtype: if strategy.gradient_accumulation_fusion {
+                strategy.grad_dtype()
+            } else {
+                strategy.dtype()
+            },
             ..Ctx::of(model, strategy.micro_batch, model.seq, strategy.dtype())
         }
     }
@@ -106,6 +114,7 @@ impl Ctx {
             cp: 1,
             tp_comm_overlap: false,
             dtype,
+            wgrad_dtype: dtype,
             moe: super::moe::MoeCtx::new(model, b, s, 1),
         }
     }
@@ -509,7 +518,8 @@ pub(super) fn mm_dx_all(e: &mut Emitter, dy: &Val, w: &Val) -> Val {
 /// data x context reduction sums (no reduction inside the pass).
 pub fn mm_dw(e: &mut Emitter, c: &Ctx, x: &Val, dy: &Val) -> Val {
     if c.cp == 1 {
-        return e.dot(x, dy, (&[], &[]), (&[0, 1], &[0, 1]));
+        // With gradient-accumulation fusion, in the accumulator's type.
+        return e.dot_as(x, dy, (&[], &[]), (&[0, 1], &[0, 1]), c.wgrad_dtype);
     }
     // The context axis moves to the new dimension with the reshape; the
     // other dimensions keep their shardings.

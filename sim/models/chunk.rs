@@ -479,9 +479,13 @@ pub fn backward_program(model: &ModelSpec, strategy: &Strategy, kind: ChunkKind)
     finish(e, "chunk_backward", &results)
 }
 
-/// A weight gradient added into its accumulator, in the accumulator's type
-/// (fp32 with `accumulate_allreduce_grads_in_fp32`, fused into the matmul's
-/// output).
+/// A weight gradient added into its accumulator, in the accumulator's type.
+/// With gradient-accumulation fusion and a wider accumulator (fp32 for bf16)
+/// the weight-gradient matmul already wrote the accumulator's type, and the
+/// timed run folds the add into it as its epilogue (an add of a matmul's
+/// wider result into a donated buffer); otherwise the gradient is written in
+/// the compute type and the add (after a convert) is a kernel of its own,
+/// as Megatron-LM's `main_grad.add_(grad)`.
 fn accumulate(e: &mut Emitter, acc: &Val, g: &Val) -> Val {
     let g = if g.dtype == acc.dtype {
         g.clone()

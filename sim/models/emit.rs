@@ -368,6 +368,19 @@ impl Emitter {
         batch: (&[usize], &[usize]),
         contract: (&[usize], &[usize]),
     ) -> Val {
+        self.dot_as(a, b, batch, contract, a.dtype)
+    }
+
+    /// [`Emitter::dot`] with its result in `dtype` (a matmul that
+    /// accumulates and writes in another type than its operands').
+    pub fn dot_as(
+        &mut self,
+        a: &Val,
+        b: &Val,
+        batch: (&[usize], &[usize]),
+        contract: (&[usize], &[usize]),
+        dtype: DType,
+    ) -> Val {
         let mut out: Vec<u64> = batch.0.iter().map(|&d| a.shape[d]).collect();
         out.extend(
             (0..a.shape.len())
@@ -391,7 +404,7 @@ impl Emitter {
                 list(batch.1)
             )
         };
-        let v = self.fresh(out, a.dtype);
+        let v = self.fresh(out, dtype);
         self.line(
             &v,
             &format!(

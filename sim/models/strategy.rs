@@ -122,6 +122,17 @@ pub struct Strategy {
     /// per parameter in the accumulators and on the wire.
     #[serde(default)]
     pub accumulate_allreduce_grads_in_fp32: bool,
+    /// Each weight-gradient matmul writes into its gradient accumulator in
+    /// the accumulator's type (Megatron-LM's gradient-accumulation fusion,
+    /// on by default since 2022: `wgrad_gemm_accum_fp32`, Transformer
+    /// Engine's `fuse_wgrad_accumulation`): with fp32 accumulators the
+    /// matmul reads and writes the accumulator in its epilogue
+    /// (`C = A B + C`), no weight gradient is written apart and no add
+    /// kernel runs (bf16 accumulators: no change). Off: the gradient is
+    /// written in the compute type and added by a kernel of its own
+    /// (`--no-gradient-accumulation-fusion`, and the 2021 code).
+    #[serde(default)]
+    pub gradient_accumulation_fusion: bool,
 }
 
 /// Element type of parameters and activations.

@@ -44,6 +44,8 @@ pub enum NetError {
     RepeatedLink { link: LinkId },
     #[error("route crosses link {link}, which has failed")]
     FailedLink { link: LinkId },
+    #[error("a flow's rate cap must be > 0 bytes/s (or infinite for none), got {0}")]
+    BadRateCap(f64),
     #[error("{0} links: the network model takes fewer than 2^31 - 1")]
     TooManyLinks(usize),
     #[error("link degradation fraction must be in (0, 1], got {0}")]

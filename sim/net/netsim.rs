@@ -188,6 +188,21 @@ impl<U> NetSim<U> {
     /// `Delivered` (or `Undeliverable`). A route through a failed link goes to
     /// the re-route callback first.
     pub fn start_flow(&mut self, tag: u64, route: &[LinkId], bytes: u64) -> Result<(), NetError> {
+        self.start_flow_capped(tag, route, bytes, f64::INFINITY)
+    }
+
+    /// [`Self::start_flow`] for a flow that never runs faster than `cap`
+    /// bytes/s (`f64::INFINITY`: no cap; [`Network::start_flow_capped`]).
+    pub fn start_flow_capped(
+        &mut self,
+        tag: u64,
+        route: &[LinkId],
+        bytes: u64,
+        cap: f64,
+    ) -> Result<(), NetError> {
+        if cap.is_nan() || cap <= 0.0 {
+            return Err(NetError::BadRateCap(cap));
+        }
         let now = self.engine.now();
         match self.net.check_route(route) {
             Err(NetError::FailedLink { link }) => {
@@ -197,6 +212,7 @@ impl<U> NetSim<U> {
                     link,
                     remaining_bytes: bytes as f64,
                     route: route.to_vec(),
+                    rate_cap: cap,
                 };
                 self.handle_blocked(now, b, bytes as f64)
             }
@@ -204,9 +220,14 @@ impl<U> NetSim<U> {
             Ok(()) => {
                 let latency = self.path_latency(route)?;
                 self.log.record(now, "flow_start", tag, || {
-                    format!("bytes={bytes} route={}", join(route))
+                    if cap.is_finite() {
+                        format!("bytes={bytes} route={} cap={cap}", join(route))
+                    } else {
+                        format!("bytes={bytes} route={}", join(route))
+                    }
                 });
-                self.net.start_flow(now, tag, route, bytes, latency)?;
+                self.net
+                    .start_flow_capped(now, tag, route, bytes, latency, cap)?;
                 self.drain_timers()
             }
         }
@@ -293,8 +314,14 @@ impl<U> NetSim<U> {
                     format!("remaining={remaining} route={}", join(&route))
                 });
                 if b.slot == u32::MAX {
-                    self.net
-                        .start_flow(now, b.tag, &route, remaining as u64, latency)?;
+                    self.net.start_flow_capped(
+                        now,
+                        b.tag,
+                        &route,
+                        remaining as u64,
+                        latency,
+                        b.rate_cap,
+                    )?;
                 } else {
                     self.net.reroute(now, &b, &route, latency)?;
                 }

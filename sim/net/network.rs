@@ -13,6 +13,14 @@
 //! at which re-rated flows finish into a timer list that the driver drains into
 //! its event queue; a timer made stale by a later rate change carries an old
 //! version and is ignored when it fires.
+//!
+//! A flow may carry its own rate cap (the speed of whatever moves it, e.g. a
+//! copy engine or a thread block, beside its links): the cap is a private
+//! link of that capacity on the flow's route, crossed by that flow alone, so
+//! max-min sharing, incremental recomputation and its invariants hold as for
+//! any link. A slot keeps its private link for its next capped flow; the
+//! private links are not part of the caller's network (ids past
+//! `link_count`, absent from routes handed back).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -48,6 +56,8 @@ pub struct Blocked {
     pub link: LinkId,
     pub remaining_bytes: f64,
     pub route: Vec<LinkId>,
+    /// The flow's own rate cap, bytes/s (`f64::INFINITY`: none).
+    pub rate_cap: f64,
 }
 
 /// A flow's fields that rate recomputation reads, in one record (it reaches
@@ -83,6 +93,10 @@ struct FlowLife {
     deliver_delay: Time,
     version: u32,
     in_use: bool,
+    /// Its rate cap (`f64::INFINITY`: none).
+    cap: f64,
+    /// The slot's private cap link (`NONE` until its first capped flow).
+    own: u32,
 }
 
 /// Counters for benchmarks and tests.
@@ -97,7 +111,10 @@ pub struct NetStats {
 
 /// Flow-level network with max-min fair sharing.
 pub struct Network {
+    /// The caller's links, then the slots' private cap links.
     links: Vec<LinkState>,
+    /// How many of `links` are the caller's.
+    real_links: usize,
     info: Vec<LinkInfo>,
     /// The links' flow lists.
     lists: Arena,
@@ -192,6 +209,7 @@ impl Network {
         let (links, info) = links.iter().map(LinkState::new).unzip();
         Ok(Network {
             links,
+            real_links: n,
             info,
             // Room for four flows a link: growth by doubling copied the
             // arena and faulted in fresh pages for every network built.
@@ -243,7 +261,7 @@ impl Network {
     }
 
     pub fn link_count(&self) -> usize {
-        self.links.len()
+        self.real_links
     }
 
     pub fn stats(&self) -> NetStats {
@@ -287,10 +305,21 @@ impl Network {
             .then(|| (f.rate, self.route_of(slot), self.life[slot as usize].tag))
     }
 
-    /// The links of a flow's route.
+    /// The links of a flow's route (without its private cap link).
     fn route_of(&self, slot: FlowSlot) -> Vec<LinkId> {
         let r = self.flows[slot as usize].route;
-        self.routes.get(r).iter().map(|&l| l as LinkId).collect()
+        self.routes
+            .get(r)
+            .iter()
+            .map(|&l| l as LinkId)
+            .filter(|&l| l < self.real_links)
+            .collect()
+    }
+
+    /// The rate cap of an active flow (`f64::INFINITY`: none).
+    pub fn flow_cap(&self, slot: FlowSlot) -> Option<f64> {
+        let f = self.flows.get(slot as usize)?;
+        f.active.then(|| self.life[slot as usize].cap)
     }
 
     /// Take the timers produced since the last call.
@@ -301,10 +330,10 @@ impl Network {
     /// Check a route: every link exists, none repeats, none has failed.
     pub fn check_route(&self, route: &[LinkId]) -> Result<(), NetError> {
         for (i, &l) in route.iter().enumerate() {
-            if l >= self.links.len() {
+            if l >= self.real_links {
                 return Err(NetError::UnknownLink {
                     link: l,
-                    links: self.links.len(),
+                    links: self.real_links,
                 });
             }
             if route[..i].contains(&l) {
@@ -328,10 +357,36 @@ impl Network {
         bytes: u64,
         latency: Time,
     ) -> Result<FlowSlot, NetError> {
+        self.start_flow_capped(now, tag, route, bytes, latency, f64::INFINITY)
+    }
+
+    /// [`Self::start_flow`] for a flow that never runs faster than `cap`
+    /// bytes/s (`f64::INFINITY`: no cap), whatever its links could give it;
+    /// what it leaves of its links goes to the other flows as usual.
+    pub fn start_flow_capped(
+        &mut self,
+        now: Time,
+        tag: u64,
+        route: &[LinkId],
+        bytes: u64,
+        latency: Time,
+        cap: f64,
+    ) -> Result<FlowSlot, NetError> {
+        if cap.is_nan() || cap <= 0.0 {
+            return Err(NetError::BadRateCap(cap));
+        }
         self.check_route(route)?;
         let fill = self.store_and_forward_fill(route, bytes)?;
         let deliver_delay = latency.checked_add(fill)?;
-        self.insert_flow(now, tag, route, bytes as f64, bytes as f64, deliver_delay)
+        self.insert_flow(
+            now,
+            tag,
+            route,
+            bytes as f64,
+            bytes as f64,
+            deliver_delay,
+            cap,
+        )
     }
 
     /// The sum of nominal latencies along a route.
@@ -354,6 +409,7 @@ impl Network {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn insert_flow(
         &mut self,
         now: Time,
@@ -362,16 +418,26 @@ impl Network {
         bytes: f64,
         remaining: f64,
         deliver_delay: Time,
+        cap: f64,
     ) -> Result<FlowSlot, NetError> {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
                 self.flows.push(Flow::default());
-                self.life.push(FlowLife::default());
+                self.life.push(FlowLife {
+                    own: NONE,
+                    ..FlowLife::default()
+                });
                 (self.flows.len() - 1) as FlowSlot
             }
         };
+        let own = if cap.is_finite() {
+            Some(self.own_link(slot, cap)?)
+        } else {
+            None
+        };
         let life = &mut self.life[slot as usize];
+        life.cap = cap;
         life.tag = tag;
         life.bytes = bytes;
         life.remaining = remaining;
@@ -386,9 +452,13 @@ impl Network {
         f.fresh = true;
         f.fixed = false;
         f.bottleneck = NONE;
-        // Link ids fit in 31 bits (`new`) and the route was checked.
+        // Link ids fit in 31 bits (`new`, `own_link`) and the route was
+        // checked; the private cap link goes last.
         self.routes
             .set(&mut f.route, route.iter().map(|&l| l as u32))?;
+        if let Some(o) = own {
+            self.routes.push(&mut f.route, o as u32)?;
+        }
         if self.routes.wants_compaction() {
             self.routes
                 .compact(self.flows.iter_mut().map(|f| &mut f.route));
@@ -396,14 +466,14 @@ impl Network {
         self.active += 1;
         self.stats.flows_started += 1;
         self.stats.peak_active_flows = self.stats.peak_active_flows.max(self.active);
-        if route.is_empty() {
+        if route.is_empty() && own.is_none() {
             // A local copy: no link to share, done at once.
             self.flows[slot as usize].rate = f64::INFINITY;
             self.timers.push((now, NetTimer { slot, version }));
             self.stats.timers += 1;
             return Ok(slot);
         }
-        for &l in route {
+        for &l in route.iter().chain(own.as_ref()) {
             self.lists.push(&mut self.links[l].flows, slot)?;
         }
         if self.lists.wants_compaction() {
@@ -412,6 +482,27 @@ impl Network {
         }
         self.fresh.push(slot);
         Ok(slot)
+    }
+
+    /// The private link of `slot`, at capacity `cap` (made at the slot's
+    /// first capped flow; the slot's earlier flow has left it).
+    fn own_link(&mut self, slot: FlowSlot, cap: f64) -> Result<LinkId, NetError> {
+        let own = self.life[slot as usize].own;
+        let l = if own == NONE {
+            if self.links.len() >= MAX_LINKS {
+                return Err(NetError::TooManyLinks(self.links.len() + 1));
+            }
+            let (state, info) = LinkState::new(&Link::new(cap, Time::ZERO));
+            self.links.push(state);
+            self.info.push(info);
+            self.life[slot as usize].own = (self.links.len() - 1) as u32;
+            self.links.len() - 1
+        } else {
+            own as LinkId
+        };
+        self.links[l].capacity = cap;
+        self.info[l].nominal = cap;
+        Ok(l)
     }
 
     /// Handle a timer at `now`: `Some` when it completes a flow's transmission.
@@ -433,10 +524,10 @@ impl Network {
 
     /// Change a link's capacity to `fraction` of nominal (effective at the next flush).
     pub fn degrade_link(&mut self, link: LinkId, fraction: f64) -> Result<(), NetError> {
-        if link >= self.links.len() {
+        if link >= self.real_links {
             return Err(NetError::UnknownLink {
                 link,
-                links: self.links.len(),
+                links: self.real_links,
             });
         }
         if !(fraction > 0.0 && fraction <= 1.0) {
@@ -481,7 +572,7 @@ impl Network {
             return Ok(());
         }
         self.stats.recomputations += 1;
-        if !self.exhaustive && self.flush_single_links(now)? {
+        if !self.exhaustive && (self.flush_single_links(now)? || self.flush_at_caps(now)?) {
             return Ok(());
         }
         let epoch = self.next_epoch();
@@ -632,6 +723,87 @@ impl Network {
         r.map(|()| true)
     }
 
+    /// The common case of capped flows (tree sends at their channel's rate):
+    /// every link changed since the last flush is empty, and every new flow
+    /// is capped and crosses only links with slack that keep it (within
+    /// `LOAD_ESTIMATE`) with every new flow at its cap. No other flow can
+    /// move, and each new flow is frozen by its own cap link, in the order
+    /// the general filling meets them (cap, then link id). False, with
+    /// nothing changed, when the case does not apply.
+    fn flush_at_caps(&mut self, now: Time) -> Result<bool, NetError> {
+        if self.dirty.iter().any(|&l| !self.links[l].flows.is_empty()) {
+            return Ok(false);
+        }
+        let pepoch = self.next_pepoch();
+        let mut passive = std::mem::take(&mut self.passive);
+        passive.clear();
+        let mut isolated = std::mem::take(&mut self.isolated);
+        isolated.clear();
+        let mut fits = true;
+        for &s in &self.fresh {
+            let f = &self.flows[s as usize];
+            if !(f.active && f.fresh) {
+                continue; // ended or re-used before the flush (as `flush` skips it)
+            }
+            let life = &self.life[s as usize];
+            if !life.cap.is_finite() {
+                fits = false;
+                break;
+            }
+            isolated.push(entry(life.cap.to_bits(), life.own, SHARE, s));
+            for &m in self.routes.get(f.route) {
+                let lm = &mut self.links[m as usize];
+                if m == life.own {
+                    continue;
+                }
+                if lm.tight {
+                    fits = false;
+                    break;
+                }
+                if lm.pmark != pepoch {
+                    lm.pmark = pepoch;
+                    lm.delta = 0.0;
+                    passive.push(m as LinkId);
+                }
+                lm.delta += life.cap;
+            }
+            if !fits {
+                break;
+            }
+        }
+        fits = fits
+            && passive.iter().all(|&m| {
+                let lm = &self.links[m];
+                lm.load + lm.delta <= lm.capacity * (1.0 - LOAD_ESTIMATE)
+            });
+        self.passive = passive;
+        if !fits {
+            self.isolated = isolated;
+            return Ok(false);
+        }
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            self.links[l].tight = false; // empty: it freezes nothing
+        }
+        self.dirty.clear();
+        self.fresh.clear();
+        if isolated.windows(2).any(|w| w[0] > w[1]) {
+            isolated.sort(); // near-sorted; keys are distinct (one cap link a flow)
+        }
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
+        for &e in &isolated {
+            let (cap, l, s) = (f64::from_bits((e >> 64) as u64), link_of(e), e as u32);
+            self.links[l as usize].tight = true;
+            self.flows[s as usize].bottleneck = l;
+            new_rates.push((s, cap));
+        }
+        let r = self.retime(now, &new_rates);
+        self.isolated = isolated;
+        self.new_rates = new_rates;
+        r.map(|()| true)
+    }
+
     /// Make `s` a recomputed flow (not held) and add its tight links.
     fn recompute_flow(&mut self, epoch: u32, s: FlowSlot, comp_links: &mut Vec<LinkId>) {
         let f = &mut self.flows[s as usize];
@@ -680,10 +852,10 @@ impl Network {
     /// Fail a link at `now`: its flows stop and are returned (remaining bytes
     /// settled at `now`), for the driver to re-route or report.
     pub fn fail_link(&mut self, now: Time, link: LinkId) -> Result<Vec<Blocked>, NetError> {
-        if link >= self.links.len() {
+        if link >= self.real_links {
             return Err(NetError::UnknownLink {
                 link,
-                links: self.links.len(),
+                links: self.real_links,
             });
         }
         if self.info[link].failed {
@@ -694,7 +866,8 @@ impl Network {
         for s in slots {
             self.settle(now, s);
             let f = &self.life[s as usize];
-            let (tag, remaining, route) = (f.tag, f.remaining.max(0.0), self.route_of(s));
+            let (tag, remaining, cap) = (f.tag, f.remaining.max(0.0), f.cap);
+            let route = self.route_of(s);
             self.detach(s);
             blocked.push(Blocked {
                 slot: s,
@@ -702,6 +875,7 @@ impl Network {
                 link,
                 remaining_bytes: remaining,
                 route,
+                rate_cap: cap,
             });
         }
         self.info[link].failed = true;
@@ -728,6 +902,7 @@ impl Network {
             bytes,
             b.remaining_bytes,
             latency.checked_add(fill)?,
+            b.rate_cap,
         )
     }
 

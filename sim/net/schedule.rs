@@ -18,21 +18,38 @@ pub type TaskId = usize;
 /// What a task does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskKind {
-    /// Move `bytes` along `route` (links from source to destination).
-    Transfer { route: Vec<LinkId>, bytes: u64 },
+    /// Move `bytes` along `route` (links from source to destination), never
+    /// faster than `cap` bytes/s (`f64::INFINITY`: the links alone).
+    Transfer {
+        route: Vec<LinkId>,
+        bytes: u64,
+        cap: f64,
+    },
     /// Occupy `device` for `duration` (slowed by stragglers, jittered).
     Compute { device: u64, duration: Time },
 }
 
 /// A task's fixed part: a transfer's bytes, or a computation's duration and
-/// device (`device == TRANSFER` marks a transfer).
+/// device. A transfer's `device` is `TRANSFER` with its rate cap's bits (a
+/// positive float or infinity: the top bit is free), a computation's is
+/// below `TRANSFER`: one record of 16 bytes either way.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Task {
     value: u64,
     device: u64,
 }
 
-const TRANSFER: u64 = u64::MAX;
+const TRANSFER: u64 = 1 << 63;
+
+impl Task {
+    fn is_transfer(self) -> bool {
+        self.device >= TRANSFER
+    }
+
+    fn cap(self) -> f64 {
+        f64::from_bits(self.device & !TRANSFER)
+    }
+}
 
 /// A dependency graph of tasks, in insertion order. Routes and dependencies
 /// live in two flat arrays (task `t`'s in `[off[t], off[t + 1])`): a
@@ -87,10 +104,11 @@ impl Schedule {
 
     pub fn kind(&self, t: TaskId) -> TaskKind {
         let k = self.tasks[t];
-        if k.device == TRANSFER {
+        if k.is_transfer() {
             TaskKind::Transfer {
                 route: self.route(t).to_vec(),
                 bytes: k.value,
+                cap: k.cap(),
             }
         } else {
             TaskKind::Compute {
@@ -115,11 +133,26 @@ impl Schedule {
         bytes: u64,
         deps: &[TaskId],
     ) -> Result<TaskId, NetError> {
+        self.add_transfer_capped(route, bytes, f64::INFINITY, deps)
+    }
+
+    /// Add a transfer that starts after `deps` and never runs faster than
+    /// `cap` bytes/s (`f64::INFINITY`: no cap; [`NetSim::start_flow_capped`]).
+    pub fn add_transfer_capped(
+        &mut self,
+        route: &[LinkId],
+        bytes: u64,
+        cap: f64,
+        deps: &[TaskId],
+    ) -> Result<TaskId, NetError> {
+        if cap.is_nan() || cap <= 0.0 {
+            return Err(NetError::BadRateCap(cap));
+        }
         // A borrowed route: the schedule copies it into its flat table once.
         self.add(
             Task {
                 value: bytes,
-                device: TRANSFER,
+                device: TRANSFER | cap.to_bits(),
             },
             route,
             deps,
@@ -133,7 +166,7 @@ impl Schedule {
         duration: Time,
         deps: &[TaskId],
     ) -> Result<TaskId, NetError> {
-        // `TRANSFER` marks transfers: that device id is not a device.
+        // Ids from `TRANSFER` on mark transfers: they are no devices.
         let device = device.min(TRANSFER - 1);
         self.add(
             Task {
@@ -232,8 +265,8 @@ impl Schedule {
 
     fn start(&self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), NetError> {
         let k = self.tasks[id];
-        if k.device == TRANSFER {
-            sim.start_flow(id as u64, self.route(id), k.value)
+        if k.is_transfer() {
+            sim.start_flow_capped(id as u64, self.route(id), k.value, k.cap())
         } else {
             let d = sim.compute_time(k.device, Time(k.value))?;
             sim.schedule_after(d, id)

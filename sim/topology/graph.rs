@@ -173,6 +173,8 @@ pub struct Topology {
     pub(crate) route_cache: RouteCache,
     /// The file it was built from (overrides applied), when built from one.
     pub(crate) file: Option<std::sync::Arc<super::spec::TopologyFile>>,
+    /// The run's collective settings (`[collective] algorithms`, ...).
+    pub(crate) collective_settings: std::sync::Arc<super::settings::CollectiveSettings>,
 }
 
 /// Routes by `(source, destination, ECMP flow id)`: a collective routes the
@@ -249,6 +251,11 @@ impl Topology {
     /// The topology file's own collective calibration (`[collective]`), if any.
     pub fn collective_calibration(&self) -> Option<&toml::Table> {
         self.file.as_ref()?.collective.as_ref()
+    }
+    /// The run's collective settings with their origins (empty unless the
+    /// file or an override states them).
+    pub fn collective_settings(&self) -> &super::settings::CollectiveSettings {
+        &self.collective_settings
     }
     /// The topology file this was built from, overrides applied (what a
     /// calibration writes back with its fit added).
@@ -428,6 +435,7 @@ impl Builder {
             by_name,
             route_cache: RouteCache::default(),
             file: None,
+            collective_settings: Default::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::base::cursor::line_col;
 
 use super::build::{build, SemanticError};
+use super::settings::{self, CollectiveSettings};
 use super::spec::TopologyFile;
 use super::{Topology, TopologyError};
 
@@ -63,7 +64,9 @@ pub fn load_text(
 ) -> Result<Topology, TopologyError> {
     let mut spec = parse_file_text(text, file)?;
     if overrides.is_empty() {
-        return build(&spec).map_err(|e| semantic_error(e, Some(text), file));
+        let mut topo = build(&spec).map_err(|e| semantic_error(e, Some(text), file))?;
+        topo.collective_settings = settings_of(text, file, overrides, &spec)?;
+        return Ok(topo);
     }
     let mut table: toml::Table =
         toml::from_str(text).map_err(|e| toml_error(&e, Some(text), file))?;
@@ -82,10 +85,25 @@ pub fn load_text(
         .iter()
         .map(|o| format!("{}={}", o.key, o.value))
         .collect();
-    build(&spec).map_err(|e| TopologyError::Override {
+    let mut topo = build(&spec).map_err(|e| TopologyError::Override {
         key: described.join(" "),
         message: semantic_error(e, None, file).to_string(),
-    })
+    })?;
+    topo.collective_settings = settings_of(text, file, overrides, &spec)?;
+    Ok(topo)
+}
+
+/// The run's collective settings with their origins (`settings.rs`).
+fn settings_of(
+    text: &str,
+    file: &str,
+    overrides: &[Override],
+    spec: &TopologyFile,
+) -> Result<std::sync::Arc<CollectiveSettings>, TopologyError> {
+    let s = settings::read(text, file, overrides, spec.collective.as_ref(), |e| {
+        toml_error(e, Some(text), file)
+    })?;
+    Ok(std::sync::Arc::new(s))
 }
 
 /// Read and build a topology file from disk.

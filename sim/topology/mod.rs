@@ -9,6 +9,7 @@ mod load;
 mod mesh_map;
 mod presets;
 mod route;
+pub mod settings;
 mod spec;
 mod summary;
 pub mod units;
@@ -21,6 +22,7 @@ pub use graph::{
 pub use load::{load_path, load_text, parse_file_text, Override};
 pub use mesh_map::MeshMapping;
 pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
+pub use settings::{CollectiveSettings, Origin, Setting};
 pub use spec::{
     DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, CHOOSERS, CHOOSER_KEY,
     FORMAT_VERSION,

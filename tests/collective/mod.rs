@@ -10,6 +10,7 @@ mod groups;
 mod multinode;
 mod numerics;
 mod nvls;
+mod policy;
 mod prune;
 mod rings;
 mod session;

@@ -1,25 +1,34 @@
-//! Across nodes against published nccl-tests allreduce curves (each fixture's
-//! header cites its log and says how the fabric is described): two nodes of
-//! 8 H100 with 8 x 200 Gb/s NICs each
-//! (fixtures/collective/h100_2node_allreduce_a3mega.csv, as `dgx-h100 --nodes 2
-//! --set nic.bandwidth=200Gb/s --set nvlink.in_switch_reduction=false`: the
-//! run's NCCL profile disabled NVLS); and, as `dgx-a100 --nodes N` (8 rails of
-//! 200 Gb/s), 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per node on OCI
-//! (a100_2node_allreduce_oci.csv), two DGX A100 with NCCL_ALGO=RING
+//! Across nodes against published two-node nccl-tests allreduce curves (each
+//! fixture's header cites its log and says how the fabric is described):
+//! 2 x 8 H100 with 8 x 200 Gb/s NICs per node
+//! (fixtures/collective/h100_2node_allreduce_a3mega.csv, as
+//! fixtures/collective/a3mega_topology.toml `--nodes 2`: `dgx-h100` with
+//! 200 Gb/s NICs, NVLS off as the run's NCCL profile set it) and 2 x 8 A100 with 1.6 Tb/s of RDMA NICs per
+//! node (fixtures/collective/a100_2node_allreduce_oci.csv, as `dgx-a100
+//! --nodes 2`), each with its NCCL buffers (A3 Mega's profile sets
+//! `NCCL_BUFFSIZE=8388608`: 1 MiB chunks; the A3 fixture also states the
+//! run's NCCL_ALGO, NCCL_PROTO and tuner table, `collective::policy`). `auto` must be within 15% of the
+//! measured time at every size from 64 MiB on, except the sizes listed as
+//! known misses, which must still miss (so a change that fixes or breaks one
+//! shows here and in README's table); A3 Mega's tree as its tuner plugin ran
+//! it from 16 MiB on; and the two-node tree against its network bound and its
+//! pipeline fill (closed forms).
+
+//!
+//! More published curves, each compared from 64 MiB: as `dgx-a100 --nodes N`
+//! (8 rails of 200 Gb/s) two DGX A100 with NCCL_ALGO=RING
 //! (a100_2node_allreduce_dgx_ring.csv, compared with the ring), two Azure NDm
 //! A100 v4 VMs (a100_2node_allreduce_ndmv4.csv, 1 and 4 GiB only) and four
-//! DGX A100 (a100_4node_allreduce_dgx.csv); and two OCI BM.GPU.H100.8 nodes
+//! DGX A100 (a100_4node_allreduce_dgx.csv); two OCI BM.GPU.H100.8 nodes
 //! (3.2 Tb/s of RoCE each, h100_2node_allreduce_oci.csv, 1-16 GiB, as
-//! `dgx-h100 --nodes 2`: NVLS-tree); and two AWS p5.48xlarge (32 x 100 Gb/s
-//! EFA each, h100_2node_allreduce_p5.csv, as `dgx-h100 --nodes 2`) and two
+//! `dgx-h100 --nodes 2`: NVLS-tree); two AWS p5.48xlarge (32 x 100 Gb/s EFA
+//! each, h100_2node_allreduce_p5.csv, as `dgx-h100 --nodes 2`) and two
 //! p4de.24xlarge (4 x 100 Gb/s EFA each, a100_2node_allreduce_p4de.csv, as
-//! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`). The simulated time must be within
-//! 15% of the measured one at every size from 64 MiB on, except the sizes
-//! listed as known misses, which must still miss (so a change that fixes or
-//! breaks one shows here and in README's table); and the two-node tree
-//! against its network bound (closed form).
-
-use shardsim::collective::{time_collective, Algorithm, Calibration, CollectiveOp, Group};
+//! `dgx-a100 --nodes 2 --set nic.bandwidth=50Gb/s`).
+use shardsim::collective::{
+    auto_algorithms, time_collective, time_collective_cached, tuner::time_tree_steps, Algorithm,
+    Calibration, CollectiveOp, Group, PathCache, Protocol, TreePeriod,
+};
 
 use crate::common::fixture;
 
@@ -38,28 +47,55 @@ pub(super) fn rows(rel: &str) -> Vec<(u64, f64)> {
         .collect()
 }
 
-/// Check the fixture `rel` on `preset` with `set` overrides, with `auto`
-/// (`algo` None) or the algorithm the run forced; `sizes` is how many of the
-/// fixture's rows are from [`FROM`] on. Returns the sizes whose error is 15% or
-/// more, and a line per size.
-fn misses(
-    preset: &str,
-    set: &[(&str, &str)],
-    rel: &str,
+/// The A3 Mega run's machine as a topology file: `dgx-h100` with 200 Gb/s
+/// NICs, NVLS off and its profile's `NCCL_BUFFSIZE=8388608` in its own
+/// `[collective]` calibration (1 MiB chunks).
+const A3: &str = "collective/a3mega_topology.toml";
+
+/// How a run is described: its topology (a preset, or a fixture file with
+/// its own calibration), overrides, and the algorithm its tuner was told to
+/// run (`None`: `auto`).
+struct Run<'a> {
+    topology: String,
+    set: &'a [(&'a str, &'a str)],
     algo: Option<Algorithm>,
-    sizes: usize,
-) -> (Vec<u64>, String) {
-    let t = super::load(preset, set);
+    proto: Option<Protocol>,
+}
+
+fn a3(algo: Option<(Algorithm, Protocol)>) -> Run<'static> {
+    let (algo, proto) = algo.unzip();
+    Run {
+        topology: fixture(A3).to_string_lossy().into_owned(),
+        set: &[("nodes", "2")],
+        algo,
+        proto,
+    }
+}
+
+/// A preset with overrides, `auto` or the algorithm a run forced.
+fn preset<'a>(name: &str, set: &'a [(&'a str, &'a str)], algo: Option<Algorithm>) -> Run<'a> {
+    Run {
+        topology: name.into(),
+        set,
+        algo,
+        proto: None,
+    }
+}
+
+/// Check `fixture` against `run` from `from` bytes on; returns the sizes
+/// whose error is `bound` (a fraction) or more, with a line per size.
+fn misses(run: &Run, rel: &str, from: u64, bound: f64) -> (Vec<u64>, String) {
+    let t = super::load(&run.topology, run.set);
     let g = Group::first(&t, t.num_devices()).unwrap();
-    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let cal = Calibration::for_topology(&t, &g.device_model(&t)).unwrap();
     let op = CollectiveOp::AllReduce;
     let (mut missed, mut report) = (Vec::new(), String::new());
     let mut checked = 0;
     for (size, measured) in rows(rel) {
-        if size < FROM {
+        if size < from {
             continue;
         }
-        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, algo, None).unwrap();
+        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, run.algo, run.proto).unwrap();
         let ours = r.time.ps() as f64 / 1e6;
         let err = (ours - measured) / measured;
         report += &format!(
@@ -67,49 +103,113 @@ fn misses(
             r.algo.name(),
             err * 100.0
         );
-        if err.abs() >= 0.15 {
+        if err.abs() >= bound {
             missed.push(size);
         }
         checked += 1;
     }
-    assert_eq!(checked, sizes, "{rel}: sizes from 64 MiB");
+    assert!(checked > 0, "{rel}: no size from {from} B");
+    (missed, report)
+}
+
+/// [`misses`] of a preset from [`FROM`] at 15%, checking that `sizes` of the
+/// fixture's rows were compared.
+fn misses_n(
+    name: &str,
+    set: &[(&str, &str)],
+    rel: &str,
+    algo: Option<Algorithm>,
+    sizes: usize,
+) -> (Vec<u64>, String) {
+    let (missed, report) = misses(&preset(name, set, algo), rel, FROM, 0.15);
+    assert_eq!(report.lines().count(), sizes, "{rel}: sizes from 64 MiB");
     (missed, report)
 }
 
 #[test]
 fn h100_two_nodes_200g_allreduce_within_fifteen_percent_from_64_mib() {
     let (missed, report) = misses(
-        "dgx-h100",
-        &[
-            ("nodes", "2"),
-            ("nic.bandwidth", "200Gb/s"),
-            ("nvlink.in_switch_reduction", "false"),
-        ],
+        &a3(None),
         "collective/h100_2node_allreduce_a3mega.csv",
-        None,
-        8,
+        FROM,
+        0.15,
     );
-    // 64 MiB: the measured system pays about 0.9 ms over its bandwidth from
-    // 32 MiB to 1 GiB (TCPXO), which the model does not have.
+    // `auto` under the run's profile as the fixture states it (NCCL_ALGO,
+    // NCCL_PROTO and the tuner table transcribed from GCP's a3plus config,
+    // tests/fixtures/collective/a3mega_tuner.csv): the table's row for 2
+    // nodes x 16 ranks runs every allreduce as tree/Simple. Without it our
+    // estimate, as NCCL's model, prefers the ring at 64 MiB, 27% below the
+    // measurement (next test).
+    assert!(missed.is_empty(), "{report}");
+    for (size, _) in rows("collective/h100_2node_allreduce_a3mega.csv") {
+        if size >= FROM {
+            assert!(report.contains(&format!("{size} B: ours")), "{report}");
+        }
+    }
+    assert!(
+        report.lines().all(|l| l.contains("(tree)")),
+        "the tuner's tree at every size: {report}"
+    );
+}
+
+/// The same run without its tuner table (NCCL_ALGO=Ring,Tree and
+/// NCCL_PROTO=Simple only, as NCCL's own tuner would choose under them):
+/// the estimate takes ring/Simple at 64 MiB, which times 36% below the
+/// measurement; the tree from 128 MiB. What the table changes.
+#[test]
+fn h100_two_nodes_without_the_tuner_table_misses_at_64_mib() {
+    let run = Run {
+        topology: fixture(A3).to_string_lossy().into_owned(),
+        set: &[("nodes", "2"), ("collective.tuner_file", "\"\"")],
+        algo: None,
+        proto: None,
+    };
+    let (missed, report) = misses(
+        &run,
+        "collective/h100_2node_allreduce_a3mega.csv",
+        FROM,
+        0.15,
+    );
     assert_eq!(missed, vec![64 << 20], "{report}");
+    let at_64 = report.lines().find(|l| l.contains(" 67108864 B: "));
+    assert!(at_64.is_some_and(|l| l.contains("(ring)")), "{report}");
+}
+
+/// The A3 Mega run as its tuner plugin ran it (tree, Simple at every size)
+/// with its 8 MiB NCCL buffers: within 10% from 16 MiB on (-3.2% to +9.2%), the knee between
+/// 16 and 32 MiB included (16 MiB is one 1 MiB chunk per tree of each
+/// channel: the pipeline's fill, 16 ranks' worth of a chunk at a channel's
+/// 20.7 GB/s).
+#[test]
+fn h100_two_nodes_tree_as_the_runs_tuner_set_it_within_ten_percent_from_16_mib() {
+    let run = a3(Some((Algorithm::Tree, Protocol::Simple)));
+    let (missed, report) = misses(
+        &run,
+        "collective/h100_2node_allreduce_a3mega.csv",
+        16 << 20,
+        0.10,
+    );
+    assert!(missed.is_empty(), "{report}");
 }
 
 #[test]
 fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
-    let (missed, report) = misses(
-        "dgx-a100",
-        &[("nodes", "2")],
-        "collective/a100_2node_allreduce_oci.csv",
-        None,
-        8,
-    );
+    let run = Run {
+        topology: "dgx-a100".into(),
+        set: &[("nodes", "2")],
+        algo: None,
+        proto: None,
+    };
+    let (missed, report) = misses(&run, "collective/a100_2node_allreduce_oci.csv", FROM, 0.15);
     // 512 MiB: the system still runs at the NIC-bound ring's level there
     // (156 GB/s out of place, 165.8 in place, as at 256 MiB) and at the
-    // tree's from 1 GiB; our tuner picks the tree from 512 MiB. NCCL's own
-    // model cannot switch between 512 MiB and 1 GiB (its tree/Simple
-    // latency is below ring/Simple's and its tree correction factors end at
-    // 256 MiB, so a tree that wins at 1 GiB wins at 512 MiB): not an
-    // algorithm choice to reproduce (README, "Collectives").
+    // tree's from 1 GiB. With each tree channel's own rate (11.8 GB/s on
+    // A100) `auto` takes the ring up to 128 MiB as NCCL did, and the tree
+    // from 256 MiB, where it times faster. NCCL's own model cannot switch
+    // between 512 MiB and 1 GiB (its tree/Simple latency is below
+    // ring/Simple's and its tree correction factors end at 256 MiB, so a
+    // tree that wins at 1 GiB wins at 512 MiB): not an algorithm choice to
+    // reproduce (README, "Collectives").
     assert_eq!(missed, vec![512 << 20], "{report}");
 }
 
@@ -117,7 +217,7 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
 fn dgx_a100_two_nodes_forced_ring_within_fifteen_percent_from_64_mib() {
     // The run set NCCL_ALGO=RING, so the ring is what it measured; every
     // size from 64 MiB to 4 GiB is within 15% (64 MiB -11.6% is the worst).
-    let (missed, report) = misses(
+    let (missed, report) = misses_n(
         "dgx-a100",
         &[("nodes", "2")],
         "collective/a100_2node_allreduce_dgx_ring.csv",
@@ -135,9 +235,9 @@ fn ndm_a100_v4_two_nodes_allreduce_at_one_and_four_gib() {
     // are known misses. The ring itself is within 1% of both points.
     let set = [("nodes", "2")];
     let rel = "collective/a100_2node_allreduce_ndmv4.csv";
-    let (missed, report) = misses("dgx-a100", &set, rel, None, 2);
+    let (missed, report) = misses_n("dgx-a100", &set, rel, None, 2);
     assert_eq!(missed, vec![1 << 30, 4 << 30], "{report}");
-    let (missed, report) = misses("dgx-a100", &set, rel, Some(Algorithm::Ring), 2);
+    let (missed, report) = misses_n("dgx-a100", &set, rel, Some(Algorithm::Ring), 2);
     assert!(missed.is_empty(), "{report}");
 }
 
@@ -146,7 +246,7 @@ fn dgx_a100_four_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // 128 MiB: the measured curve dips there (114.0 GB/s busbw out of place,
     // below its own 64 MiB point, 121.6 in place), which no algorithm
     // choice explains; every other size is within 15%.
-    let (missed, report) = misses(
+    let (missed, report) = misses_n(
         "dgx-a100",
         &[("nodes", "4")],
         "collective/a100_4node_allreduce_dgx.csv",
@@ -161,7 +261,7 @@ fn oci_h100_two_nodes_nvls_tree_within_fifteen_percent_from_1_gib() {
     // NCCL chose (no NCCL_ALGO); 449-471 GB/s busbw is above both the ring's
     // NIC bound (8 x 50 GB/s x 0.94 = 376) and our tree's (393 at 16 GiB), so
     // the run used NVLS-tree, as `auto` does: every size within 15%.
-    let (missed, report) = misses(
+    let (missed, report) = misses_n(
         "dgx-h100",
         &[("nodes", "2")],
         "collective/h100_2node_allreduce_oci.csv",
@@ -178,8 +278,11 @@ fn aws_p5_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // above the ring's and the tree's bounds, i.e. NVLS-tree, as ours.
     // 64 MiB: we are 18% fast; the measured curve is a near-constant 55-110
     // us above our NVLS-tree from 1 to 64 MiB (EFA's per-message cost: p5
-    // pays 69 us at 8 B), which the model does not have.
-    let (missed, report) = misses(
+    // pays 69 us at 8 B), which the model does not have. 128 MiB: the
+    // estimates of NVLS-tree and the ring are a near tie, which `auto` times
+    // (`tuner.rs` `NEAR`): NVLS-tree, 319.0 GB/s (-9.3%), over the ring,
+    // 309.7 GB/s (-6.6%).
+    let (missed, report) = misses_n(
         "dgx-h100",
         &[("nodes", "2")],
         "collective/h100_2node_allreduce_p5.csv",
@@ -194,7 +297,7 @@ fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // 64 MiB: EFA's fixed cost per message is far above InfiniBand's (161 us
     // at 8 B against 36-40 us on the InfiniBand and RoCE curves), which the
     // model does not have; every size from 128 MiB is within 15%.
-    let (missed, report) = misses(
+    let (missed, report) = misses_n(
         "dgx-a100",
         &[("nodes", "2"), ("nic.bandwidth", "50Gb/s")],
         "collective/a100_2node_allreduce_p4de.csv",
@@ -204,13 +307,100 @@ fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     assert_eq!(missed, vec![64 << 20], "{report}");
 }
 
+/// A two-node tree's pipeline fill: with one chunk per tree of each
+/// channel (16 MiB over 8 channels of 2 trees, 1 MiB chunks), the allreduce
+/// is a chunk's climb and descent through 16 ranks (8 up, 8 down: a chain
+/// of 8 in each node and the network hop), each moving it at a channel's
+/// own rate: at least 16 chunk / rate, at most that plus a network hop and
+/// the launch per rank.
+#[test]
+fn two_node_tree_fill_is_a_chunk_per_rank_at_the_channel_rate() {
+    let t = super::load(&a3(None).topology, &[("nodes", "2")]);
+    let g = Group::first(&t, 16).unwrap();
+    let cal = Calibration::for_topology(&t, &g.device_model(&t)).unwrap();
+    assert_eq!(cal.chunk_bytes, 1 << 20, "the run's NCCL_BUFFSIZE / 8");
+    let s: u64 = 16 << 20;
+    let r = time_collective(
+        &t,
+        &g,
+        &CollectiveOp::AllReduce,
+        s / 4,
+        4,
+        &cal,
+        Some(Algorithm::Tree),
+        Some(Protocol::Simple),
+    )
+    .unwrap();
+    let ours = r.time.ps() as f64 / 1e6;
+    let stage = cal.chunk_bytes as f64 / (cal.tree_channel_gbs * 1e9) * 1e6;
+    let (lo, hi) = (
+        16.0 * stage,
+        16.0 * (stage + cal.simple.network_hop_us) + cal.simple.base_us,
+    );
+    assert!(
+        ours >= lo && ours <= hi,
+        "tree {ours:.1} us, fill bounds [{lo:.1}, {hi:.1}]"
+    );
+}
+
+/// With NCCL's own chunk count (a budget of 512 chunks per tree: every
+/// chunk 1 MiB, `calcCollChunking`'s one Simple step, at every size up to
+/// 8 GiB) the two-node tree's time is periodic in its chunks: each further
+/// 1 MiB chunk per tree costs the same (93.9 us) from 128 chunks on, to
+/// within 0.01%; this is what lets the tree be timed past the simulation's
+/// budget by its period instead of chunk by chunk (not built yet). Its time
+/// then comes within 4% of the measured run at 2-8 GiB (the budget of 64
+/// makes it +5.1..+9.2% there).
+#[test]
+fn two_node_tree_with_nccls_chunks_is_periodic_and_within_four_percent_at_2_to_8_gib() {
+    let t = super::load(&a3(None).topology, &[("nodes", "2")]);
+    let g = Group::first(&t, 16).unwrap();
+    let mut cal = Calibration::for_topology(&t, &g.device_model(&t)).unwrap();
+    cal.max_chunks = 512;
+    let time = |s: u64| {
+        let r = time_collective(
+            &t,
+            &g,
+            &CollectiveOp::AllReduce,
+            s / 4,
+            4,
+            &cal,
+            Some(Algorithm::Tree),
+            Some(Protocol::Simple),
+        )
+        .unwrap();
+        r.time.ps() as f64 / 1e6
+    };
+    // Sizes of 128, 256 and 512 chunks of 1 MiB per tree (16 trees).
+    let sizes: Vec<u64> = (31..=33).map(|k| 1u64 << k).collect();
+    let times: Vec<f64> = sizes.iter().map(|&s| time(s)).collect();
+    let period = (times[1] - times[0]) / 128.0;
+    let next = (times[2] - times[1]) / 256.0;
+    assert!(
+        (next - period).abs() <= 1e-4 * period,
+        "periods {period:.4} and {next:.4} us a chunk ({times:?})"
+    );
+    let measured = rows("collective/h100_2node_allreduce_a3mega.csv");
+    for (s, ours) in sizes.iter().zip(&times) {
+        let m = measured.iter().find(|r| r.0 == *s).unwrap().1;
+        let err = (ours - m) / m;
+        assert!(
+            err.abs() < 0.04,
+            "{s} B: {ours:.1} us vs {m} us ({err:+.3})"
+        );
+    }
+}
+
 #[test]
 fn two_node_tree_approaches_the_network_bound() {
     // Across two nodes each tree sends its half up and back down once, so
     // every direction of the network carries S over the m NICs: algbw is at
     // most m x NIC x network fraction, busbw that x 2(n-1)/n (352.5 GB/s for
     // 8 x 200 Gb/s at 0.94). Up and down overlap (split tree) and each
-    // channel pipelines its own chunks, so 8 GiB gets within 10% of it.
+    // channel pipelines its own chunks, so 8 GiB gets within 15% of it: the
+    // simulation's budget of 64 chunks per tree makes them 8 MiB there (NCCL's
+    // are 512 KiB), whose fill through 16 ranks at a channel's 20.7 GB/s is
+    // 6.5 ms of the 51 ms (within 10% before each channel had its own rate).
     let t = super::load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", "200Gb/s")]);
     let g = Group::first(&t, 16).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
@@ -224,13 +414,13 @@ fn two_node_tree_approaches_the_network_bound() {
         4,
         &cal,
         Some(Algorithm::Tree),
-        Some(shardsim::collective::Protocol::Simple),
+        Some(Protocol::Simple),
     )
     .unwrap();
     let bound = 8.0 * 25e9 * cal.simple.network_fraction * op.busbw_factor(16);
     let busbw = s as f64 / (tree.time.ps() as f64 * 1e-12) * op.busbw_factor(16);
     assert!(
-        busbw <= bound && busbw > 0.9 * bound,
+        busbw <= bound && busbw > 0.85 * bound,
         "tree busbw {:.1} GB/s, bound {:.1}",
         busbw / 1e9,
         bound / 1e9
@@ -270,7 +460,6 @@ fn split_trees_start_the_broadcast_once_the_root_has_a_chunk() {
 /// routes' link latencies).
 #[test]
 fn rail_rings_pay_network_hops_along_the_data_path() {
-    use shardsim::collective::Protocol;
     let t = super::load("dgx-h100", &[("nodes", "16")]);
     let g = Group::first(&t, 128).unwrap();
     let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
@@ -295,4 +484,143 @@ fn rail_rings_pay_network_hops_along_the_data_path() {
         ours >= formula && ours <= 1.2 * formula,
         "ring {ours:.1} us, NCCL's latency formula {formula:.1} us"
     );
+}
+
+/// A tree past the simulation's chunk budget is timed by its period
+/// (`tuner::TreePeriod`: one run of `M` chunks of `chunk_bytes` per tree,
+/// the period read off its steps' completions over the stretch where the
+/// pipeline is full, the time moved along it to the real size). Against the
+/// run with every chunk (`max_chunks` lifted, so the budget never binds) on
+/// `dgx-h100` with 2, 4 and 16 nodes at sizes of 2 to 16 budgets' worth of
+/// chunks: within 1% (2 and 4 nodes -0.02 to -0.05%, 16 nodes at 256 MiB
+/// +0.06%, 1 GiB -0.04%). On 64 nodes at 1 GiB (128 chunks per tree, `M` =
+/// 39) it is 1.9% fast (8,174 against 8,332 us): the period still grows
+/// after the run's full stretch (57.7 us a chunk there, 59.8 from the 70th
+/// chunk on); the two runs of 13 and 26 chunks this replaced were 3.3% fast.
+/// Checked at 2.5% there.
+#[test]
+fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
+    let op = CollectiveOp::AllReduce;
+    let cases: [(&str, &[u64], f64); 4] = [
+        ("2", &[2 << 30, 4 << 30], 0.01),
+        ("4", &[2 << 30, 4 << 30], 0.01),
+        ("16", &[256 << 20, 1 << 30], 0.01),
+        ("64", &[1 << 30], 0.025),
+    ];
+    for (nodes, sizes, within) in cases {
+        let t = super::load("dgx-h100", &[("nodes", nodes)]);
+        let n = t.devices().len() as u32;
+        let g = Group::first(&t, n).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let mut every = cal;
+        every.max_chunks = 1 << 20;
+        for &s in sizes {
+            let time = |c: &Calibration| {
+                let r = time_collective(
+                    &t,
+                    &g,
+                    &op,
+                    s / 4,
+                    4,
+                    c,
+                    Some(Algorithm::Tree),
+                    Some(Protocol::Simple),
+                )
+                .unwrap();
+                r.time.ps() as f64
+            };
+            let (ours, full) = (time(&cal), time(&every));
+            let err = (ours - full) / full;
+            eprintln!(
+                "{nodes} nodes {s} B: {:.1} vs {:.1} us ({err:+.5})",
+                ours / 1e6,
+                full / 1e6
+            );
+            assert!(
+                err.abs() < within,
+                "{nodes} nodes, {s} B: by period {:.1} us, chunk by chunk {:.1} us ({err:+.4})",
+                ours / 1e6,
+                full / 1e6
+            );
+        }
+    }
+}
+
+/// The period comes from one run: its steps' completions. With every chunk
+/// run (16 `dgx-h100` nodes, 1 GiB: 128 chunks of 512 KiB per tree, height
+/// 11), the last step ends at the run's time less its base latency, and the
+/// spacing over the run's full stretch (steps 21 to 32 for `M` = 33) is
+/// within 1% of the spacing over the rest of the full pipeline (steps 32
+/// to 127): what `TreePeriod` extrapolates with is what the longer run does.
+#[test]
+fn a_tree_runs_period_is_steady_across_its_full_pipeline() {
+    let t = super::load("dgx-h100", &[("nodes", "16")]);
+    let g = Group::first(&t, 128).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let mut every = cal;
+    every.max_chunks = 1 << 20;
+    let total = (1u64 << 30) / 4;
+    let (timed, steps) = time_tree_steps(&t, &g, total, 4, &every, Some(Protocol::Simple)).unwrap();
+    // 128 chunks per tree, 2h - 1 = 21 steps of fill and drain.
+    assert_eq!(steps.len(), 128 + 21);
+    let base = (every.params(Algorithm::Tree, Protocol::Simple).base_us * 1e6).round() as u64;
+    assert_eq!(steps.last().unwrap().ps() + base, timed.time.ps());
+    let op = CollectiveOp::AllReduce;
+    let x = TreePeriod::of(&t, &g, &op, total, 4, &cal).unwrap();
+    assert_eq!((x.chunks, x.height), (33, 11));
+    let spacing = |a: usize, b: usize| (steps[b].ps() - steps[a].ps()) as f64 / (b - a) as f64;
+    let (run, rest) = (spacing(21, 32), spacing(32, 127));
+    assert!(
+        (run - rest).abs() < 0.01 * rest,
+        "{run:.0} ps a chunk over the run's stretch, {rest:.0} after it"
+    );
+}
+
+/// `auto` ranks a tree past the chunk budget by its time, and its rivals
+/// by theirs (or by their near ties' times), so the algorithm it picks is
+/// the fastest one timed: on `dgx-h100` with 16, 64 and 128 nodes from
+/// 64 MiB to 8 GiB, never more than 1% slower than the best forced
+/// algorithm (each timed with its own protocol pick). Before, it took the
+/// tree at 64 nodes 4 GiB (288.1 against the ring's 318.6 GB/s busbw), 128
+/// nodes 2 GiB (157.8 against 200.2), 16 nodes 512 MiB and 1 GiB, and
+/// NVLS-tree at 16 nodes 64 MiB (4.5% slower than the tree).
+#[test]
+fn auto_across_nodes_is_never_slower_than_the_best_forced_algorithm() {
+    let op = CollectiveOp::AllReduce;
+    for nodes in ["16", "64", "128"] {
+        let t = super::load("dgx-h100", &[("nodes", nodes)]);
+        let n = t.devices().len() as u32;
+        let g = Group::first(&t, n).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        // Each as a sweep times it (a cache per sweep).
+        let mut caches: Vec<PathCache> = (0..=auto_algorithms(&op).len())
+            .map(|_| PathCache::new())
+            .collect();
+        let mut s: u64 = 64 << 20;
+        while s <= 8 << 30 {
+            let (first, rest) = caches.split_first_mut().unwrap();
+            let auto =
+                time_collective_cached(&t, &g, &op, s / 4, 4, &cal, None, None, first).unwrap();
+            let mut best: Option<(f64, Algorithm)> = None;
+            for (&a, cache) in auto_algorithms(&op).iter().zip(rest.iter_mut()) {
+                let Ok(r) =
+                    time_collective_cached(&t, &g, &op, s / 4, 4, &cal, Some(a), None, cache)
+                else {
+                    continue;
+                };
+                let us = r.time.ps() as f64 / 1e6;
+                if best.map_or(true, |(b, _)| us < b) {
+                    best = Some((us, a));
+                }
+            }
+            let (b, algo) = best.unwrap();
+            let ours = auto.time.ps() as f64 / 1e6;
+            assert!(
+                ours <= b * 1.01,
+                "{nodes} nodes, {s} B: auto took {:?} at {ours:.1} us, {algo:?} takes {b:.1} us",
+                auto.algo
+            );
+            s *= 2;
+        }
+    }
 }

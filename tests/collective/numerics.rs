@@ -145,6 +145,7 @@ fn check(
         nodes: nodes_of(n),
         channel_chunks: 0,
         nvls_chunks: 0,
+        tree_chunks: 0,
     };
     let plan = match build(op, algo, n, total, &opts) {
         Ok(p) => p,
@@ -336,6 +337,7 @@ fn bad_groups_are_errors() {
         nodes: vec![],
         channel_chunks: 0,
         nvls_chunks: 0,
+        tree_chunks: 0,
     };
     assert_eq!(
         build(&CollectiveOp::AllReduce, Algorithm::Ring, 0, 8, &o),

@@ -30,6 +30,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         chunks,
         channel_chunks: 0,
         nvls_chunks: 0,
+        tree_chunks: 0,
         nodes: nodes.to_vec(),
     };
     let plan = build(

@@ -62,6 +62,7 @@ fn tree_stream_steps_equal_the_built_plan() {
                         chunks,
                         channel_chunks,
                         nvls_chunks: 0,
+                        tree_chunks: 0,
                         nodes: nodes_of(layout),
                     };
                     same_steps(n, total, &opts);
@@ -85,7 +86,7 @@ proptest! {
     ) {
         let layout = vec![per; nodes];
         let n = if nodes == 0 { flat } else { nodes * per };
-        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, nodes: nodes_of(&layout) };
+        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout) };
         let plan = build(&CollectiveOp::AllReduce, Algorithm::Tree, n, total, &opts).unwrap();
         prop_assert_eq!(TreeStream::allreduce(n, total, &opts).steps(), plan.steps);
     }

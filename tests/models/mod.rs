@@ -8,6 +8,7 @@ mod context;
 mod inference;
 mod memory;
 mod moe;
+mod pass_cost;
 mod pipeline;
 mod programs;
 mod step;

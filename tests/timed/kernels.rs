@@ -47,6 +47,7 @@ fn stream_k_fills_the_last_wave_as_worked_by_hand() {
             m: c.m,
             n: c.n,
             k: c.k,
+            attention: None,
         };
         let (a, b) = (dp.gemm_factor(&g), sk.gemm_factor(&g));
         assert!(
@@ -67,7 +68,7 @@ proptest! {
         batch in 1u64..8, m in 1u64..20_000, n in 1u64..20_000, k in 1u64..20_000,
     ) {
         let (dp, sk) = h100();
-        let g = Gemm { batch, m, n, k };
+        let g = Gemm { batch, m, n, k, attention: None };
         let (a, b) = (dp.gemm_factor(&g), sk.gemm_factor(&g));
         prop_assert!(b >= a && b <= 1.0, "{g:?}: {a} -> {b}");
     }

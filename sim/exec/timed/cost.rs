@@ -58,6 +58,23 @@ pub struct RooflineParams {
     /// [`RooflineParams::stream_k_factor`].
     #[serde(default)]
     pub stream_k: bool,
+    /// A fused attention kernel's rate, as a fraction of the matmul peak on
+    /// the work it does, at long sequences (0: its matmuls are costed one by
+    /// one as matmuls).
+    #[serde(default)]
+    pub attention_efficiency: f64,
+    /// Sequence length at which the attention kernel reaches half that rate
+    /// (its loop over the keys fills `s / (s + attention_s_half)`).
+    #[serde(default)]
+    pub attention_s_half: f64,
+    /// Fraction of the counted score work a causal kernel does (it skips
+    /// the masked blocks: 0.5); 1 when absent.
+    #[serde(default)]
+    pub attention_work: Option<f64>,
+    /// The backward attention kernel's rate as a fraction of the forward's
+    /// at the same length (cuDNN's flash backward is slower); 1 when absent.
+    #[serde(default)]
+    pub attention_backward: Option<f64>,
 }
 
 fn default_tile() -> u64 {
@@ -111,6 +128,22 @@ impl RooflineParams {
         f
     }
 
+    /// The fraction of `compute_efficiency` a kernel's matmul reaches: a
+    /// fused attention kernel's at its own rate when the table has one, any
+    /// other's [`RooflineParams::gemm_factor`].
+    pub fn kernel_factor(&self, g: &Gemm) -> f64 {
+        if let (Some(pass), true) = (g.attention, self.attention_efficiency > 0.0) {
+            // The sequence is the longest side (the head dimension is short).
+            let s = g.m.max(g.n).max(g.k) as f64;
+            let mut rate = self.attention_efficiency * s / (s + self.attention_s_half);
+            if pass == AttentionPass::Backward {
+                rate *= self.attention_backward.unwrap_or(1.0);
+            }
+            return rate / (self.compute_efficiency * self.attention_work.unwrap_or(1.0));
+        }
+        self.gemm_factor(g)
+    }
+
     /// The fraction of `compute_efficiency` a persistent stream-K kernel
     /// with `tm x tn` tiles reaches (Osama et al. 2023, CUTLASS 3's
     /// data-parallel + stream-K hybrid): all but the last full wave of
@@ -160,6 +193,17 @@ pub struct Gemm {
     pub m: u64,
     pub n: u64,
     pub k: u64,
+    /// One of a fused attention kernel's matmuls, and which kernel.
+    pub attention: Option<AttentionPass>,
+}
+
+/// Which fused attention kernel a matmul belongs to: the forward (two
+/// batched matmuls) or the backward (more: scores recomputed, then the
+/// value, probability, query and key gradients).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionPass {
+    Forward,
+    Backward,
 }
 
 /// Parse a roofline table (model name -> parameters), checking every figure.
@@ -185,6 +229,19 @@ pub fn parse_roofline(text: &str) -> Result<BTreeMap<String, RooflineParams>, Ti
             return Err(TimedError::Roofline(format!(
                 "[{name}]: k_half must be finite and >= 0, got {}",
                 p.k_half
+            )));
+        }
+        // The attention kernel's rate: fractions in [0, 1] (the work and the
+        // backward's share in (0, 1]) and a finite half length.
+        let fraction = |f: Option<f64>| f.map_or(true, |f| f.is_finite() && f > 0.0 && f <= 1.0);
+        let attention_ok = (0.0..=1.0).contains(&p.attention_efficiency)
+            && p.attention_s_half.is_finite()
+            && p.attention_s_half >= 0.0
+            && fraction(p.attention_work)
+            && fraction(p.attention_backward);
+        if !attention_ok {
+            return Err(TimedError::Roofline(format!(
+                "[{name}]: attention_efficiency must be in [0, 1], attention_s_half finite and >= 0, attention_work and attention_backward in (0, 1]"
             )));
         }
     }
@@ -284,6 +341,7 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
                         m,
                         n: (out_elems / (batch * m)).max(1),
                         k,
+                        attention: None,
                     });
                     (2 * out_elems * k, true)
                 }
@@ -296,6 +354,7 @@ pub fn step_cost(program: &SpmdProgram, step: &Step) -> OpCost {
                         m,
                         n: (out_elems / m.max(1)).max(1),
                         k,
+                        attention: None,
                     });
                     (2 * out_elems * k, true)
                 }
@@ -379,7 +438,7 @@ impl DeviceRoofline {
         let p = &self.params;
         let compute = match self.peak(cost.dtype) {
             Some(peak) if cost.flops > 0 => {
-                let shape = cost.gemm.map_or(1.0, |g| p.gemm_factor(&g));
+                let shape = cost.gemm.map_or(1.0, |g| p.kernel_factor(&g));
                 cost.flops as f64 / (peak * p.compute_efficiency * shape)
             }
             _ => 0.0,

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use crate::ir::OpKind;
 use crate::partition::{SpmdProgram, Step};
 
-use super::cost::{step_cost, OpCost};
+use super::cost::{step_cost, AttentionPass, OpCost};
 
 /// Which steps fuse and which values stay inside a fusion.
 #[derive(Debug, Clone)]
@@ -30,6 +30,9 @@ pub struct FusionPlan {
     pub in_matmul: Vec<bool>,
     /// Per slot: a gather's result its matmul reads from the table.
     pub picked: Vec<bool>,
+    /// Per step: an add folded into the matmul step given, whose result it
+    /// adds into a donated buffer (`C = A B + C`, the matmul's epilogue).
+    pub epilogue_of: Vec<Option<usize>>,
 }
 
 /// Ops a fusion may hold (with `attention`, batched matmuls too).
@@ -64,6 +67,17 @@ fn find(parent: &mut [usize], mut i: usize) -> usize {
 /// The fusions of `program`'s steps; `attention`: batched matmuls fuse
 /// (flash attention).
 pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
+    plan_with(program, attention, &[])
+}
+
+/// [`plan`], with the program arguments `donated` (indices) updated in
+/// place: an add of a matmul's wider result (bf16 operands, fp32 result)
+/// into a donated argument, alone in its fusion, runs as the matmul's
+/// epilogue with `beta = 1` (cuBLAS's
+/// `C = A B + C`, as Megatron-LM's fused weight-gradient accumulation and
+/// XLA's GEMM rewriter run it): the matmul's own result is never written,
+/// the matmul reads and writes the buffer, and the add launches nothing.
+pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> FusionPlan {
     let n = program.steps.len();
     let slots = program.values.len();
     let is_fusible: Vec<bool> = program
@@ -114,17 +128,110 @@ pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
     let mut internal: Vec<bool> = (0..slots)
         .map(|s| producer[s].is_some_and(|j| is_fusible[j]) && !escapes[s])
         .collect();
-    let group = (0..n).map(|i| is_fusible[i].then_some(roots[i])).collect();
+    let group: Vec<Option<usize>> = (0..n).map(|i| is_fusible[i].then_some(roots[i])).collect();
     let (in_matmul, picked) = gathers_in_matmuls(program);
     for (s, &p) in picked.iter().enumerate() {
         internal[s] |= p;
+    }
+    let epilogue_of = epilogues(program, &group, &producer, donated);
+    // A folded matmul's own result is never written.
+    for &j in epilogue_of.iter().flatten() {
+        if let Step::Local { results, .. } = &program.steps[j] {
+            for &r in results {
+                internal[r] = true;
+            }
+        }
     }
     FusionPlan {
         group,
         internal,
         in_matmul,
         picked,
+        epilogue_of,
     }
+}
+
+/// The adds that run as their matmul's epilogue (see [`plan_with`]): an add
+/// alone in its fusion, of a matmul's result (wider than its operands, read
+/// by nothing else and not a program result) into a donated argument of the
+/// result's type.
+fn epilogues(
+    program: &SpmdProgram,
+    group: &[Option<usize>],
+    producer: &[Option<usize>],
+    donated: &[usize],
+) -> Vec<Option<usize>> {
+    let n = program.steps.len();
+    let mut epilogue_of = vec![None; n];
+    if donated.is_empty() {
+        return epilogue_of;
+    }
+    let donated: BTreeSet<usize> = donated
+        .iter()
+        .filter_map(|&i| program.args.get(i).copied())
+        .collect();
+    let mut reads = vec![0u32; program.values.len()];
+    for s in &program.steps {
+        for o in step_inputs(s) {
+            reads[o] += 1;
+        }
+    }
+    for &r in &program.results {
+        reads[r] += 1;
+    }
+    let mut members = vec![0u32; n];
+    for g in group.iter().flatten() {
+        members[*g] += 1;
+    }
+    for (i, s) in program.steps.iter().enumerate() {
+        let Step::Local {
+            op,
+            operands,
+            results,
+            ..
+        } = s
+        else {
+            continue;
+        };
+        let alone = group[i].is_some_and(|g| members[g] == 1);
+        let add = matches!(
+            program.local_func.op(*op).kind,
+            OpKind::Binary(crate::ir::BinaryOp::Add)
+        );
+        if !alone || !add || operands.len() != 2 || results.len() != 1 {
+            continue;
+        }
+        let ty = |slot: usize| {
+            (
+                &program.values[slot].global,
+                program.values[slot].local_bytes(),
+            )
+        };
+        for (d, c) in [(operands[0], operands[1]), (operands[1], operands[0])] {
+            // A matmul that accumulates into a wider type than it reads
+            // (bf16 operands, fp32 result: cuBLAS's mixed-precision GEMM).
+            let matmul = producer[d].filter(|&j| {
+                matches!(&program.steps[j], Step::Local { op, operands, .. } if matches!(
+                    &program.local_func.op(*op).kind,
+                    OpKind::DotGeneral { dims, .. } if dims.lhs_batch.is_empty()
+                ) && operands.iter().all(|&o| {
+                    program.values[o].global.dtype.size_bytes()
+                        < program.values[d].global.dtype.size_bytes()
+                }))
+            });
+            if let Some(j) = matmul {
+                if reads[d] == 1
+                    && donated.contains(&c)
+                    && ty(d) == ty(c)
+                    && ty(c) == ty(results[0])
+                {
+                    epilogue_of[i] = Some(j);
+                    break;
+                }
+            }
+        }
+    }
+    epilogue_of
 }
 
 /// The values a step reads (a loop's and a case's carried values included).
@@ -194,12 +301,56 @@ fn gathers_in_matmuls(program: &SpmdProgram) -> (Vec<bool>, Vec<bool>) {
 pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
     let mut read: BTreeSet<(usize, usize)> = BTreeSet::new();
     let mut launched: BTreeSet<usize> = BTreeSet::new();
+    // Per matmul step: the bytes its epilogue add reads and writes.
+    let mut epilogue_bytes: Vec<Option<u64>> = vec![None; program.steps.len()];
+    for (i, e) in plan.epilogue_of.iter().enumerate() {
+        if let (Some(j), Step::Local { results, .. }) = (e, &program.steps[i]) {
+            // The buffer read and written (the same type as the result).
+            let b: u64 = results
+                .iter()
+                .map(|&r| program.values[r].local_bytes())
+                .sum();
+            *epilogue_bytes[*j].get_or_insert(0) += 2 * b;
+        }
+    }
+    // Batched matmuls per fusion (by its first step).
+    let mut batched = vec![0u32; program.steps.len()];
+    for (i, s) in program.steps.iter().enumerate() {
+        if let (Some(g), Step::Local { op, .. }) = (plan.group[i], s) {
+            if matches!(&program.local_func.op(*op).kind,
+                OpKind::DotGeneral { dims, .. } if !dims.lhs_batch.is_empty())
+            {
+                batched[g] += 1;
+            }
+        }
+    }
     program
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let mut cost = step_cost(program, s);
+            if plan.epilogue_of[i].is_some() {
+                // Charged to its matmul: nothing runs here.
+                return OpCost {
+                    flops: 0,
+                    bytes: 0,
+                    kernel: false,
+                    launch: false,
+                    ..cost
+                };
+            }
+            if let Some(acc) = epilogue_bytes[i] {
+                // The matmul reads and writes the buffer instead of writing
+                // its own result.
+                if let Step::Local { results, .. } = s {
+                    let own: u64 = results
+                        .iter()
+                        .map(|&r| program.values[r].local_bytes())
+                        .sum();
+                    cost.bytes = cost.bytes - own.min(cost.bytes) + acc;
+                }
+            }
             if plan.in_matmul[i] {
                 // Its matmul reads the picked slices; nothing runs here.
                 return OpCost {
@@ -230,6 +381,15 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
                 if !plan.internal[r] {
                     moved += bytes(r);
                 }
+            }
+            if let Some(gm) = cost.gemm.as_mut() {
+                // A batched matmul inside a fusion: flash attention's; the
+                // backward kernel holds more than the forward's two.
+                gm.attention = Some(if batched[g] > 2 {
+                    AttentionPass::Backward
+                } else {
+                    AttentionPass::Forward
+                });
             }
             if cost.kernel {
                 cost.bytes = moved;

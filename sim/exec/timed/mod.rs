@@ -37,7 +37,10 @@ use crate::collective::CollectiveError;
 use crate::engine::{EngineError, Time};
 
 pub use comm::CommMemo;
-pub use cost::{parse_roofline, step_cost, DeviceRoofline, OpCost, RooflineParams, ROOFLINE_TOML};
+pub use cost::{
+    parse_roofline, step_cost, AttentionPass, DeviceRoofline, Gemm, OpCost, RooflineParams,
+    ROOFLINE_TOML,
+};
 pub use memory::{LiveBuffer, MemorySample, MemoryTracker, OomReport, ScopePeak};
 pub use options::{OomPolicy, ProgressHook, RunProgress, TimedOptions, PROGRESS_EVERY};
 pub use run::{run_timed, run_timed_classes, value_scopes, MAX_OOM_REPORTS};

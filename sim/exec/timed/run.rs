@@ -399,7 +399,7 @@ impl<'a> Run<'a> {
             .map(|(i, g)| (i, class_groups[g].clone()))
             .collect();
         let (costs, internal) = if opts.fusion {
-            let plan = super::fusion::plan(program, opts.fuse_attention);
+            let plan = super::fusion::plan_with(program, opts.fuse_attention, &opts.donated_args);
             (super::fusion::fused_costs(program, &plan), plan.internal)
         } else {
             let costs = program

@@ -1,0 +1,3 @@
+//! The network model's parts beyond tests/engine.rs: per-flow rate caps.
+
+mod rate_cap;
