@@ -17,7 +17,10 @@ pub struct PlanOptions {
     /// cuts each channel's share into its own chunks, so a large message
     /// keeps the pipeline full however many channels carry it.
     pub channel_chunks: usize,
-    /// `channel_chunks` for trees (NVLS-tree keeps `channel_chunks`): each
+    /// Pipeline chunks of each part of NVLS-tree (NCCL's chunk size,
+    /// `nvls::pipeline_chunks`; 0: `channel_chunks`, else `chunks`).
+    pub nvls_chunks: usize,
+    /// `channel_chunks` for trees (NVLS-tree has `nvls_chunks`): each
     /// tree of a channel (both trees of the double binary tree) is an NCCL
     /// channel cutting its half of the channel's share in its own chunks.
     /// 0: `channel_chunks`.
@@ -33,6 +36,14 @@ pub struct PlanOptions {
 }
 
 impl PlanOptions {
+    /// Pipeline chunks per part of NVLS-tree.
+    pub fn nvls_tree_chunks(&self) -> usize {
+        [self.nvls_chunks, self.channel_chunks, self.chunks]
+            .into_iter()
+            .find(|&c| c > 0)
+            .unwrap_or(1)
+    }
+
     /// Pipeline chunks of each channel of a multi-node tree.
     pub fn tree_channel_chunks(&self) -> usize {
         if self.tree_chunks > 0 {
@@ -480,12 +491,7 @@ fn allreduce(
         }
         NvlsTree => {
             let (nodes, _) = check_nodes(op, algo, n, opts)?;
-            let per = if opts.channel_chunks > 0 {
-                opts.channel_chunks
-            } else {
-                chunks
-            };
-            nvls_tree_allreduce(&nodes, total, per)
+            nvls_tree_allreduce(&nodes, total, opts.nvls_tree_chunks())
         }
         Hierarchical => {
             let (nodes, m) = check_nodes(op, algo, n, opts)?;

@@ -87,79 +87,127 @@ impl TreeSpec {
         routes: &mut Routes,
         plan0: &Plan,
     ) -> Result<Option<Quotient>, CollectiveError> {
-        let n = plan0.ranks;
-        let m = self.shape.channels;
-        let mut sigma = vec![usize::MAX; n];
-        let mut node_of = vec![0usize; n];
-        for (i, g) in self.nodes.iter().enumerate() {
-            for (p, &r) in g.iter().enumerate() {
-                sigma[r] = g[(p + 1) % m];
-                node_of[r] = i;
-            }
+        rotation_quotient(topo, routes, &self.nodes, plan0)
+    }
+}
+
+/// The quotient of `plan0` (one channel or part, whose images under the
+/// rotation of every node's local ranks make the whole run) by that
+/// rotation, when the topology carries it: every route of an image pair
+/// (a switch move's up and down links included) the image of the route,
+/// link for link, with the same capacity, latency and class, and every
+/// orbit of links exactly `m` long (`None`: time the whole plan).
+pub(crate) fn rotation_quotient(
+    topo: &Topology,
+    routes: &mut Routes,
+    nodes: &[Vec<usize>],
+    plan0: &Plan,
+) -> Result<Option<Quotient>, CollectiveError> {
+    let n = plan0.ranks;
+    let m = nodes.first().map_or(0, Vec::len);
+    if m == 0 || nodes.iter().flatten().count() != n {
+        return Ok(None);
+    }
+    let mut sigma = vec![usize::MAX; n];
+    let mut node_of = vec![0usize; n];
+    for (i, g) in nodes.iter().enumerate() {
+        if g.len() != m {
+            return Ok(None);
         }
-        let mut pairs: Vec<(usize, usize)> = plan0
-            .steps
-            .iter()
-            .flatten()
-            .filter(|mv| mv.via == Via::P2p && mv.from != mv.to && mv.len > 0)
-            .map(|mv| (mv.from, mv.to))
-            .collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        // phi: link -> its image, from every channel's routes to the next's.
-        let links = topo.links();
-        let mut phi: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut inverse: BTreeMap<usize, usize> = BTreeMap::new();
-        for &(a0, b0) in &pairs {
-            let (mut a, mut b) = (a0, b0);
-            let mut route = routes.get(a, b)?.to_vec();
-            for _ in 0..m {
-                let (na, nb) = (sigma[a], sigma[b]);
-                let next = routes.get(na, nb)?.to_vec();
-                if next.len() != route.len() {
-                    return Ok(None);
-                }
-                for (&l, &k) in route.iter().zip(&next) {
-                    let (x, y) = (&links[l], &links[k]);
-                    if x.bandwidth_bytes_per_s() != y.bandwidth_bytes_per_s()
-                        || x.latency_ps() != y.latency_ps()
-                        || x.class != y.class
-                    {
-                        return Ok(None);
-                    }
-                    if *phi.entry(l).or_insert(k) != k || *inverse.entry(k).or_insert(l) != l {
-                        return Ok(None);
-                    }
-                }
-                (a, b, route) = (na, nb, next);
-            }
+        for (p, &r) in g.iter().enumerate() {
+            sigma[r] = g[(p + 1) % m];
+            node_of[r] = i;
         }
-        // Every orbit has exactly m links; its class is its smallest link id.
-        let mut link_class: Vec<usize> = (0..links.len()).collect();
-        for &l in phi.keys() {
-            let mut orbit = vec![l];
-            let mut k = phi[&l];
-            while k != l {
-                if orbit.len() >= m {
-                    return Ok(None);
-                }
-                orbit.push(k);
-                k = match phi.get(&k) {
-                    Some(&x) => x,
-                    None => return Ok(None),
-                };
-            }
-            if orbit.len() != m {
+    }
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    // Ranks of switch moves: their up and down links map to their images'.
+    let mut switched: Vec<usize> = Vec::new();
+    for mv in plan0.steps.iter().flatten() {
+        if mv.len == 0 {
+            continue;
+        }
+        match mv.via {
+            Via::P2p if mv.from != mv.to => pairs.push((mv.from, mv.to)),
+            Via::P2p => {}
+            Via::SwitchReduce | Via::SwitchMulticast => switched.extend([mv.from, mv.to]),
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    switched.sort_unstable();
+    switched.dedup();
+    let items = pairs
+        .iter()
+        .map(|&(a, b)| (a, Some(b)))
+        .chain(switched.iter().map(|&r| (r, None)));
+    // phi: link -> its image, from every channel's routes to the next's.
+    let links = topo.links();
+    let mut phi: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut inverse: BTreeMap<usize, usize> = BTreeMap::new();
+    for (a0, b0) in items {
+        let (mut a, mut b) = (a0, b0);
+        let mut route = orbit_route(routes, (a, b))?;
+        for _ in 0..m {
+            let (na, nb) = (sigma[a], b.map(|b| sigma[b]));
+            let next = orbit_route(routes, (na, nb))?;
+            if next.len() != route.len() {
                 return Ok(None);
             }
-            link_class[l] = orbit.iter().copied().min().unwrap_or(l);
+            for (&l, &k) in route.iter().zip(&next) {
+                let (x, y) = (&links[l], &links[k]);
+                if x.bandwidth_bytes_per_s() != y.bandwidth_bytes_per_s()
+                    || x.latency_ps() != y.latency_ps()
+                    || x.class != y.class
+                {
+                    return Ok(None);
+                }
+                if *phi.entry(l).or_insert(k) != k || *inverse.entry(k).or_insert(l) != l {
+                    return Ok(None);
+                }
+            }
+            (a, b, route) = (na, nb, next);
         }
-        Ok(Some(Quotient {
-            link_class,
-            sender_class: node_of,
-            copies: m,
-        }))
     }
+    // Every orbit has exactly m links; its class is its smallest link id.
+    let mut link_class: Vec<usize> = (0..links.len()).collect();
+    for &l in phi.keys() {
+        let mut orbit = vec![l];
+        let mut k = phi[&l];
+        while k != l {
+            if orbit.len() >= m {
+                return Ok(None);
+            }
+            orbit.push(k);
+            k = match phi.get(&k) {
+                Some(&x) => x,
+                None => return Ok(None),
+            };
+        }
+        if orbit.len() != m {
+            return Ok(None);
+        }
+        link_class[l] = orbit.iter().copied().min().unwrap_or(l);
+    }
+    Ok(Some(Quotient {
+        link_class,
+        sender_class: node_of,
+        copies: m,
+    }))
+}
+
+/// A route [`rotation_quotient`] follows around its orbit: a pair's
+/// `(a, Some(b))`, or a rank's up and down links to its switch `(a, None)`.
+fn orbit_route(
+    routes: &mut Routes,
+    (a, b): (usize, Option<usize>),
+) -> Result<Vec<usize>, CollectiveError> {
+    Ok(match b {
+        Some(b) => routes.get(a, b)?.to_vec(),
+        None => {
+            let (up, down) = routes.switch_links(a)?;
+            vec![up, down]
+        }
+    })
 }
 
 /// Whether [`super::time_collective`] times a tree allreduce of `total`
@@ -178,4 +226,69 @@ pub fn tree_on_quotient(
     let mut routes = Routes::new(topo, group);
     let plan0 = spec.channel_plan(group.len());
     Ok(spec.quotient(topo, &mut routes, &plan0)?.is_some())
+}
+
+/// Whether [`super::time_collective`] times an NVLS-tree allreduce of
+/// `total` elements on `group` on its quotient (part 0 stands for every
+/// part).
+pub fn nvls_tree_on_quotient(
+    topo: &Topology,
+    group: &super::Group,
+    total: u64,
+    elem_bytes: u64,
+    cal: &super::Calibration,
+) -> Result<bool, CollectiveError> {
+    let opts = super::tuner::plan_options(topo, group, cal, total * elem_bytes);
+    let op = CollectiveOp::AllReduce;
+    let Some(plan0) = super::nvls::part_plan(&op, group.len(), total, &opts) else {
+        return Ok(false);
+    };
+    let mut routes = Routes::new(topo, group);
+    if routes.check_switch_reduce().is_err() {
+        return Ok(false);
+    }
+    Ok(rotation_quotient(topo, &mut routes, &opts.nodes, &plan0)?.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::critical::pipelined_path;
+    use crate::collective::kinds::{Algorithm, Protocol};
+    use crate::collective::{build, Calibration, Group};
+
+    /// The tuner's estimate of NVLS-tree walked on part 0 over the quotient
+    /// is the whole plan's, bit for bit, with and without the bytes (the
+    /// path cache's bounds read both).
+    #[test]
+    fn nvls_tree_walk_on_the_quotient_equals_the_whole_plans() {
+        for (nodes, bytes) in [(2, 64u64 << 20), (2, 4096), (3, 8 << 20), (5, 1 << 20)] {
+            let over = [crate::topology::Override {
+                key: "nodes".into(),
+                value: nodes.to_string(),
+            }];
+            let topo = crate::topology::load("dgx-h100", &over).unwrap();
+            let group = Group::first(&topo, topo.num_devices()).unwrap();
+            let cal = Calibration::for_model(&group.device_model(&topo)).unwrap();
+            let (op, algo, total) = (CollectiveOp::AllReduce, Algorithm::NvlsTree, bytes / 4);
+            let opts = super::super::tuner::plan_options(&topo, &group, &cal, bytes);
+            let full = build(&op, algo, group.len(), total, &opts).unwrap();
+            let part = super::super::nvls::part_plan(&op, group.len(), total, &opts).unwrap();
+            let mut routes = Routes::new(&topo, &group);
+            let q = rotation_quotient(&topo, &mut routes, &opts.nodes, &part)
+                .unwrap()
+                .unwrap();
+            let protos = [Protocol::Simple];
+            let walk = |plan: &Plan, q: Option<&Quotient>, routes: &mut Routes| {
+                let p =
+                    pipelined_path(&topo, routes, plan, 4, &cal, algo, &protos, true, q).unwrap();
+                (p.path.map(f64::to_bits), p.zero_bw.map(f64::to_bits))
+            };
+            assert_eq!(
+                walk(&part, Some(&q), &mut routes),
+                walk(&full, None, &mut routes),
+                "dgx-h100 x{nodes} {bytes} B"
+            );
+        }
+    }
 }

@@ -201,6 +201,7 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
                 let reduce = m.via == Via::SwitchReduce;
                 let (up, _) = self.routes.switch_links(m.from)?;
                 let (_, down) = self.routes.switch_links(m.to)?;
+                let (up, down) = (class(up), class(down));
                 let k = if reduce { m.to } else { m.from };
                 let once = self.down_done.insert((k, m.src, bytes, reduce));
                 if reduce || once {
@@ -505,8 +506,9 @@ fn move_links<'a>(
     };
     Ok(route
         .iter()
-        .map(move |&l| quotient.map_or(l, |q| q.link_class[l]))
-        .chain(pair.into_iter().flatten()))
+        .copied()
+        .chain(pair.into_iter().flatten())
+        .map(move |l| quotient.map_or(l, |q| q.link_class[l])))
 }
 
 /// The segments of `off..off + len` (a range of the walk's moves) over

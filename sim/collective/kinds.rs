@@ -153,9 +153,16 @@ impl Algorithm {
     /// the last chunk's data). With links alone this made trees too fast on
     /// two nodes; with each tree channel's own rate
     /// (`Calibration::tree_channel_gbs`) the chunks' fill is what the
-    /// two-node curves show.
+    /// two-node curves show. NVLS-tree pipelines them too: NCCL runs its
+    /// switch, network and multicast legs on separate warps, each with its
+    /// own connection slots (`src/device/all_reduce.h`,
+    /// `NCCL_ALGO_NVLS_TREE`), so a chunk's hops are latency on its path, not
+    /// a stall of every step (README, *NVLS-tree timing*).
     pub fn pipelines_hops(self) -> bool {
-        matches!(self, Algorithm::Ring | Algorithm::Tree)
+        matches!(
+            self,
+            Algorithm::Ring | Algorithm::Tree | Algorithm::NvlsTree
+        )
     }
 
     /// Is the tuner's estimate the longest path through the moves

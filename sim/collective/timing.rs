@@ -645,6 +645,11 @@ impl StepCtx<'_, '_> {
         self.quotient.map_or(r, |q| q.sender_class[r])
     }
 
+    /// A link's class in a quotient run (the link itself otherwise).
+    fn class(&self, l: usize) -> usize {
+        self.quotient.map_or(l, |q| q.link_class[l])
+    }
+
     /// Add one step's tasks to `sched`; the number of flows it adds.
     /// A switch leg's gate: the sender's data and last sends, behind the
     /// NVLink hop (switch legs never leave the node).
@@ -747,12 +752,14 @@ impl StepCtx<'_, '_> {
             let mut ups = Vec::with_capacity(senders.len());
             for (from, src) in senders {
                 let (up, _) = self.routes.switch_links(from)?;
+                let up = self.class(up);
                 let gate = self.switch_gate(sched, from, src, len)?;
                 let t = sched.transfer(&[up], bytes, &gate)?;
                 sent.push((self.key(from), sent.len(), t));
                 ups.push(t);
             }
             let (_, down) = self.routes.switch_links(to)?;
+            let down = self.class(down);
             let t = sched.transfer(&[down], bytes, &ups)?;
             writes.push((to, dst, len, t));
             flows += ups.len() + 1;
@@ -760,11 +767,13 @@ impl StepCtx<'_, '_> {
         for ((from, src, len), receivers) in multicast_groups {
             let bytes = len * elem_bytes;
             let (up, _) = self.routes.switch_links(from)?;
+            let up = self.class(up);
             let gate = self.switch_gate(sched, from, src, len)?;
             let u = sched.transfer(&[up], bytes, &gate)?;
             sent.push((self.key(from), sent.len(), u));
             for to in receivers {
                 let (_, down) = self.routes.switch_links(to)?;
+                let down = self.class(down);
                 let t = sched.transfer(&[down], bytes, &[u])?;
                 writes.push((to, src, len, t));
                 flows += 1;

@@ -15,7 +15,7 @@ use crate::topology::{LinkClass, Topology};
 
 use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
-use super::channels::TreeSpec;
+use super::channels::{rotation_quotient, TreeSpec};
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
 use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
@@ -224,9 +224,16 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     let m = nodes.first().map_or(1, Vec::len).max(1);
     let chunks = cal.chunks_for(bytes);
     let budget = (cal.max_chunks * 16 / group.len().max(1)).max(chunks / m);
+    // NVLS-tree: NCCL's chunks, within the same budget.
+    let nvls_chunks = if nodes.len() >= 2 {
+        super::nvls::pipeline_chunks(bytes, nodes.len(), m, budget)
+    } else {
+        0
+    };
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
+        nvls_chunks,
         // Each of our tree channels runs both trees of the double binary
         // tree, each with half its share: two NCCL channels (NCCL doubles
         // its channels, the second half on the mirrored tree), each cutting
@@ -376,7 +383,8 @@ pub fn protocols_for(algo: Algorithm) -> &'static [Protocol] {
 pub enum Candidate {
     Plan(Plan),
     Ring(RingSpec),
-    /// A tree whose channels are images of channel 0: its plan and quotient.
+    /// A tree whose channels are images of channel 0, or an NVLS-tree whose
+    /// parts are images of part 0: that plan and the quotient.
     Channels(Box<(Plan, Quotient)>),
     /// A tree allreduce, its steps generated when asked for.
     Tree(TreeStream),
@@ -777,14 +785,17 @@ fn choose_candidate_with(
                         continue;
                     }
                 }
-                let tree = match a {
-                    Algorithm::Tree => TreeSpec::new(op, group.len(), total, &opts),
+                // Trees and NVLS-tree: channel or part 0, timed on the
+                // quotient by the node rotation where the topology carries it.
+                let plan0 = match a {
+                    Algorithm::Tree => TreeSpec::new(op, group.len(), total, &opts)
+                        .map(|spec| spec.channel_plan(group.len())),
+                    Algorithm::NvlsTree => super::nvls::part_plan(op, group.len(), total, &opts),
                     _ => None,
                 };
-                let quotient = match &tree {
-                    Some(spec) => {
-                        let plan0 = spec.channel_plan(group.len());
-                        spec.quotient(topo, routes, &plan0)?.map(|q| (plan0, q))
+                let quotient = match plan0 {
+                    Some(plan0) => {
+                        rotation_quotient(topo, routes, &opts.nodes, &plan0)?.map(|q| (plan0, q))
                     }
                     None => None,
                 };
@@ -797,20 +808,27 @@ fn choose_candidate_with(
                             step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?
                         };
                         let hops = if a.estimated_by_path() {
-                            Hops::Path(
-                                pipelined_path(
-                                    topo,
-                                    routes,
-                                    &plan0,
-                                    elem_bytes,
-                                    cal,
-                                    a,
-                                    &protos,
-                                    false,
-                                    Some(&q),
-                                )?
-                                .path,
-                            )
+                            // NVLS-tree's walk bounds larger sizes in a
+                            // sweep, as its whole plan's would.
+                            let shape = cache.as_ref().and_then(|_| {
+                                shape_of(group, &opts, a, elem_bytes, &protos)
+                                    .and_then(|sh| sh.exact(total))
+                            });
+                            let paths = pipelined_path(
+                                topo,
+                                routes,
+                                &plan0,
+                                elem_bytes,
+                                cal,
+                                a,
+                                &protos,
+                                shape.is_some(),
+                                Some(&q),
+                            )?;
+                            if let (Some(c), Some(sh)) = (cache.as_deref_mut(), shape) {
+                                c.record(sh, total, paths);
+                            }
+                            Hops::Path(paths.path)
                         } else {
                             Hops::PerStep
                         };
@@ -1037,11 +1055,7 @@ fn shape_of(
     if algo != Algorithm::NvlsTree || opts.nodes.len() < 2 {
         return None;
     }
-    let per = if opts.channel_chunks > 0 {
-        opts.channel_chunks
-    } else {
-        opts.chunks
-    };
+    let per = opts.nvls_tree_chunks();
     Some(Shape {
         algo,
         ranks: group.len(),

@@ -25,6 +25,7 @@ fn time_us(t: &Topology, g: &Group, op: &CollectiveOp, algo: Algorithm, bytes: u
         nodes: g.nodes(t),
         lanes: 1,
         channel_chunks: 0,
+        nvls_chunks: 0,
         tree_chunks: 0,
     };
     let plan = build(op, algo, g.len(), bytes / 4, &opts).ok()?;

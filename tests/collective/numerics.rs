@@ -145,6 +145,7 @@ fn check(
         nodes: nodes_of(n),
         lanes: 1,
         channel_chunks: 0,
+        nvls_chunks: 0,
         tree_chunks: 0,
     };
     let plan = match build(op, algo, n, total, &opts) {
@@ -337,6 +338,7 @@ fn bad_groups_are_errors() {
         nodes: vec![],
         lanes: 1,
         channel_chunks: 0,
+        nvls_chunks: 0,
         tree_chunks: 0,
     };
     assert_eq!(

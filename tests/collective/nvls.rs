@@ -1,11 +1,13 @@
 //! NVLS-tree (NVLS inside each node, a tree over the NICs across nodes):
 //! bytes moved against the closed form, the time against the NVLink and NIC
-//! bounds, and `auto` using it only where the NVSwitches reduce.
+//! bounds, `auto` using it only where the NVSwitches reduce, and its parts
+//! timed once on the quotient by the node rotation against the whole plan.
 
 use std::collections::BTreeSet;
 
 use shardsim::collective::{
-    build, time_collective, Algorithm, Calibration, CollectiveOp, Group, PlanOptions, Protocol, Via,
+    build, nvls_tree_on_quotient, run_collective, time_collective, Algorithm, Calibration,
+    CollectiveOp, Group, PlanOptions, Protocol, Via,
 };
 use shardsim::topology::Topology;
 
@@ -17,6 +19,7 @@ struct Loads {
     up: Vec<u64>,
     down: Vec<u64>,
     net_sent: Vec<u64>,
+    net_recv: Vec<u64>,
     local_p2p: usize,
 }
 
@@ -26,6 +29,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
     let opts = PlanOptions {
         chunks,
         channel_chunks: 0,
+        nvls_chunks: 0,
         tree_chunks: 0,
         nodes: nodes.to_vec(),
         lanes: 1,
@@ -42,6 +46,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         up: vec![0; n],
         down: vec![0; n],
         net_sent: vec![0; n],
+        net_recv: vec![0; n],
         local_p2p: 0,
     };
     for step in &plan.steps {
@@ -68,6 +73,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
                         l.local_p2p += 1;
                     } else {
                         l.net_sent[m.from] += m.len;
+                        l.net_recv[m.to] += m.len;
                     }
                 }
             }
@@ -110,13 +116,83 @@ fn nvls_tree_sends_each_byte_to_the_switch_once_and_back_once() {
 }
 
 #[test]
+fn nvls_tree_nics_carry_at_most_twice_their_part_as_nccls_double_tree() {
+    // NCCL's NVLS channels alternate the two trees of its double binary tree
+    // (connect.cc: `channel->nvls.treeUp = treeUp[c%2]`), so half of every
+    // chunk takes each; a node is an inner node of at most one of them, so
+    // its NIC sends (and receives) at most part/2 x (1 + 2) in one tree and
+    // part/2 in the other: 2 x part. With one tree per part an inner node's
+    // NIC would carry 3 x part (the 128-node NVLS-tree's bottleneck).
+    for (n_nodes, m) in [(3usize, 4usize), (4, 8), (7, 2), (8, 4), (16, 2)] {
+        // Even chunks, so a chunk's two halves are equal.
+        let total = (m * 1024) as u64;
+        let part = total / m as u64;
+        for chunks in [1usize, 4, 8] {
+            let l = loads(&by_node(n_nodes, m), total, chunks);
+            for r in 0..n_nodes * m {
+                assert!(
+                    l.net_sent[r] <= 2 * part && l.net_recv[r] <= 2 * part,
+                    "{n_nodes}x{m}, {chunks} chunks, rank {r}: sent {} received {} of part {part}",
+                    l.net_sent[r],
+                    l.net_recv[r]
+                );
+            }
+            // From 7 nodes some NIC carries exactly 2 x part (node 1: an
+            // inner node of the first tree with two children, a leaf of the
+            // second).
+            if n_nodes >= 7 {
+                assert_eq!(l.net_sent.iter().max(), Some(&(2 * part)), "{n_nodes}x{m}");
+            }
+        }
+    }
+}
+
+#[test]
+fn nvls_tree_chunks_follow_nccls_chunk_size() {
+    // NCCL 2.21-2.23 `computeCollChunkInfo` for NVLS_TREE, worked by hand:
+    // 16 channels x 8 heads = 128 concurrent chunks; start at NVLS_CHUNKSIZE
+    // (128 KiB), at most 64 KiB from 4 nodes; 64 KiB below 4 x 128 x 128 KiB
+    // = 64 MiB, 32 KiB below 1 x 128 x 64 KiB = 8 MiB. A part's pipeline
+    // chunk here is 16 of NCCL's (one per channel).
+    use shardsim::collective::nvls::{nccl_chunk_bytes, pipeline_chunks};
+    let kib = 1024u64;
+    let mib = 1024 * kib;
+    for (bytes, nodes, heads, chunk) in [
+        (mib, 2usize, 8u64, 32 * kib),
+        (8 * mib - 1, 2, 8, 32 * kib),
+        (8 * mib, 2, 8, 64 * kib),
+        (64 * mib - 1, 2, 8, 64 * kib),
+        (64 * mib, 2, 8, 128 * kib),
+        (16 << 30, 2, 8, 128 * kib),
+        (8 * mib, 4, 8, 64 * kib),
+        (8 * mib - 1, 4, 8, 32 * kib),
+        (8 << 30, 128, 8, 64 * kib),
+        // 4 heads: 64 concurrent chunks, thresholds halve.
+        (32 * mib, 2, 4, 128 * kib),
+        (4 * mib, 2, 4, 64 * kib),
+    ] {
+        assert_eq!(
+            nccl_chunk_bytes(bytes, nodes, heads),
+            chunk,
+            "{bytes} B, {nodes} nodes"
+        );
+    }
+    // 64 MiB over 2 x 8: 8 MiB a part, 2 MiB a wave of 16 channels: 4.
+    assert_eq!(pipeline_chunks(64 * mib, 2, 8, 64), 4);
+    assert_eq!(pipeline_chunks(1 << 30, 2, 8, 64), 64);
+    // 16 GiB would be 1,024 (128 KiB chunks): the simulation's budget.
+    assert_eq!(pipeline_chunks(16 << 30, 2, 8, 64), 64);
+    assert_eq!(pipeline_chunks(8, 2, 8, 64), 1);
+}
+
+#[test]
 fn nvls_tree_approaches_the_nvlink_and_nic_bounds() {
     // Two DGX H100 (8 x 400 Gb/s): per rank the NVLink up link carries
     // S (1 + 1/m) at the NVLS fraction of 450 GB/s, each NIC S/m per
     // direction at the network fraction of 50 (or 25) GB/s. algbw is at
     // most the smaller of the two; 8 GiB gets within 15% of it (pipeline
-    // fill and per-step latencies): 261.5 of 284.0 GB/s at 400 Gb/s
-    // (NVLink-bound), 175.8 of 188.0 at 200 Gb/s (NIC-bound).
+    // fill and latencies): 263.6 of 284.0 GB/s at 400 Gb/s (NVLink-bound),
+    // 179.9 of 188.0 at 200 Gb/s (NIC-bound).
     for nic in ["400Gb/s", "200Gb/s"] {
         let t = load("dgx-h100", &[("nodes", "2"), ("nic.bandwidth", nic)]);
         let g = Group::first(&t, 16).unwrap();
@@ -201,5 +277,49 @@ fn auto_takes_nvls_tree_where_it_is_fastest() {
     for other in [Algorithm::Tree, Algorithm::Ring] {
         let o = time_collective(&t, &g, &op, total, 4, &cal, Some(other), None).unwrap();
         assert!(auto.time < o.time, "{other}: {} vs {}", o.time, auto.time);
+    }
+}
+
+/// NVLS-tree's part 0 timed on the quotient by the node rotation
+/// (`time_collective`) against the whole plan on the whole network
+/// (`run_collective`): the same time to the picosecond and the same flow
+/// count, where the fast path applies (checked) and where it does not
+/// (a message that does not split evenly over the parts).
+#[test]
+fn nvls_tree_parts_on_the_quotient_equal_the_whole_run() {
+    // (nodes, overrides, bytes, fast path expected)
+    type Case<'a> = (u32, &'a [(&'a str, &'a str)], u64, bool);
+    let mib = 1u64 << 20;
+    let cases: &[Case] = &[
+        (2, &[], 64 * mib, true),
+        (2, &[], 256 * mib, true),
+        (2, &[], 4096, true),
+        (2, &[], 64 * mib + 4, false),
+        (2, &[("nic.bandwidth", "200Gb/s")], 16 * mib, true),
+        (3, &[], 8 * mib, true),
+        (5, &[], 32 * mib, true),
+        (5, &[], 32 * mib + 12, false),
+        // Two leaves per rail under 8 spines (as dgx-h100 from 64 nodes).
+        (9, &[("network.switch_radix", "16")], 16 * mib, true),
+    ];
+    let op = CollectiveOp::AllReduce;
+    let algo = Some(Algorithm::NvlsTree);
+    for &(nodes, set, bytes, fast) in cases {
+        let n = nodes.to_string();
+        let mut over = vec![("nodes", n.as_str())];
+        over.extend_from_slice(set);
+        let t = load("dgx-h100", &over);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let total = bytes / 4;
+        let what = format!("dgx-h100 x{nodes} {set:?} {bytes} B");
+        assert_eq!(
+            nvls_tree_on_quotient(&t, &g, total, 4, &cal).unwrap(),
+            fast,
+            "{what}: fast path expected {fast}"
+        );
+        let quick = time_collective(&t, &g, &op, total, 4, &cal, algo, None).unwrap();
+        let full = run_collective(&t, &g, &op, total, 4, &cal, algo, None).unwrap();
+        assert_eq!((quick.time, quick.flows), (full.time, full.flows), "{what}");
     }
 }

@@ -61,6 +61,7 @@ fn tree_stream_steps_equal_the_built_plan() {
                     let opts = PlanOptions {
                         chunks,
                         channel_chunks,
+                        nvls_chunks: 0,
                         tree_chunks: 0,
                         nodes: nodes_of(layout),
                         lanes: 1,
@@ -86,7 +87,7 @@ proptest! {
     ) {
         let layout = vec![per; nodes];
         let n = if nodes == 0 { flat } else { nodes * per };
-        let opts = PlanOptions { chunks, channel_chunks, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1 };
+        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1 };
         let plan = build(&CollectiveOp::AllReduce, Algorithm::Tree, n, total, &opts).unwrap();
         prop_assert_eq!(TreeStream::allreduce(n, total, &opts).steps(), plan.steps);
     }
