@@ -6,6 +6,13 @@
 //! writes only the values used outside it; values inside never reach
 //! device memory (no allocation, no traffic).
 //!
+//! A constant, or a broadcast (reshape, convert) of a one-element constant,
+//! is copied into every fusion that reads it, as a compiler rematerializes
+//! constants: it never joins two fusions into one, and a splat costs no
+//! traffic (the kernel computes it in registers). It runs as a kernel of its
+//! own only where a step outside any fusion (a matmul, a collective, a
+//! loop) or the program's results read it.
+//!
 //! A gather read only by one matmul runs inside it, as a grouped matmul
 //! reads the weights of the experts its rows are routed to: the matmul
 //! reads the picked slices from the table (its operand's bytes), the
@@ -13,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ir::OpKind;
+use crate::ir::{DenseValue, OpKind};
 use crate::partition::{SpmdProgram, Step};
 
 use super::cost::{step_cost, AttentionPass, OpCost};
@@ -33,6 +40,14 @@ pub struct FusionPlan {
     /// Per step: an add folded into the matmul step given, whose result it
     /// adds into a donated buffer (`C = A B + C`, the matmul's epilogue).
     pub epilogue_of: Vec<Option<usize>>,
+    /// Per step: a constant (or a broadcast of a splat) that each fusion
+    /// reading it recomputes; it never links two fusions.
+    pub cloned: Vec<bool>,
+    /// Per step: a cloned step that only fusions read: it runs no kernel.
+    pub clone_only: Vec<bool>,
+    /// Per slot: a splat value that a fusion reading it recomputes, with
+    /// no traffic.
+    pub splat: Vec<bool>,
 }
 
 /// Ops a fusion may hold (with `attention`, batched matmuls too).
@@ -96,11 +111,13 @@ pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> F
             }
         }
     }
+    let (cloned, splat) = clones(program, &is_fusible, &producer);
     let mut parent: Vec<usize> = (0..n).collect();
     for (i, s) in program.steps.iter().enumerate() {
-        if let (true, Step::Local { operands, .. }) = (is_fusible[i], s) {
+        if let (true, false, Step::Local { operands, .. }) = (is_fusible[i], cloned[i], s) {
             for &o in operands {
-                if let Some(j) = producer[o].filter(|&j| is_fusible[j]) {
+                // A clone links nothing: each fusion has its own copy.
+                if let Some(j) = producer[o].filter(|&j| is_fusible[j] && !cloned[j]) {
                     let (a, b) = (find(&mut parent, i), find(&mut parent, j));
                     // The lower index is the root: a fusion is named by its first step.
                     parent[a.max(b)] = a.min(b);
@@ -118,15 +135,28 @@ pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> F
     for (i, s) in program.steps.iter().enumerate() {
         let inputs = step_inputs(s);
         for o in inputs {
-            let inside =
-                is_fusible[i] && producer[o].is_some_and(|j| is_fusible[j] && roots[j] == roots[i]);
+            let inside = is_fusible[i]
+                && producer[o]
+                    .is_some_and(|j| is_fusible[j] && (cloned[j] || roots[j] == roots[i]));
             if !inside {
                 escapes[o] = true;
             }
         }
     }
+    // A non-splat constant stays a buffer its readers load.
     let mut internal: Vec<bool> = (0..slots)
-        .map(|s| producer[s].is_some_and(|j| is_fusible[j]) && !escapes[s])
+        .map(|s| {
+            producer[s].is_some_and(|j| is_fusible[j] && (!cloned[j] || splat[s])) && !escapes[s]
+        })
+        .collect();
+    let clone_only: Vec<bool> = program
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            cloned[i]
+                && matches!(s, Step::Local { results, .. } if results.iter().all(|&r| !escapes[r]))
+        })
         .collect();
     let group: Vec<Option<usize>> = (0..n).map(|i| is_fusible[i].then_some(roots[i])).collect();
     let (in_matmul, picked) = gathers_in_matmuls(program);
@@ -148,7 +178,67 @@ pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> F
         in_matmul,
         picked,
         epilogue_of,
+        cloned,
+        clone_only,
+        splat,
     }
+}
+
+/// Per step: a fusible constant, or a fusible broadcast, reshape or convert
+/// of a splat (every fusion reading it computes its own copy, as XLA clones
+/// constants into each consumer fusion). Per slot: a splat (one element, or
+/// one repeated): what such a copy costs nothing to read.
+fn clones(
+    program: &SpmdProgram,
+    is_fusible: &[bool],
+    producer: &[Option<usize>],
+) -> (Vec<bool>, Vec<bool>) {
+    let mut cloned = vec![false; program.steps.len()];
+    let mut splat = vec![false; program.values.len()];
+    // Steps are in program order: an operand's producer comes first.
+    for (i, s) in program.steps.iter().enumerate() {
+        let Step::Local {
+            op,
+            operands,
+            results,
+            ..
+        } = s
+        else {
+            continue;
+        };
+        if !is_fusible[i] {
+            continue;
+        }
+        let (is_clone, is_splat) = match &program.local_func.op(*op).kind {
+            OpKind::Constant { value, .. } => {
+                let one = results
+                    .iter()
+                    .all(|&r| program.values[r].global.shape.iter().product::<u64>() == 1);
+                let repeated = match value {
+                    DenseValue::Splat(_) => true,
+                    DenseValue::Elements(v) => v.len() == 1,
+                    DenseValue::Hex(b) => results
+                        .iter()
+                        .all(|&r| b.len() as u64 == program.values[r].global.dtype.size_bytes()),
+                };
+                (true, one || repeated)
+            }
+            OpKind::BroadcastInDim { .. } | OpKind::Reshape | OpKind::Convert => {
+                let of_splat = operands.len() == 1
+                    && splat[operands[0]]
+                    && producer[operands[0]].is_some_and(|j| cloned[j]);
+                (of_splat, of_splat)
+            }
+            _ => (false, false),
+        };
+        cloned[i] = is_clone;
+        if is_splat {
+            for &r in results {
+                splat[r] = true;
+            }
+        }
+    }
+    (cloned, splat)
 }
 
 /// The adds that run as their matmul's epilogue (see [`plan_with`]): an add
@@ -351,8 +441,9 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
                     cost.bytes = cost.bytes - own.min(cost.bytes) + acc;
                 }
             }
-            if plan.in_matmul[i] {
-                // Its matmul reads the picked slices; nothing runs here.
+            if plan.in_matmul[i] || plan.clone_only[i] {
+                // Its matmul reads the picked slices, or each fusion reading
+                // it computes its own copy: nothing runs here.
                 return OpCost {
                     flops: 0,
                     bytes: 0,
@@ -373,6 +464,10 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
             let bytes = |slot: usize| program.values[slot].local_bytes();
             let mut moved = 0;
             for &o in operands {
+                // A splat is recomputed in the kernel, never read.
+                if plan.splat[o] {
+                    continue;
+                }
                 if (!plan.internal[o] || plan.picked[o]) && read.insert((g, o)) {
                     moved += bytes(o);
                 }
