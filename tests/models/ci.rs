@@ -6,8 +6,6 @@
 //! `megatron_published_throughput_is_reproduced` (`simulate_step` on the
 //! `dgx-h100` preset) and is compared by iteration time.
 
-use std::collections::BTreeMap;
-
 use shardsim::models::step::{model_timed_options, simulate_step, StepReport};
 use shardsim::models::{ModelSpec, Strategy};
 use shardsim::topology::load_nodes;
@@ -24,14 +22,9 @@ struct CiRow {
 }
 
 fn ci_rows() -> Vec<CiRow> {
-    let text = include_str!("../fixtures/megatron/megatron_ci_h100.csv");
-    let mut reader = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .from_reader(text.as_bytes());
-    reader
-        .deserialize::<BTreeMap<String, String>>()
+    super::csv_rows(include_str!("../fixtures/megatron/megatron_ci_h100.csv"))
+        .into_iter()
         .map(|r| {
-            let r = r.unwrap();
             let name = r["test_case"].clone();
             let n = |k: &str| {
                 r[k].parse::<u64>()

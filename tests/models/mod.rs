@@ -32,3 +32,13 @@ pub fn outside_bound<K: PartialEq>(
         )
     })
 }
+
+/// The rows of a `#`-commented CSV fixture, each as column -> text.
+pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(text.as_bytes())
+        .deserialize()
+        .map(|r| r.unwrap())
+        .collect()
+}

@@ -4,8 +4,6 @@
 //! published-kernel-rate table (`sim/models/kernels_published.toml`) against
 //! the published kernel figures it was fitted to.
 
-use std::collections::BTreeMap;
-
 use shardsim::base::DType;
 use shardsim::exec::timed::fusion::{fused_costs, plan_with};
 use shardsim::exec::timed::{parse_roofline, AttentionPass, DeviceRoofline, Gemm, RooflineParams};
@@ -90,14 +88,9 @@ struct Figure {
 }
 
 fn figures() -> Vec<Figure> {
-    let text = include_str!("../fixtures/megatron/kernel_rates.csv");
-    let mut reader = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .from_reader(text.as_bytes());
-    reader
-        .deserialize::<BTreeMap<String, String>>()
+    super::csv_rows(include_str!("../fixtures/megatron/kernel_rates.csv"))
+        .into_iter()
         .map(|r| {
-            let r = r.unwrap();
             let n = |k: &str| r[k].parse::<u64>().unwrap();
             Figure {
                 gpu: r["gpu"].clone(),
