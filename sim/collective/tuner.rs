@@ -801,37 +801,19 @@ fn choose_candidate_with(
                 };
                 match quotient {
                     Some((plan0, q)) => {
-                        // A pipelined plan's estimate is its path, not its steps.
-                        let costs = if a.estimated_by_path() {
-                            Vec::new()
-                        } else {
-                            step_costs(topo, routes, &plan0, elem_bytes, Some(&q.link_class))?
-                        };
-                        let hops = if a.estimated_by_path() {
-                            // NVLS-tree's walk bounds larger sizes in a
-                            // sweep, as its whole plan's would.
-                            let shape = cache.as_ref().and_then(|_| {
-                                shape_of(group, &opts, a, elem_bytes, &protos)
-                                    .and_then(|sh| sh.exact(total))
-                            });
-                            let paths = pipelined_path(
-                                topo,
-                                routes,
-                                &plan0,
-                                elem_bytes,
-                                cal,
-                                a,
-                                &protos,
-                                shape.is_some(),
-                                Some(&q),
-                            )?;
-                            if let (Some(c), Some(sh)) = (cache.as_deref_mut(), shape) {
-                                c.record(sh, total, paths);
-                            }
-                            Hops::Path(paths.path)
-                        } else {
-                            Hops::PerStep
-                        };
+                        let (costs, hops) = estimate_inputs(
+                            topo,
+                            routes,
+                            group,
+                            &opts,
+                            (&plan0, Some(&q)),
+                            total,
+                            elem_bytes,
+                            cal,
+                            a,
+                            &protos,
+                            cache.as_deref_mut(),
+                        )?;
                         (Candidate::Channels(Box::new((plan0, q))), costs, hops)
                     }
                     None if a == Algorithm::Tree && *op == CollectiveOp::AllReduce => {
@@ -897,36 +879,19 @@ fn choose_candidate_with(
                                 continue;
                             }
                         };
-                        let costs = if a.estimated_by_path() {
-                            Vec::new()
-                        } else {
-                            step_costs(topo, routes, &plan, elem_bytes, None)?
-                        };
-                        let hops = if a.estimated_by_path() {
-                            // A sweep keeps the walk (and its zero-bandwidth
-                            // path) where the shape bounds larger sizes.
-                            let shape = cache.as_ref().and_then(|_| {
-                                shape_of(group, &opts, a, elem_bytes, &protos)
-                                    .and_then(|sh| sh.exact(total))
-                            });
-                            let paths = pipelined_path(
-                                topo,
-                                routes,
-                                &plan,
-                                elem_bytes,
-                                cal,
-                                a,
-                                &protos,
-                                shape.is_some(),
-                                None,
-                            )?;
-                            if let (Some(c), Some(sh)) = (cache.as_deref_mut(), shape) {
-                                c.record(sh, total, paths);
-                            }
-                            Hops::Path(paths.path)
-                        } else {
-                            Hops::PerStep
-                        };
+                        let (costs, hops) = estimate_inputs(
+                            topo,
+                            routes,
+                            group,
+                            &opts,
+                            (&plan, None),
+                            total,
+                            elem_bytes,
+                            cal,
+                            a,
+                            &protos,
+                            cache.as_deref_mut(),
+                        )?;
                         (Candidate::Plan(plan), costs, hops)
                     }
                 }
@@ -1041,6 +1006,53 @@ fn tuner_pick(
             && protocols_for(a).contains(&p)
             && proto.map_or(true, |q| q == p)
     })
+}
+
+/// What a built plan's estimate needs: its step costs, or, for an algorithm
+/// estimated by its path (a pipelined plan), that path, the walk kept in a
+/// sweep's cache where the shape bounds larger sizes (with its
+/// zero-bandwidth path). With a quotient the plan is part 0 (or channel 0),
+/// walked on the rotation's link classes.
+#[allow(clippy::too_many_arguments)]
+fn estimate_inputs(
+    topo: &Topology,
+    routes: &mut Routes,
+    group: &Group,
+    opts: &PlanOptions,
+    (plan, quotient): (&Plan, Option<&Quotient>),
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    a: Algorithm,
+    protos: &[Protocol],
+    cache: Option<&mut PathCache>,
+) -> Result<(Vec<StepCost>, Hops), CollectiveError> {
+    if !a.estimated_by_path() {
+        let classes = quotient.map(|q| &q.link_class[..]);
+        return Ok((
+            step_costs(topo, routes, plan, elem_bytes, classes)?,
+            Hops::PerStep,
+        ));
+    }
+    let shape = cache
+        .as_ref()
+        .and_then(|_| shape_of(group, opts, a, elem_bytes, protos).and_then(|sh| sh.exact(total)));
+    let paths = pipelined_path(
+        topo,
+        routes,
+        plan,
+        elem_bytes,
+        cal,
+        a,
+        protos,
+        shape.is_some(),
+        quotient,
+    )?;
+    let path = paths.path;
+    if let (Some(c), Some(sh)) = (cache, shape) {
+        c.record(sh, total, paths);
+    }
+    Ok((Vec::new(), Hops::Path(path)))
 }
 
 /// The plan shape of NVLS-tree over `group` (the one algorithm a sweep's
