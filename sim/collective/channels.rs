@@ -20,6 +20,7 @@ use crate::topology::Topology;
 
 use super::algorithms::{PlanOptions, TreeChannels};
 use super::kinds::CollectiveOp;
+use super::path_cache::PathCache;
 use super::plan::{buffer_len, Plan, Via};
 use super::timing::{Quotient, Routes};
 use super::CollectiveError;
@@ -103,22 +104,16 @@ pub(crate) fn rotation_quotient(
     nodes: &[Vec<usize>],
     plan0: &Plan,
 ) -> Result<Option<Quotient>, CollectiveError> {
-    let n = plan0.ranks;
-    let m = nodes.first().map_or(0, Vec::len);
-    if m == 0 || nodes.iter().flatten().count() != n {
-        return Ok(None);
-    }
-    let mut sigma = vec![usize::MAX; n];
-    let mut node_of = vec![0usize; n];
-    for (i, g) in nodes.iter().enumerate() {
-        if g.len() != m {
-            return Ok(None);
-        }
-        for (p, &r) in g.iter().enumerate() {
-            sigma[r] = g[(p + 1) % m];
-            node_of[r] = i;
-        }
-    }
+    quotient_of(topo, routes, nodes, plan0.ranks, &quotient_key(plan0))
+}
+
+/// What a plan's quotient depends on (with the topology and the nodes):
+/// its point-to-point pairs and the ranks of its switch moves, sorted, each
+/// once. Plans of one algorithm at different sizes share it, so a sweep
+/// finds the quotient once ([`rotation_quotient_cached`]).
+pub(crate) type QuotientKey = (Vec<(usize, usize)>, Vec<usize>);
+
+fn quotient_key(plan0: &Plan) -> QuotientKey {
     let mut pairs: Vec<(usize, usize)> = Vec::new();
     // Ranks of switch moves: their up and down links map to their images'.
     let mut switched: Vec<usize> = Vec::new();
@@ -136,6 +131,52 @@ pub(crate) fn rotation_quotient(
     pairs.dedup();
     switched.sort_unstable();
     switched.dedup();
+    (pairs, switched)
+}
+
+/// [`rotation_quotient`] in a sweep: `cache` (one topology and group)
+/// keeps the quotient of each [`QuotientKey`] met.
+pub(crate) fn rotation_quotient_cached(
+    topo: &Topology,
+    routes: &mut Routes,
+    nodes: &[Vec<usize>],
+    plan0: &Plan,
+    cache: Option<&mut PathCache>,
+) -> Result<Option<Quotient>, CollectiveError> {
+    let Some(cache) = cache else {
+        return rotation_quotient(topo, routes, nodes, plan0);
+    };
+    let key = quotient_key(plan0);
+    if let Some(q) = cache.quotient(plan0.ranks, &key) {
+        return Ok(q.clone());
+    }
+    let q = quotient_of(topo, routes, nodes, plan0.ranks, &key)?;
+    cache.record_quotient(plan0.ranks, key, q.clone());
+    Ok(q)
+}
+
+fn quotient_of(
+    topo: &Topology,
+    routes: &mut Routes,
+    nodes: &[Vec<usize>],
+    n: usize,
+    (pairs, switched): &QuotientKey,
+) -> Result<Option<Quotient>, CollectiveError> {
+    let m = nodes.first().map_or(0, Vec::len);
+    if m == 0 || nodes.iter().flatten().count() != n {
+        return Ok(None);
+    }
+    let mut sigma = vec![usize::MAX; n];
+    let mut node_of = vec![0usize; n];
+    for (i, g) in nodes.iter().enumerate() {
+        if g.len() != m {
+            return Ok(None);
+        }
+        for (p, &r) in g.iter().enumerate() {
+            sigma[r] = g[(p + 1) % m];
+            node_of[r] = i;
+        }
+    }
     let items = pairs
         .iter()
         .map(|&(a, b)| (a, Some(b)))

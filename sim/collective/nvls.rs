@@ -36,6 +36,16 @@ use super::plan::{buffer_len, push_at, split_range, Move, Plan, Via};
 /// NCCL's separate NVLS and network warps do.
 const LAG: usize = 2;
 
+/// The first step of the plan at which every leg of the pipeline is busy
+/// for a tree of `height` levels over the nodes: step `k` reduces chunk `k`
+/// in the switch, carries chunks `k - LAG - s` at tree step `s` of `2h`,
+/// and multicasts chunk `k - (2h - 1 + 2 LAG)` out of its deepest owner's
+/// switch (the last leg of a chunk). So from this step on each step ends
+/// one chunk ([`super::tuner::TreePeriod`] reads the period there).
+pub fn pipeline_full_from(height: usize) -> usize {
+    (2 * height).saturating_sub(1) + 2 * LAG
+}
+
 /// NCCL's NVLS channels: `NCCL_NVLS_NCHANNELS`, default 16
 /// (`src/transport/nvls.cc` line 232 at v2.21.5, 145 at v2.23.4).
 pub const NCCL_NVLS_CHANNELS: u64 = 16;

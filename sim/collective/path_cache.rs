@@ -19,16 +19,22 @@
 //!
 //! It also keeps the runs that time trees past the chunk budget
 //! ([`super::tuner::TreePeriod`]): at every size past the budget the run is
-//! the same tree of the same chunks, so a sweep runs it once.
+//! the same tree of the same chunks, so a sweep runs it once; and the
+//! rotation quotients of its plans (`channels.rs`), which plans of one
+//! algorithm share across sizes.
 
 use super::calibration::Calibration;
+use super::channels::QuotientKey;
 use super::critical::Paths;
 use super::kinds::{Algorithm, Protocol};
+use super::timing::Quotient;
 use super::tuner::TimedChoice;
 
-/// A tree's period run: its elements, and the protocol it was asked for.
+/// A tree's (or NVLS-tree's) period run: its algorithm, elements, and the
+/// protocol it was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PeriodKey {
+    pub algo: Algorithm,
     pub run_total: u64,
     pub elem_bytes: u64,
     pub proto: Option<Protocol>,
@@ -64,6 +70,8 @@ impl Shape {
 pub struct PathCache {
     entries: Vec<(Shape, u64, Paths)>,
     periods: Vec<(PeriodKey, PeriodRun)>,
+    /// Ranks, what the quotient depends on, the quotient.
+    quotients: Vec<(usize, QuotientKey, Option<Quotient>)>,
 }
 
 impl PathCache {
@@ -74,6 +82,19 @@ impl PathCache {
     /// A period run made earlier in the sweep.
     pub(crate) fn period(&self, key: &PeriodKey) -> Option<PeriodRun> {
         self.periods.iter().find(|(k, _)| k == key).map(|(_, r)| *r)
+    }
+
+    /// A quotient found earlier in the sweep.
+    pub(crate) fn quotient(&self, ranks: usize, key: &QuotientKey) -> Option<&Option<Quotient>> {
+        self.quotients
+            .iter()
+            .find(|(n, k, _)| *n == ranks && k == key)
+            .map(|(_, _, q)| q)
+    }
+
+    /// Keep a quotient.
+    pub(crate) fn record_quotient(&mut self, ranks: usize, key: QuotientKey, q: Option<Quotient>) {
+        self.quotients.push((ranks, key, q));
     }
 
     /// Keep a period run.

@@ -15,7 +15,7 @@ use crate::topology::{LinkClass, Topology};
 
 use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 use super::calibration::Calibration;
-use super::channels::{rotation_quotient, TreeSpec};
+use super::channels::{rotation_quotient_cached, TreeSpec};
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
 use super::grid_fabric::streamed_grid_path;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
@@ -262,26 +262,43 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
 /// `3h` (a full stretch of `h + 1` steps); a tree of fewer than `2h` chunks
 /// (no full stretch of its own) is run with every chunk. So every size past
 /// `2h` chunks needs the same run, which a sweep makes once ([`PathCache`]).
+///
+/// NVLS-tree past its budget likewise ([`TreePeriod::of`] with
+/// [`Algorithm::NvlsTree`]): a part of `N` of NCCL's pipeline chunks
+/// (`16 x` [`super::nvls::nccl_chunk_bytes`] each) is timed from a run of
+/// `M` such chunks per part, whose pipeline is full from step `2h - 1 + 4`
+/// ([`super::nvls::pipeline_full_from`]: the switch's reduce and multicast
+/// around the tree over the nodes); `h` is that tree's height, `M` at least
+/// twice the fill, and a part of at most `M` chunks is run whole.
 /// The tuner ranks the tree by that time and times its rivals to rank them
 /// alike ([`choose`]); data mode keeps the budgeted plan ([`plan_options`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreePeriod {
-    /// Elements of the run: `chunks` chunks of `chunk_bytes` per tree.
+    /// The algorithm: the tree or NVLS-tree.
+    pub algo: Algorithm,
+    /// Elements of the run: `chunks` chunks of `chunk_bytes` per tree (per
+    /// part for NVLS-tree).
     pub run_total: u64,
-    /// Bytes per tree of the real message and of the run.
+    /// Bytes per tree (part) of the real message and of the run.
     pub tree_bytes: u64,
     pub run_bytes: u64,
+    /// The pipeline chunk: the calibration's `chunk_bytes` for a tree,
+    /// NCCL's NVLS chunk times its 16 channels for NVLS-tree.
+    pub chunk_bytes: u64,
     /// Chunks per tree in the run, and the tree's height.
     pub chunks: usize,
     pub height: usize,
+    /// The first step with the pipeline full (`2h - 1` for a tree).
+    pub full_from: usize,
     /// The calibration with a chunk budget that lets the run's chunks through.
     pub cal: Calibration,
 }
 
 impl TreePeriod {
-    /// `Some` for a tree allreduce across alike nodes whose chunks of
-    /// `chunk_bytes` outnumber the budget's.
+    /// `Some` for a tree (or NVLS-tree) allreduce across alike nodes whose
+    /// pipeline chunks outnumber the budget's.
     pub fn of(
+        algo: Algorithm,
         topo: &Topology,
         group: &Group,
         op: &CollectiveOp,
@@ -292,32 +309,67 @@ impl TreePeriod {
         if *op != CollectiveOp::AllReduce || elem_bytes == 0 {
             return None;
         }
-        let cb = cal.chunk_bytes;
+        let bytes = total.checked_mul(elem_bytes)?;
+        let opts = plan_options(topo, group, cal, bytes);
+        let m = opts.nodes.first().map_or(1, Vec::len);
+        let alike = opts.nodes.iter().all(|g| g.len() == m);
+        let nodes = opts.nodes.len();
+        if nodes < 2 || m < 1 || !alike {
+            return None;
+        }
+        // Per tree (part): its bytes, pipeline chunk, height, the budget's
+        // chunks, the run's elements per chunk of every tree (part), and
+        // the first step with the pipeline full.
+        let (tree_bytes, cb, height, k, per_chunk) = match algo {
+            Algorithm::Tree => {
+                let cb = cal.chunk_bytes;
+                // The height of a channel's trees: a heap over the nodes, a
+                // chain in each node.
+                let height = nodes.ilog2() as usize + m - 1;
+                let k = opts.tree_channel_chunks().max(height);
+                ((bytes / m as u64).div_ceil(2), cb, height, k, 2 * m as u64)
+            }
+            Algorithm::NvlsTree => {
+                let cb = super::nvls::NCCL_NVLS_CHANNELS
+                    * super::nvls::nccl_chunk_bytes(bytes, nodes, m as u64);
+                // A heap over the nodes (and its mirror, as high).
+                let height = nodes.ilog2() as usize;
+                let k = opts.nvls_tree_chunks();
+                (bytes.div_ceil(m as u64), cb, height, k, m as u64)
+            }
+            _ => return None,
+        };
         if cb == 0 || cb % elem_bytes != 0 {
             return None;
         }
-        let opts = plan_options(topo, group, cal, total * elem_bytes);
-        let m = opts.nodes.first().map_or(1, Vec::len);
-        let alike = opts.nodes.iter().all(|g| g.len() == m);
-        if opts.nodes.len() < 2 || m < 1 || !alike {
-            return None;
-        }
-        let tree_bytes = (total * elem_bytes / m as u64).div_ceil(2);
-        // The height of a channel's trees: a heap over the nodes, a chain
-        // in each node.
-        let height = opts.nodes.len().ilog2() as usize + m - 1;
-        let k = opts.tree_channel_chunks().max(height).max(1);
+        let full_from = match algo {
+            Algorithm::Tree => 2 * height - 1,
+            _ => super::nvls::pipeline_full_from(height),
+        };
+        let k = k.max(1);
         let chunks = tree_bytes.div_ceil(cb);
         if chunks <= k as u64 {
             return None;
         }
-        let run = (2 * k).max(3 * height);
-        // Short of a full stretch (`2h` chunks): one run with every chunk.
-        let (run_total, run_bytes, chunks) = if chunks < 2 * height as u64 {
+        // The run: twice the budget's chunks, and a full stretch after the
+        // fill. A tree: `h + 1` steps (`3h` in all). NVLS-tree: a stretch as
+        // long as the fill (16 DGX H100 nodes: +0.9 to +2.2% at 16 chunks,
+        // -0.3 to +0.1% at 24), and a message of no more chunks than the
+        // run is run whole (read back from 24 chunks, 16 were 2.0% fast).
+        let run = match algo {
+            Algorithm::Tree => full_from + height + 1,
+            _ => 2 * (full_from + 1),
+        }
+        .max(2 * k);
+        let whole = match algo {
+            Algorithm::Tree => full_from as u64,
+            _ => run as u64,
+        };
+        let (run_total, run_bytes, chunks) = if chunks <= whole {
             (total, tree_bytes, chunks as usize)
         } else {
             (
-                run as u64 * cb * 2 * m as u64 / elem_bytes,
+                run as u64 * cb * per_chunk / elem_bytes,
                 run as u64 * cb,
                 run,
             )
@@ -327,14 +379,26 @@ impl TreePeriod {
             .max_chunks
             .max(2 * m * chunks)
             .max((chunks * n).div_ceil(16) + 1);
-        Some(TreePeriod {
+        let x = TreePeriod {
+            algo,
             run_total,
             tree_bytes,
             run_bytes,
+            chunk_bytes: cb,
             chunks,
             height,
+            full_from,
             cal: Calibration { max_chunks, ..*cal },
-        })
+        };
+        // NVLS-tree's chunk follows the message's size: the run must cut
+        // its parts in the same chunks.
+        if algo == Algorithm::NvlsTree {
+            let o = plan_options(topo, group, &x.cal, run_total * elem_bytes);
+            if o.nvls_tree_chunks() != chunks {
+                return None;
+            }
+        }
+        Some(x)
     }
 
     /// Whether the run is not the message's (the time read off its line).
@@ -346,7 +410,7 @@ impl TreePeriod {
     /// of picoseconds per chunk, from each step's completion (`None` where
     /// the run has no full stretch).
     pub fn period(&self, steps: &[Time]) -> Option<(u64, u64)> {
-        let first = 2 * self.height - 1;
+        let first = self.full_from;
         let last = self.chunks.checked_sub(1)?;
         if last <= first || steps.len() <= last {
             return None;
@@ -361,7 +425,7 @@ impl TreePeriod {
     /// picoseconds (rounded toward minus infinity).
     pub fn extend_time(&self, run: Time, (span, steps): (u64, u64)) -> Time {
         let extra = i128::from(self.tree_bytes) - i128::from(self.run_bytes);
-        let per = i128::from(steps) * i128::from(self.cal.chunk_bytes);
+        let per = i128::from(steps) * i128::from(self.chunk_bytes);
         let add = (i128::from(span) * extra).div_euclid(per.max(1));
         let t = i128::from(run.0) + add;
         Time(u64::try_from(t.max(0)).unwrap_or(u64::MAX))
@@ -635,21 +699,26 @@ fn choose_candidate_with(
             order.swap(r, t);
         }
     }
-    // `auto` with a tree past the chunk budget: the tree is ranked by its
-    // time (its period), so every rival its bound does not rule out is
-    // ranked by its time too (an estimate and a time do not compare: the
-    // ring's estimate is 25-64% above its time on 128 DGX H100 nodes); the
-    // tree goes first, so its time bounds the rivals.
-    let by_time = timed
-        && algo.is_none()
-        && tuned.is_none()
-        && algos.contains(&Algorithm::Tree)
-        && TreePeriod::of(topo, group, op, total, elem_bytes, cal).is_some();
+    // A tree or NVLS-tree past the chunk budget: timed by its period
+    // (where it runs: NVLS-tree on reducing switches).
+    let periods: Vec<Option<TreePeriod>> = algos
+        .iter()
+        .map(|&a| {
+            let x = timed
+                .then(|| TreePeriod::of(a, topo, group, op, total, elem_bytes, cal))
+                .flatten()?;
+            let runs = a != Algorithm::NvlsTree || routes.check_switch_reduce().is_ok();
+            runs.then_some(x)
+        })
+        .collect();
+    // `auto` with such a tree: it is ranked by its time (its period), so
+    // every rival its bound does not rule out is ranked by its time too (an
+    // estimate and a time do not compare: the ring's estimate is 25-64%
+    // above its time on 128 DGX H100 nodes); those trees go first (in
+    // their order), so their times bound the rivals.
+    let by_time = timed && algo.is_none() && tuned.is_none() && periods.iter().any(Option::is_some);
     if by_time {
-        if let Some(i) = order.iter().position(|&p| algos[p] == Algorithm::Tree) {
-            let t = order.remove(i);
-            order.insert(0, t);
-        }
+        order.sort_by_key(|&p| periods[p].is_none());
     }
     let mut best: Option<Ranked> = None;
     let mut second: Option<Ranked> = None;
@@ -696,8 +765,10 @@ fn choose_candidate_with(
                         continue;
                     }
                 }
+                // The walks bound estimates, not a period's time.
                 let shape = cache
                     .as_ref()
+                    .filter(|_| periods[place].is_none())
                     .and_then(|_| shape_of(group, &opts, a, elem_bytes, &protos));
                 if let (Some(c), Some(sh)) = (cache.as_deref(), shape) {
                     if let Some(lb) = c.bound(&sh, total, cal) {
@@ -710,11 +781,7 @@ fn choose_candidate_with(
         }
         // A tree past the chunk budget: timed by its period, and ranked by
         // that time (the figure `time_collective` then reports).
-        let period = match a {
-            Algorithm::Tree if timed => TreePeriod::of(topo, group, op, total, elem_bytes, cal),
-            _ => None,
-        };
-        if let Some(x) = period {
+        if let Some(x) = &periods[place] {
             if protos.is_empty() {
                 continue;
             }
@@ -725,7 +792,7 @@ fn choose_candidate_with(
                 routes,
                 op,
                 elem_bytes,
-                &x,
+                x,
                 only.or(proto),
                 prune,
                 cache.as_deref_mut(),
@@ -794,9 +861,14 @@ fn choose_candidate_with(
                     _ => None,
                 };
                 let quotient = match plan0 {
-                    Some(plan0) => {
-                        rotation_quotient(topo, routes, &opts.nodes, &plan0)?.map(|q| (plan0, q))
-                    }
+                    Some(plan0) => rotation_quotient_cached(
+                        topo,
+                        routes,
+                        &opts.nodes,
+                        &plan0,
+                        cache.as_deref_mut(),
+                    )?
+                    .map(|q| (plan0, q)),
                     None => None,
                 };
                 match quotient {
@@ -1168,6 +1240,7 @@ fn time_period(
     cache: Option<&mut PathCache>,
 ) -> Result<TimedChoice, CollectiveError> {
     let key = PeriodKey {
+        algo: x.algo,
         run_total: x.run_total,
         elem_bytes,
         proto,
@@ -1184,7 +1257,7 @@ fn time_period(
                 x.run_total,
                 elem_bytes,
                 &x.cal,
-                Some(Algorithm::Tree),
+                Some(x.algo),
                 proto,
                 prune,
                 false,
@@ -1217,12 +1290,13 @@ fn time_period(
     }
     let period = period.ok_or_else(|| {
         CollectiveError::Buffers(format!(
-            "a tree run of {} chunks has no full stretch for its period",
+            "a {} run of {} chunks has no full stretch for its period",
+            x.algo.name(),
             x.chunks
         ))
     })?;
     // Every chunk carries the same moves: flows pro rata in chunks.
-    let n = u128::from(x.tree_bytes.div_ceil(x.cal.chunk_bytes));
+    let n = u128::from(x.tree_bytes.div_ceil(x.chunk_bytes));
     let flows = (t.flows as u128 * n / x.chunks.max(1) as u128) as usize;
     Ok(TimedChoice {
         time: x.extend_time(t.time, period),
@@ -1231,13 +1305,15 @@ fn time_period(
     })
 }
 
-/// A tree allreduce's run with each step's completion (the ground for
-/// [`TreePeriod`]; for tests): the tree `time_collective` runs for
-/// `--algo tree` with `cal` as given (no period).
+/// A tree (or NVLS-tree, `algo`) allreduce's run with each step's
+/// completion (the ground for [`TreePeriod`]; for tests): the plan
+/// `time_collective` runs for `--algo tree` (`nvls-tree`) with `cal` as
+/// given (no period).
 #[allow(clippy::too_many_arguments)]
 pub fn time_tree_steps(
     topo: &Topology,
     group: &Group,
+    algo: Algorithm,
     total: u64,
     elem_bytes: u64,
     cal: &Calibration,
@@ -1253,16 +1329,17 @@ pub fn time_tree_steps(
         total,
         elem_bytes,
         cal,
-        Some(Algorithm::Tree),
+        Some(algo),
         proto,
         true,
         false,
         None,
     )?;
     if let Candidate::Period(_) = cand {
-        return Err(CollectiveError::Sizes(
-            "the tree is past the chunk budget: raise max_chunks for every step".into(),
-        ));
+        return Err(CollectiveError::Sizes(format!(
+            "the {} is past the chunk budget: raise max_chunks for every step",
+            algo.name()
+        )));
     }
     let mut steps = Vec::new();
     let t = time_candidate(
@@ -1394,44 +1471,50 @@ pub fn run_collective(
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
 ) -> Result<CollectiveResult, CollectiveError> {
-    let (choice, plan) = choose(topo, group, op, total, elem_bytes, cal, algo, proto)?;
-    // A tree past the chunk budget is timed by its period (its plan is the
-    // budgeted one, for data mode).
-    if choice.algo == Algorithm::Tree
-        && TreePeriod::of(topo, group, op, total, elem_bytes, cal).is_some()
-    {
-        let t = time_collective(
-            topo,
-            group,
-            op,
-            total,
-            elem_bytes,
-            cal,
-            Some(choice.algo),
-            Some(choice.proto),
-        )?;
-        return Ok(CollectiveResult {
-            algo: choice.algo,
-            proto: choice.proto,
-            time: t.time,
-            flows: t.flows,
-            plan,
-        });
-    }
-    let t = simulate(
+    let mut routes = Routes::new(topo, group);
+    let (choice, cand) = choose_candidate_with(
         topo,
         group,
-        &plan,
+        &mut routes,
+        op,
+        total,
         elem_bytes,
-        choice.algo,
-        choice.proto,
         cal,
+        algo,
+        proto,
+        true,
+        true,
+        None,
     )?;
+    // A tree past the chunk budget was timed by its period, a rival ranked
+    // against it by its own timing: neither is timed again (the plan is the
+    // budgeted one, for data mode).
+    let timed = match &cand {
+        Candidate::Period(t) => Some(**t),
+        Candidate::Timed(b) => Some(b.0),
+        _ => None,
+    };
+    let plan = cand.into_plan(topo, group, op, choice.algo, total, elem_bytes, cal)?;
+    let (time, flows) = match timed {
+        Some(t) => (t.time, t.flows),
+        None => {
+            let t = simulate(
+                topo,
+                group,
+                &plan,
+                elem_bytes,
+                choice.algo,
+                choice.proto,
+                cal,
+            )?;
+            (t.time, t.flows)
+        }
+    };
     Ok(CollectiveResult {
         algo: choice.algo,
         proto: choice.proto,
-        time: t.time,
-        flows: t.flows,
+        time,
+        flows,
         plan,
     })
 }
