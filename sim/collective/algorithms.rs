@@ -542,23 +542,15 @@ fn tree_channels(
     let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
     parallel(
         (0..shape.channels)
-            .map(|c| {
-                let [a, b] = shape.channel_trees(nodes, c, lo, mid, hi);
-                let trees = [a, b]
-                    .into_iter()
-                    .enumerate()
-                    .map(|(t, (r, p, ch))| on_lane(tree_allreduce(&r, &p, &ch), tree_lane(t, opts)))
-                    .collect();
-                parallel(trees)
-            })
+            .map(|c| shape.channel_on_lanes(nodes, c, lo, mid, hi, opts.lanes))
             .collect(),
     )
 }
 
 /// The NIC lane of tree `t` (0 or 1) of a tree channel: the two trees on
 /// a GPU's first two NICs when it has several.
-pub fn tree_lane(t: usize, opts: &PlanOptions) -> u32 {
-    (t % opts.lanes.max(1)) as u32
+pub fn tree_lane(t: usize, lanes: usize) -> u32 {
+    (t % lanes.max(1)) as u32
 }
 
 /// `steps` with every move on `lane`.
@@ -595,19 +587,21 @@ impl TreeChannels {
         TreeChannels { channels, per }
     }
 
-    /// Channel `c`'s steps (both trees).
-    pub fn channel(
+    /// Channel `c`'s steps (both trees), tree `t` on NIC lane `t mod
+    /// lanes` ([`tree_lane`]), as [`tree_channels`] builds it.
+    pub fn channel_on_lanes(
         &self,
         nodes: &[Vec<usize>],
         c: usize,
         lo: u64,
         mid: u64,
         hi: u64,
+        lanes: usize,
     ) -> Vec<Vec<Move>> {
         let [(ra, pa, ca), (rb, pb, cb)] = self.channel_trees(nodes, c, lo, mid, hi);
         parallel(vec![
-            tree_allreduce(&ra, &pa, &ca),
-            tree_allreduce(&rb, &pb, &cb),
+            on_lane(tree_allreduce(&ra, &pa, &ca), tree_lane(0, lanes)),
+            on_lane(tree_allreduce(&rb, &pb, &cb), tree_lane(1, lanes)),
         ])
     }
 

@@ -126,7 +126,7 @@ impl TreeStream {
                     .enumerate()
                 {
                     trees.push(Tree {
-                        lane: super::algorithms::tree_lane(t, opts),
+                        lane: super::algorithms::tree_lane(t, opts.lanes),
                         ..Tree::new(r, p, ch)
                     });
                 }
