@@ -30,10 +30,6 @@ pub struct TreeSpec {
     pub nodes: Vec<Vec<usize>>,
     pub shape: TreeChannels,
     pub total: u64,
-    /// NIC lanes (`PlanOptions::lanes`): tree `t` of every channel on its
-    /// ranks' NIC `algorithms::tree_lane(t)`, the same for every channel, so
-    /// the rotation maps channel `c`'s NIC to channel `c + 1`'s.
-    pub lanes: usize,
 }
 
 impl TreeSpec {
@@ -52,7 +48,12 @@ impl TreeSpec {
         if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
             return None;
         }
-        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.tree_channel_chunks());
+        let shape = TreeChannels::new(
+            nodes,
+            opts.chunks.max(1),
+            opts.tree_channel_chunks(),
+            opts.lanes,
+        );
         if shape.channels != m {
             return None;
         }
@@ -63,7 +64,8 @@ impl TreeSpec {
             (a.1 - a.0, b.1 - b.0)
         };
         let first = lens(0);
-        let even = |len: u64| len % shape.per as u64 == 0 && len > 0;
+        // (Each sub-channel's part, too: `subs` equal parts of `per` chunks.)
+        let even = |len: u64| len % (shape.per * shape.subs) as u64 == 0 && len > 0;
         if (1..m).any(|c| lens(c) != first) || !even(first.0) || !even(first.1) {
             return None;
         }
@@ -71,7 +73,6 @@ impl TreeSpec {
             nodes: nodes.clone(),
             shape,
             total,
-            lanes: opts.lanes.max(1),
         })
     }
 
@@ -83,7 +84,7 @@ impl TreeSpec {
             buffer_len: buffer_len(&CollectiveOp::AllReduce, self.total),
             steps: self
                 .shape
-                .channel_on_lanes(&self.nodes, 0, 0, half, self.total, self.lanes),
+                .channel_on_lanes(&self.nodes, 0, 0, half, self.total),
             reduced: (0..n).map(|r| (r, 0, self.total)).collect(),
         }
     }

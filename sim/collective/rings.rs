@@ -505,3 +505,22 @@ impl RingSpec {
         Ok(out)
     }
 }
+
+/// Whether [`super::time_collective`] times a ring `op` of `total` elements
+/// on `group` on one unit (equal moves, one class of alike units), as
+/// [`super::tree_on_quotient`] says for trees.
+pub fn ring_on_units(
+    topo: &Topology,
+    group: &super::Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+) -> Result<bool, CollectiveError> {
+    let opts = super::tuner::plan_options(topo, group, cal, total * elem_bytes);
+    let Some(spec) = RingSpec::new(op, group.len(), total, &opts) else {
+        return Ok(false);
+    };
+    let mut routes = super::timing::Routes::new(topo, group);
+    Ok(spec.unit_classes(topo, &mut routes)?.is_some_and(|r| r.len() == 1))
+}
