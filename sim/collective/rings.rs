@@ -522,5 +522,7 @@ pub fn ring_on_units(
         return Ok(false);
     };
     let mut routes = super::timing::Routes::new(topo, group);
-    Ok(spec.unit_classes(topo, &mut routes)?.is_some_and(|r| r.len() == 1))
+    Ok(spec
+        .unit_classes(topo, &mut routes)?
+        .is_some_and(|r| r.len() == 1))
 }
