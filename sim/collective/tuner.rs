@@ -230,6 +230,13 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     } else {
         0
     };
+    let lanes = if nodes.len() > 1 {
+        topo.nic_lanes(&group.devices) as usize
+    } else {
+        1
+    };
+    // Past two NICs per GPU a channel's share splits over sub-channels.
+    let subs = super::algorithms::tree_subs(lanes) as u64;
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
@@ -238,12 +245,10 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         // tree, each with half its share: two NCCL channels (NCCL doubles
         // its channels, the second half on the mirrored tree), each cutting
         // its half in chunks of `chunk_bytes`.
-        tree_chunks: cal.chunks_for((bytes / m as u64).div_ceil(2)).min(budget),
-        lanes: if nodes.len() > 1 {
-            topo.nic_lanes(&group.devices) as usize
-        } else {
-            1
-        },
+        tree_chunks: cal
+            .chunks_for((bytes / m as u64 / subs).div_ceil(2))
+            .min(budget),
+        lanes,
         nodes,
     }
 }
@@ -302,7 +307,9 @@ impl TreePeriod {
         if opts.nodes.len() < 2 || m < 1 || !alike {
             return None;
         }
-        let tree_bytes = (total * elem_bytes / m as u64).div_ceil(2);
+        // Each tree of a (sub-)channel: half of its share.
+        let subs = super::algorithms::tree_subs(opts.lanes);
+        let tree_bytes = (total * elem_bytes / m as u64 / subs as u64).div_ceil(2);
         // The height of a channel's trees: a heap over the nodes, a chain
         // in each node.
         let height = opts.nodes.len().ilog2() as usize + m - 1;
@@ -317,7 +324,7 @@ impl TreePeriod {
             (total, tree_bytes, chunks as usize)
         } else {
             (
-                run as u64 * cb * 2 * m as u64 / elem_bytes,
+                run as u64 * cb * 2 * (m * subs) as u64 / elem_bytes,
                 run as u64 * cb,
                 run,
             )
@@ -325,7 +332,7 @@ impl TreePeriod {
         let n = group.len().max(1);
         let max_chunks = cal
             .max_chunks
-            .max(2 * m * chunks)
+            .max(2 * m * subs * chunks)
             .max((chunks * n).div_ceil(16) + 1);
         Some(TreePeriod {
             run_total,
