@@ -569,10 +569,27 @@ fn choose_candidate_with(
     timed: bool,
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
-    // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
-    // own pick where the simulator cannot run NCCL's).
-    if let Some((a, p)) = super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto)?
-    {
+    let opts = plan_options(topo, group, cal, total * elem_bytes);
+    // The run's settings: what `auto` may pick, and a tuner table's pick.
+    let policy = Policy::of(topo)?;
+    policy.check_explicit(op, algo, proto)?;
+    let mut proto = proto;
+    let tuned = match algo {
+        None if !policy.rows.is_empty() => {
+            tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto)
+        }
+        _ => None,
+    };
+    // The chooser (`collective.chooser`; `nccl-algo` by default): NCCL's
+    // model picks among what the run's NCCL_ALGO/NCCL_PROTO enable, ours
+    // times it (our own pick where the simulator cannot run NCCL's). A tuner
+    // table's matching row wins over it, as NCCL's tuner plugin overrides
+    // NCCL's own model.
+    let nccl = match tuned {
+        Some(_) => None,
+        None => super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto, &policy)?,
+    };
+    if let Some((a, p)) = nccl {
         let forced = choose_candidate_with(
             topo,
             group,
@@ -591,35 +608,24 @@ fn choose_candidate_with(
             return forced;
         }
     }
-    let opts = plan_options(topo, group, cal, total * elem_bytes);
-    // The run's settings: what `auto` may pick, and a tuner table's pick.
-    let policy = Policy::of(topo)?;
-    policy.check_explicit(op, algo, proto)?;
-    let mut proto = proto;
-    let mut tuned = None;
     let algos: Vec<Algorithm> = match algo {
         Some(a) => vec![a],
-        None => {
-            if !policy.rows.is_empty() {
-                tuned = tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto);
+        None => match tuned {
+            Some(t) => {
+                proto = Some(t.proto);
+                vec![t.algo]
             }
-            match tuned {
-                Some(t) => {
-                    proto = Some(t.proto);
-                    vec![t.algo]
-                }
-                None => auto_algorithms(op)
-                    .iter()
-                    .copied()
-                    .filter(|&a| {
-                        policy.algo_allowed(op, a)
-                            && protocols_for(a).iter().any(|&p| {
-                                policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p)
-                            })
-                    })
-                    .collect(),
-            }
-        }
+            None => auto_algorithms(op)
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    policy.algo_allowed(op, a)
+                        && protocols_for(a)
+                            .iter()
+                            .any(|&p| policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p))
+                })
+                .collect(),
+        },
     };
     if algos.is_empty() {
         let ours: Vec<&str> = auto_algorithms(op).iter().map(|a| a.name()).collect();
