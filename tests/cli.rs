@@ -740,3 +740,31 @@ fn a_bad_sizes_value_names_the_flag_once() {
         assert_eq!(err.matches("sizes:").count(), 1, "{err}");
     }
 }
+
+/// Under the default chooser (`nccl-algo` across nodes, README "NCCL's
+/// tuning model as a chooser") every preset still runs `auto`: where NCCL's
+/// model does not cover the machine (ring, mesh, switch, TPU torus, PCIe
+/// box) the default is `model`, not the error a named `nccl-algo` is there.
+#[test]
+fn every_preset_runs_auto_under_the_default_chooser() {
+    for (preset, text) in shardsim::topology::PRESETS {
+        // Two nodes where the preset joins nodes as it is (NVSwitch nodes).
+        let multi = text.contains("layout = \"nvswitch-node\"");
+        for nodes in if multi { &["1", "2"][..] } else { &["1"][..] } {
+            let out = shardsim(&[
+                "collective",
+                "--topology",
+                preset,
+                "--nodes",
+                nodes,
+                "--sizes",
+                "1MiB",
+            ]);
+            assert!(
+                out.status.success(),
+                "{preset} x {nodes}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

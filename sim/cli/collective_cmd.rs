@@ -71,7 +71,8 @@ pub struct CollectiveArgs {
     #[arg(long)]
     pub nodes: Option<u32>,
     /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s (repeatable);
-    /// --set collective.chooser=nccl-algo makes `auto` take NCCL's algorithm (model | nccl | nccl-algo).
+    /// --set collective.chooser=model makes `auto` pick by our own estimate (nccl-algo, the default, takes NCCL's
+    /// algorithm where its model covers the machine; model | nccl | nccl-algo).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// A tuner table (NCCL's example tuner plugin's CSV rows: collective,

@@ -84,7 +84,7 @@ pub enum Command {
     /// nccl-tests in simulation: time a collective over a sweep of sizes.
     Collective(collective_cmd::CollectiveArgs),
     /// Simulate one training step of a model under a parallel strategy: step
-    /// time, pipeline bubble, TFLOP/s per GPU, MFU, tokens/s, memory per GPU.
+    /// time, pipeline idle fraction, TFLOP/s per GPU, MFU, tokens/s, memory per GPU.
     Train(train_cmd::TrainArgs),
     /// Simulate serving a model: prefill and decode with a key/value cache;
     /// time to first token, decode step time, tokens/s, memory per GPU.

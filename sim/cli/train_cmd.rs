@@ -1,6 +1,6 @@
 //! `shardsim train MODEL`: simulate one training step of a model preset (or a
 //! model `.toml`) under a parallel strategy on a topology sized to the
-//! strategy's devices; print step time, pipeline bubble, TFLOP/s per GPU,
+//! strategy's devices; print step time, pipeline idle fraction, TFLOP/s per GPU,
 //! MFU, tokens/s and memory per GPU; exit 3 when it does not fit.
 
 use std::path::Path;
@@ -403,7 +403,7 @@ fn text(r: &StepReport) -> String {
     let ms = |ps: u64| ps as f64 * 1e-9;
     let mut out = format!(
         "{} on {} GPUs, {} microbatches\n\
-         step time        {:.2} ms (pipeline {:.2} ms, bubble {:.1}%, stage transfer {:.3} ms, embedding all-reduce {:.3} ms)\n\
+         step time        {:.2} ms (pipeline {:.2} ms, idle {:.1}% = bubble + stage imbalance, stage transfer {:.3} ms, embedding all-reduce {:.3} ms)\n\
          TFLOP/s per GPU  {:.1} model, {:.1} with recomputation; MFU {:.1}%\n\
          tokens/s         {:.0}\n\
          memory per GPU   {:.2} GiB peak of {:.0} GiB (model states {:.2}, activations {:.2} = {} in flight, transient {:.2}; stage {}, {:.2}e9 parameters)\n",

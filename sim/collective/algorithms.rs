@@ -30,8 +30,9 @@ pub struct PlanOptions {
     pub nodes: Vec<Vec<usize>>,
     /// NICs per GPU that channels across nodes spread over (at least 1):
     /// rings run `lanes` times as many channels, channel `c` on NIC `c /
-    /// rails`, and a tree channel's two trees take NICs 0 and 1, as NCCL
-    /// cycles a GPU's NICs over its channels (`ncclTopoSelectNets`).
+    /// rails`, and a tree channel's trees take NICs 0 and 1 (past two NICs,
+    /// its sub-channels take every NIC: [`tree_lane`], [`tree_subs`]), as
+    /// NCCL cycles a GPU's NICs over its channels (`ncclTopoSelectNets`).
     pub lanes: usize,
 }
 
@@ -539,26 +540,37 @@ fn tree_channels(
     chunks: usize,
     opts: &PlanOptions,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
+    let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks(), opts.lanes);
     parallel(
         (0..shape.channels)
-            .map(|c| {
-                let [a, b] = shape.channel_trees(nodes, c, lo, mid, hi);
-                let trees = [a, b]
-                    .into_iter()
-                    .enumerate()
-                    .map(|(t, (r, p, ch))| on_lane(tree_allreduce(&r, &p, &ch), tree_lane(t, opts)))
-                    .collect();
-                parallel(trees)
-            })
+            .map(|c| shape.channel_on_lanes(nodes, c, lo, mid, hi))
             .collect(),
     )
 }
 
-/// The NIC lane of tree `t` (0 or 1) of a tree channel: the two trees on
-/// a GPU's first two NICs when it has several.
-pub fn tree_lane(t: usize, opts: &PlanOptions) -> u32 {
-    (t % opts.lanes.max(1)) as u32
+/// The NIC lane of tree `t` of a tree channel (`t = 2 j + 0/1`: sub-channel
+/// `j`'s tree A or B, [`TreeChannels::subs`]): lane `t mod lanes`, so with
+/// `k` NICs per GPU every NIC carries one tree A and one tree B of each
+/// channel (`k` even: `k / 2` sub-channels on NICs `2j, 2j + 1`; `k` odd:
+/// `k` sub-channels, `2 j mod k` running over every lane once). NCCL's
+/// search cycles a GPU's NICs over its channels (`ncclTopoSearchRecNet`,
+/// `nets[(nChannels + i) % netCount]`, search.cc at v2.19.3) and runs both
+/// trees of a channel on its NIC: the same bytes on every NIC.
+pub fn tree_lane(t: usize, lanes: usize) -> u32 {
+    (t % lanes.max(1)) as u32
+}
+
+/// Sub-channels per tree channel over `lanes` NICs per GPU: one pair of
+/// trees per two NICs (`lanes / gcd(lanes, 2)`; 1 for one or two NICs).
+pub fn tree_subs(lanes: usize) -> usize {
+    let k = lanes.max(1);
+    if k % 2 == 0 {
+        k / 2
+    } else if k == 1 {
+        1
+    } else {
+        k
+    }
 }
 
 /// `steps` with every move on `lane`.
@@ -569,15 +581,27 @@ fn on_lane(mut steps: Vec<Vec<Move>>, lane: u32) -> Vec<Vec<Move>> {
     steps
 }
 
-/// How [`tree_channels`] cuts a message: channels and chunks per channel.
+/// How [`tree_channels`] cuts a message: channels, chunks per tree, and the
+/// NIC lanes each channel's trees spread over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TreeChannels {
     pub channels: usize,
     pub per: usize,
+    /// NICs per GPU ([`PlanOptions::lanes`]).
+    pub lanes: usize,
+    /// Sub-channels of each channel ([`tree_subs`]): sub-channel `j`
+    /// carries part `j` of the channel's part of each half, its trees on
+    /// lanes `2j` and `2j + 1` (mod `lanes`).
+    pub subs: usize,
 }
 
 impl TreeChannels {
-    pub fn new(nodes: &[Vec<usize>], chunks: usize, channel_chunks: usize) -> TreeChannels {
+    pub fn new(
+        nodes: &[Vec<usize>],
+        chunks: usize,
+        channel_chunks: usize,
+        lanes: usize,
+    ) -> TreeChannels {
         let m = nodes.first().map_or(1, Vec::len);
         let alike = nodes.iter().all(|g| g.len() == m);
         // NCCL runs fewer channels on small messages: never more channels
@@ -592,11 +616,18 @@ impl TreeChannels {
         } else {
             shared
         };
-        TreeChannels { channels, per }
+        let lanes = lanes.max(1);
+        TreeChannels {
+            channels,
+            per,
+            lanes,
+            subs: tree_subs(lanes),
+        }
     }
 
-    /// Channel `c`'s steps (both trees).
-    pub fn channel(
+    /// Channel `c`'s steps (every sub-channel's two trees, each on its NIC
+    /// lane), as [`tree_channels`] builds it.
+    pub fn channel_on_lanes(
         &self,
         nodes: &[Vec<usize>],
         c: usize,
@@ -604,14 +635,16 @@ impl TreeChannels {
         mid: u64,
         hi: u64,
     ) -> Vec<Vec<Move>> {
-        let [(ra, pa, ca), (rb, pb, cb)] = self.channel_trees(nodes, c, lo, mid, hi);
-        parallel(vec![
-            tree_allreduce(&ra, &pa, &ca),
-            tree_allreduce(&rb, &pb, &cb),
-        ])
+        parallel(
+            self.channel_trees(nodes, c, lo, mid, hi)
+                .into_iter()
+                .map(|(r, p, ch, lane)| on_lane(tree_allreduce(&r, &p, &ch), lane))
+                .collect(),
+        )
     }
 
-    /// Channel `c`'s two trees: ranks by position, parents, pipeline chunks.
+    /// Channel `c`'s trees (sub-channel `j`'s tree A, then its tree B, for
+    /// each `j`): ranks by position, parents, pipeline chunks, NIC lane.
     #[allow(clippy::type_complexity)]
     pub fn channel_trees(
         &self,
@@ -620,7 +653,7 @@ impl TreeChannels {
         lo: u64,
         mid: u64,
         hi: u64,
-    ) -> [(Vec<usize>, Vec<Option<usize>>, Vec<(u64, u64)>); 2] {
+    ) -> Vec<(Vec<usize>, Vec<Option<usize>>, Vec<(u64, u64)>, u32)> {
         let (a, b) = self.ranges(c, lo, mid, hi);
         let fwd: Vec<Vec<usize>> = nodes
             .iter()
@@ -637,10 +670,24 @@ impl TreeChannels {
             .collect();
         let (ra, pa) = node_tree_parents(&fwd);
         let (rb, pb) = node_tree_parents(&back);
-        [
-            (ra, pa, split_range(a.0, a.1, self.per)),
-            (rb, pb, split_range(b.0, b.1, self.per)),
-        ]
+        let subs = self.subs.max(1);
+        let (sa, sb) = (split_range(a.0, a.1, subs), split_range(b.0, b.1, subs));
+        let mut out = Vec::with_capacity(2 * subs);
+        for j in 0..subs {
+            out.push((
+                ra.clone(),
+                pa.clone(),
+                split_range(sa[j].0, sa[j].1, self.per),
+                tree_lane(2 * j, self.lanes),
+            ));
+            out.push((
+                rb.clone(),
+                pb.clone(),
+                split_range(sb[j].0, sb[j].1, self.per),
+                tree_lane(2 * j + 1, self.lanes),
+            ));
+        }
+        out
     }
 
     /// Channel `c`'s part of each half.

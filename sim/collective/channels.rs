@@ -42,12 +42,19 @@ impl TreeSpec {
         }
         let nodes = &opts.nodes;
         let m = nodes.first()?.len();
-        // Channels over several NICs per GPU are not images of channel 0
-        // under the rank rotation alone (their trees take different NICs).
-        if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n || opts.lanes > 1 {
+        // With several NICs per GPU every channel's tree `t` takes its
+        // ranks' NIC lane `t`: channel `c + 1` is still channel `c`'s image
+        // (lane `l` of local rank `p` -> lane `l` of `p + 1`), which
+        // `rotation_quotient` checks route by route, lanes included.
+        if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
             return None;
         }
-        let shape = TreeChannels::new(nodes, opts.chunks.max(1), opts.tree_channel_chunks());
+        let shape = TreeChannels::new(
+            nodes,
+            opts.chunks.max(1),
+            opts.tree_channel_chunks(),
+            opts.lanes,
+        );
         if shape.channels != m {
             return None;
         }
@@ -58,7 +65,8 @@ impl TreeSpec {
             (a.1 - a.0, b.1 - b.0)
         };
         let first = lens(0);
-        let even = |len: u64| len % shape.per as u64 == 0 && len > 0;
+        // (Each sub-channel's part, too: `subs` equal parts of `per` chunks.)
+        let even = |len: u64| len % (shape.per * shape.subs) as u64 == 0 && len > 0;
         if (1..m).any(|c| lens(c) != first) || !even(first.0) || !even(first.1) {
             return None;
         }
@@ -75,7 +83,9 @@ impl TreeSpec {
         Plan {
             ranks: n,
             buffer_len: buffer_len(&CollectiveOp::AllReduce, self.total),
-            steps: self.shape.channel(&self.nodes, 0, 0, half, self.total),
+            steps: self
+                .shape
+                .channel_on_lanes(&self.nodes, 0, 0, half, self.total),
             reduced: (0..n).map(|r| (r, 0, self.total)).collect(),
         }
     }
@@ -108,13 +118,14 @@ pub(crate) fn rotation_quotient(
 }
 
 /// What a plan's quotient depends on (with the topology and the nodes):
-/// its point-to-point pairs and the ranks of its switch moves, sorted, each
-/// once. Plans of one algorithm at different sizes share it, so a sweep
+/// its point-to-point pairs with their NIC lane (a lane's routes map to the
+/// same lane's of the image pair) and the ranks of its switch moves,
+/// sorted, each once. Plans of one algorithm at different sizes share it, so a sweep
 /// finds the quotient once ([`rotation_quotient_cached`]).
-pub(crate) type QuotientKey = (Vec<(usize, usize)>, Vec<usize>);
+pub(crate) type QuotientKey = (Vec<(usize, usize, u32)>, Vec<usize>);
 
 fn quotient_key(plan0: &Plan) -> QuotientKey {
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut pairs: Vec<(usize, usize, u32)> = Vec::new();
     // Ranks of switch moves: their up and down links map to their images'.
     let mut switched: Vec<usize> = Vec::new();
     for mv in plan0.steps.iter().flatten() {
@@ -122,7 +133,7 @@ fn quotient_key(plan0: &Plan) -> QuotientKey {
             continue;
         }
         match mv.via {
-            Via::P2p if mv.from != mv.to => pairs.push((mv.from, mv.to)),
+            Via::P2p if mv.from != mv.to => pairs.push((mv.from, mv.to, mv.lane)),
             Via::P2p => {}
             Via::SwitchReduce | Via::SwitchMulticast => switched.extend([mv.from, mv.to]),
         }
@@ -179,18 +190,18 @@ fn quotient_of(
     }
     let items = pairs
         .iter()
-        .map(|&(a, b)| (a, Some(b)))
-        .chain(switched.iter().map(|&r| (r, None)));
+        .map(|&(a, b, lane)| (a, Some(b), lane))
+        .chain(switched.iter().map(|&r| (r, None, 0)));
     // phi: link -> its image, from every channel's routes to the next's.
     let links = topo.links();
     let mut phi: BTreeMap<usize, usize> = BTreeMap::new();
     let mut inverse: BTreeMap<usize, usize> = BTreeMap::new();
-    for (a0, b0) in items {
+    for (a0, b0, lane) in items {
         let (mut a, mut b) = (a0, b0);
-        let mut route = orbit_route(routes, (a, b))?;
+        let mut route = orbit_route(routes, (a, b), lane)?;
         for _ in 0..m {
             let (na, nb) = (sigma[a], b.map(|b| sigma[b]));
-            let next = orbit_route(routes, (na, nb))?;
+            let next = orbit_route(routes, (na, nb), lane)?;
             if next.len() != route.len() {
                 return Ok(None);
             }
@@ -237,13 +248,15 @@ fn quotient_of(
 }
 
 /// A route [`rotation_quotient`] follows around its orbit: a pair's
-/// `(a, Some(b))`, or a rank's up and down links to its switch `(a, None)`.
+/// `(a, Some(b))` on NIC `lane`, or a rank's up and down links to its
+/// switch `(a, None)`.
 fn orbit_route(
     routes: &mut Routes,
     (a, b): (usize, Option<usize>),
+    lane: u32,
 ) -> Result<Vec<usize>, CollectiveError> {
     Ok(match b {
-        Some(b) => routes.get(a, b)?.to_vec(),
+        Some(b) => routes.get_lane(a, b, lane)?.to_vec(),
         None => {
             let (up, down) = routes.switch_links(a)?;
             vec![up, down]

@@ -42,7 +42,7 @@ pub use nccl_model::{nccl_choice, Chooser, NcclSystem, NcclVersion};
 pub use path_cache::PathCache;
 pub use plan::{Move, Plan, Via};
 pub use policy::{Policy, Tuned, TunerRow};
-pub use rings::RingSpec;
+pub use rings::{ring_on_units, RingSpec};
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{
     choose, choose_unpruned, run_collective, time_collective, time_collective_cached, Choice,

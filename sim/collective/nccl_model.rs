@@ -43,13 +43,15 @@ use crate::topology::Topology;
 
 use super::algorithms::auto_algorithms;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
+use super::policy::Policy;
 use super::timing::Group;
 use super::tuner::protocols_for;
 use super::CollectiveError;
 
 /// How `auto` picks the (algorithm, protocol) it then times: by the
-/// simulator's own estimate (`model`) or by NCCL's tuning model (`nccl`);
-/// the topology's `[collective] chooser` (`--set collective.chooser=nccl`).
+/// simulator's own estimate (`model`) or by NCCL's tuning model (`nccl`,
+/// `nccl-algo`); the topology's `[collective] chooser`
+/// (`--set collective.chooser=nccl`), `nccl-algo` where it is not given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chooser {
     Model,
@@ -62,20 +64,30 @@ pub enum Chooser {
 }
 
 impl Chooser {
-    /// The default where the topology does not say.
-    pub const DEFAULT: Chooser = Chooser::Model;
+    /// The default where the topology does not say: NCCL's algorithm, which
+    /// fits the published multi-node curves best (README, "NCCL's tuning
+    /// model as a chooser"), for groups across nodes. Within one node, for
+    /// NCCL's NVLS-tree beyond two nodes, and where NCCL's model does not
+    /// cover the machine or the group, the default is `model` (see [`pick`];
+    /// a named chooser is an error on an uncovered machine instead).
+    pub const DEFAULT: Chooser = Chooser::NcclAlgo;
 
     /// The topology's chooser (its value was checked when it was loaded).
     pub fn of(topo: &Topology) -> Chooser {
+        Chooser::named(topo).unwrap_or(Chooser::DEFAULT)
+    }
+
+    /// The chooser the topology names, if it names one.
+    pub fn named(topo: &Topology) -> Option<Chooser> {
         match topo
             .collective_calibration()
             .and_then(|t| t.get(crate::topology::CHOOSER_KEY))
             .and_then(|v| v.as_str())
         {
-            Some("nccl") => Chooser::Nccl,
-            Some("nccl-algo") => Chooser::NcclAlgo,
-            Some("model") => Chooser::Model,
-            _ => Chooser::DEFAULT,
+            Some("nccl") => Some(Chooser::Nccl),
+            Some("nccl-algo") => Some(Chooser::NcclAlgo),
+            Some("model") => Some(Chooser::Model),
+            _ => None,
         }
     }
 }
@@ -83,9 +95,15 @@ impl Chooser {
 /// `auto`'s hook: NCCL's pick for `op` of `bytes` on `group` where the
 /// topology's chooser is `nccl` or `nccl-algo`, `algo` is not forced and
 /// NCCL's model covers the machine; among the simulator's `auto` candidates
-/// and `proto` if one was asked for. The protocol is None (`proto` as
-/// asked) under `nccl-algo`. A machine NCCL's model does not cover is an
-/// error under `nccl`/`nccl-algo` (the setting would otherwise do nothing).
+/// the run's settings enable (NCCL_ALGO, NCCL_PROTO: NCCL's model skips
+/// what they disable) and `proto` if one was asked for. The protocol is
+/// None (`proto` as asked) under `nccl-algo`. A machine NCCL's model does
+/// not cover is an error under a named `nccl`/`nccl-algo` (the setting
+/// would otherwise do nothing); under the default, `model` decides there,
+/// within one node (the published one-node curve, A100, is the same under
+/// both; on one H100 node NCCL's NVLS at 16-128 MiB meets our NVLS timing,
+/// validated at 8 GiB only, which there is below our own ring) and where
+/// NCCL picks NVLS-tree on more than two nodes.
 pub(crate) fn pick(
     topo: &Topology,
     group: &Group,
@@ -93,12 +111,17 @@ pub(crate) fn pick(
     bytes: u64,
     algo: Option<Algorithm>,
     proto: Option<Protocol>,
+    policy: &Policy,
 ) -> Result<Option<(Algorithm, Option<Protocol>)>, CollectiveError> {
-    let chooser = Chooser::of(topo);
+    let named = Chooser::named(topo);
+    let chooser = named.unwrap_or(Chooser::DEFAULT);
     if algo.is_some() || chooser == Chooser::Model {
         return Ok(None);
     }
     let Some(sys) = system_of(topo, group) else {
+        if named.is_none() {
+            return Ok(None);
+        }
         return Err(CollectiveError::Chooser {
             chooser: if chooser == Chooser::Nccl { "nccl" } else { "nccl-algo" },
             why: "NCCL's tuning model here covers groups of equal NVSwitch nodes of V100/A100/H100-class GPUs with their \
@@ -106,13 +129,26 @@ pub(crate) fn pick(
                 .to_string(),
         });
     };
+    if named.is_none() && sys.nodes < 2 {
+        return Ok(None);
+    }
     let ours = auto_algorithms(op);
     let allowed = |a: Algorithm, p: Protocol| {
-        ours.contains(&a) && protocols_for(a).contains(&p) && proto.map_or(true, |q| q == p)
+        ours.contains(&a)
+            && protocols_for(a).contains(&p)
+            && policy.allowed(op, a, p)
+            && proto.map_or(true, |q| q == p)
     };
     let Some((a, p, _)) = nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed) else {
         return Ok(None);
     };
+    // The default leaves NVLS-tree beyond two nodes to `model`: our NVLS-tree
+    // is checked against measurements on two nodes only (p5, OCI H100) and
+    // from 16 nodes times far below NCCL's own figure for it (README, "NCCL's
+    // tuning model as a chooser").
+    if named.is_none() && a == Algorithm::NvlsTree && sys.nodes > 2 {
+        return Ok(None);
+    }
     Ok(Some((
         a,
         if chooser == Chooser::Nccl {

@@ -50,6 +50,7 @@ pub(crate) fn time_ring_groups(
             spec.chunk,
             spec.unit as u64,
             spec.rings.len() as u64,
+            spec.lanes as u64,
         ];
         for ring in &spec.rings {
             key.extend(ring.iter().map(|&r| r as u64));

@@ -71,6 +71,11 @@ pub struct RingSpec {
     pub chunk: u64,
     /// A single ring with pieces of different sizes.
     pub uneven: Option<Uneven>,
+    /// NICs per GPU the rail rings run over (`PlanOptions::lanes`, 1 on a
+    /// single ring): channel `l * rings + k` is ring `k` on every rank's NIC
+    /// `l` (`blocks::multi_ring`). The node shift maps each copy onto the
+    /// same copy of the next ring, so the unit symmetry holds per lane.
+    pub lanes: usize,
 }
 
 /// The pieces of an uneven single ring: position `i` moves piece
@@ -120,18 +125,21 @@ impl RingSpec {
             CollectiveOp::AllGather | CollectiveOp::ReduceScatter => 1,
             _ => return None,
         };
-        // Rings over several NICs per GPU (`lanes`) are timed on their plan.
-        if n < 2 || opts.lanes > 1 {
+        if n < 2 {
             return None;
         }
-        let (rings, unit) = match rail_rings(&opts.nodes) {
+        // Rail rings run a copy per NIC lane; a single ring has one lane
+        // (`algorithms::allreduce`).
+        let (rings, unit, lanes) = match rail_rings(&opts.nodes) {
             Some(rings) if rings[0].len() == n => {
                 let m = rings.len();
-                (rings, m)
+                (rings, m, opts.lanes.max(1))
             }
-            _ => (vec![(0..n).collect()], 1),
+            _ => (vec![(0..n).collect()], 1, 1),
         };
-        let parts = (n as u64).checked_mul(rings.len() as u64)?;
+        let parts = (n as u64)
+            .checked_mul(rings.len() as u64)?
+            .checked_mul(lanes as u64)?;
         if total == 0 || total % parts != 0 {
             return None;
         }
@@ -141,6 +149,7 @@ impl RingSpec {
             rings,
             unit,
             uneven: None,
+            lanes,
         })
     }
 
@@ -165,6 +174,7 @@ impl RingSpec {
             steps: phases * (n - 1),
             chunk: total.div_ceil(n as u64),
             uneven: Some(Uneven { total, shift }),
+            lanes: 1,
         })
     }
 
@@ -185,10 +195,21 @@ impl RingSpec {
         self.rings[0].len()
     }
 
-    /// Moves of the ring's plan (positions x rings x steps).
+    /// Channels: every ring once per NIC lane.
+    fn channels(&self) -> usize {
+        self.rings.len() * self.lanes.max(1)
+    }
+
+    /// Channel `ch`'s ring and NIC lane (`blocks::multi_ring`'s order).
+    fn channel(&self, ch: usize) -> (&[usize], u32) {
+        let c = self.rings.len();
+        (&self.rings[ch % c], (ch / c) as u32)
+    }
+
+    /// Moves of the ring's plan (positions x channels x steps).
     fn plan_moves(&self) -> usize {
         self.n()
-            .saturating_mul(self.rings.len())
+            .saturating_mul(self.channels())
             .saturating_mul(self.steps)
     }
 
@@ -196,10 +217,13 @@ impl RingSpec {
     /// pairs; only the ranges differ, which the estimate ignores).
     pub fn one_step(&self) -> Vec<Move> {
         let n = self.n();
-        let mut out = Vec::with_capacity(n * self.rings.len());
-        for ring in &self.rings {
+        let mut out = Vec::with_capacity(n * self.channels());
+        for ch in 0..self.channels() {
+            let (ring, lane) = self.channel(ch);
             for i in 0..n {
-                out.push(Move::copy(ring[i], ring[(i + 1) % n], 0, self.chunk));
+                let mut m = Move::copy(ring[i], ring[(i + 1) % n], 0, self.chunk);
+                m.lane = lane;
+                out.push(m);
             }
         }
         out
@@ -210,15 +234,17 @@ impl RingSpec {
         match self.uneven {
             // Pieces of total < n elements: `total` of them are not empty.
             Some(u) => self.steps * (self.n() as u64).min(u.total) as usize,
-            None => self.steps * self.n() * self.rings.len(),
+            None => self.steps * self.n() * self.channels(),
         }
     }
 
-    /// Ring `k`, position `p` of unit `i` (`p < unit`) as a position of the
-    /// whole ring: the image of unit 0's `(k, p)` under `i` shifts.
-    fn image(&self, i: usize, k: usize, p: usize) -> (usize, usize) {
+    /// Channel `ch` (ring `k` on lane `l`), position `p` of unit `i` (`p <
+    /// unit`) as a position of the whole run: the image of unit 0's `(ch, p)`
+    /// under `i` shifts, ring `k - i` on the same lane.
+    fn image(&self, i: usize, ch: usize, p: usize) -> (usize, usize) {
         let c = self.rings.len();
-        ((k + c - i % c) % c, i * self.unit + p)
+        let (l, k) = (ch / c, ch % c);
+        (l * c + (k + c - i % c) % c, i * self.unit + p)
     }
 
     /// The units up to renaming links (same capacities, latencies and
@@ -250,10 +276,11 @@ impl RingSpec {
                 names[l] = u32::MAX;
             }
             named.clear();
-            for k in 0..self.rings.len() {
+            for ch in 0..self.channels() {
                 for p in 0..self.unit {
-                    let (rk, pos) = self.image(i, k, p);
-                    let (a, b) = (self.rings[rk][pos], self.rings[rk][(pos + 1) % n]);
+                    let (rk, pos) = self.image(i, ch, p);
+                    let (ring, lane) = self.channel(rk);
+                    let (a, b) = (ring[pos], ring[(pos + 1) % n]);
                     let id = match senders.iter().find(|s| s.0 == a) {
                         Some(s) => s.1,
                         None => {
@@ -262,7 +289,7 @@ impl RingSpec {
                         }
                     };
                     shape.push(id);
-                    let route = routes.get(a, b)?;
+                    let route = routes.get_lane(a, b, lane)?;
                     shape.push(route.len() as u64);
                     for &l in route {
                         if owner[l] != u32::MAX && owner[l] != i as u32 {
@@ -309,28 +336,32 @@ impl RingSpec {
         let u = self.unit;
         let params = *cal.params(algo, proto);
         let bytes = self.chunk * elem_bytes;
-        // Quotient positions q = k * u + p; their sender ranks, routes, hops.
-        let q_count = c * u;
+        // Quotient positions q = ch * u + p (channel ch = l * c + k); their
+        // sender ranks, routes, hops.
+        let q_count = self.channels() * u;
         let mut rank_of = Vec::with_capacity(q_count);
         let mut route_of = Vec::with_capacity(q_count);
         let mut hop_of = Vec::with_capacity(q_count);
-        for k in 0..c {
+        for ch in 0..self.channels() {
             for p in 0..u {
-                let (rk, pos) = self.image(unit, k, p);
-                let (a, b) = (self.rings[rk][pos], self.rings[rk][(pos + 1) % n]);
+                let (rk, pos) = self.image(unit, ch, p);
+                let (ring, lane) = self.channel(rk);
+                let (a, b) = (ring[pos], ring[(pos + 1) % n]);
                 hop_of.push(hop(&params, routes.crosses_network(a, b)?));
                 rank_of.push(a);
-                route_of.push(routes.get(a, b)?.to_vec());
+                route_of.push(routes.get_lane(a, b, lane)?.to_vec());
             }
         }
         // The position whose move delivers into q: the previous one in the
-        // ring, or (first of a unit) the last of ring k - 1, whose image it is.
+        // ring, or (first of a unit) the last of ring k - 1 on the same lane,
+        // whose image it is.
         let pred = |q: usize| -> usize {
-            let (k, p) = (q / u, q % u);
+            let (ch, p) = (q / u, q % u);
             if p > 0 {
                 q - 1
             } else {
-                ((k + c - 1) % c) * u + u - 1
+                let (l, k) = (ch / c, ch % c);
+                (l * c + (k + c - 1) % c) * u + u - 1
             }
         };
         // A send waits a hop after its data came in (pipelined, as the plan's
@@ -473,4 +504,25 @@ impl RingSpec {
         }
         Ok(out)
     }
+}
+
+/// Whether [`super::time_collective`] times a ring `op` of `total` elements
+/// on `group` on one unit (equal moves, one class of alike units), as
+/// [`super::tree_on_quotient`] says for trees.
+pub fn ring_on_units(
+    topo: &Topology,
+    group: &super::Group,
+    op: &CollectiveOp,
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+) -> Result<bool, CollectiveError> {
+    let opts = super::tuner::plan_options(topo, group, cal, total * elem_bytes);
+    let Some(spec) = RingSpec::new(op, group.len(), total, &opts) else {
+        return Ok(false);
+    };
+    let mut routes = super::timing::Routes::new(topo, group);
+    Ok(spec
+        .unit_classes(topo, &mut routes)?
+        .is_some_and(|r| r.len() == 1))
 }

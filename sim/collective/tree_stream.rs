@@ -118,15 +118,11 @@ impl TreeStream {
         let covers = nodes.iter().flatten().count() == n;
         let mut trees = Vec::new();
         if covers && nodes.len() >= 2 {
-            let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks());
+            let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks(), opts.lanes);
             for c in 0..shape.channels {
-                for (t, (r, p, ch)) in shape
-                    .channel_trees(nodes, c, 0, half, total)
-                    .into_iter()
-                    .enumerate()
-                {
+                for (r, p, ch, lane) in shape.channel_trees(nodes, c, 0, half, total) {
                     trees.push(Tree {
-                        lane: super::algorithms::tree_lane(t, opts),
+                        lane,
                         ..Tree::new(r, p, ch)
                     });
                 }
@@ -156,7 +152,10 @@ impl TreeStream {
         let trees = shape
             .channel_trees(nodes, c, 0, total / 2, total)
             .into_iter()
-            .map(|(r, p, ch)| Tree::new(r, p, ch))
+            .map(|(r, p, ch, lane)| Tree {
+                lane,
+                ..Tree::new(r, p, ch)
+            })
             .collect();
         TreeStream { trees }
     }

@@ -230,6 +230,13 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     } else {
         0
     };
+    let lanes = if nodes.len() > 1 {
+        topo.nic_lanes(&group.devices) as usize
+    } else {
+        1
+    };
+    // Past two NICs per GPU a channel's share splits over sub-channels.
+    let subs = super::algorithms::tree_subs(lanes) as u64;
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
@@ -238,12 +245,10 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         // tree, each with half its share: two NCCL channels (NCCL doubles
         // its channels, the second half on the mirrored tree), each cutting
         // its half in chunks of `chunk_bytes`.
-        tree_chunks: cal.chunks_for((bytes / m as u64).div_ceil(2)).min(budget),
-        lanes: if nodes.len() > 1 {
-            topo.nic_lanes(&group.devices) as usize
-        } else {
-            1
-        },
+        tree_chunks: cal
+            .chunks_for((bytes / m as u64 / subs).div_ceil(2))
+            .min(budget),
+        lanes,
         nodes,
     }
 }
@@ -317,6 +322,12 @@ impl TreePeriod {
         if nodes < 2 || m < 1 || !alike {
             return None;
         }
+        // A tree channel splits into sub-channels over a GPU's NICs past
+        // two (`tree_subs`); NVLS-tree keeps one NIC per head.
+        let subs = match algo {
+            Algorithm::Tree => super::algorithms::tree_subs(opts.lanes),
+            _ => 1,
+        };
         // Per tree (part): its bytes, pipeline chunk, height, the budget's
         // chunks, the run's elements per chunk of every tree (part), and
         // the first step with the pipeline full.
@@ -324,10 +335,17 @@ impl TreePeriod {
             Algorithm::Tree => {
                 let cb = cal.chunk_bytes;
                 // The height of a channel's trees: a heap over the nodes, a
-                // chain in each node.
+                // chain in each node. Each tree of a (sub-)channel: half of
+                // its share.
                 let height = nodes.ilog2() as usize + m - 1;
                 let k = opts.tree_channel_chunks().max(height);
-                ((bytes / m as u64).div_ceil(2), cb, height, k, 2 * m as u64)
+                (
+                    (bytes / m as u64 / subs as u64).div_ceil(2),
+                    cb,
+                    height,
+                    k,
+                    2 * (m * subs) as u64,
+                )
             }
             Algorithm::NvlsTree => {
                 let cb = super::nvls::NCCL_NVLS_CHANNELS
@@ -377,7 +395,7 @@ impl TreePeriod {
         let n = group.len().max(1);
         let max_chunks = cal
             .max_chunks
-            .max(2 * m * chunks)
+            .max(2 * m * subs * chunks)
             .max((chunks * n).div_ceil(16) + 1);
         let x = TreePeriod {
             algo,
@@ -626,10 +644,27 @@ fn choose_candidate_with(
     timed: bool,
     mut cache: Option<&mut PathCache>,
 ) -> Result<(Choice, Candidate), CollectiveError> {
-    // `collective.chooser = "nccl"`: NCCL's model picks, ours times it (our
-    // own pick where the simulator cannot run NCCL's).
-    if let Some((a, p)) = super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto)?
-    {
+    let opts = plan_options(topo, group, cal, total * elem_bytes);
+    // The run's settings: what `auto` may pick, and a tuner table's pick.
+    let policy = Policy::of(topo)?;
+    policy.check_explicit(op, algo, proto)?;
+    let mut proto = proto;
+    let tuned = match algo {
+        None if !policy.rows.is_empty() => {
+            tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto)
+        }
+        _ => None,
+    };
+    // The chooser (`collective.chooser`; `nccl-algo` by default): NCCL's
+    // model picks among what the run's NCCL_ALGO/NCCL_PROTO enable, ours
+    // times it (our own pick where the simulator cannot run NCCL's). A tuner
+    // table's matching row wins over it, as NCCL's tuner plugin overrides
+    // NCCL's own model.
+    let nccl = match tuned {
+        Some(_) => None,
+        None => super::nccl_model::pick(topo, group, op, total * elem_bytes, algo, proto, &policy)?,
+    };
+    if let Some((a, p)) = nccl {
         let forced = choose_candidate_with(
             topo,
             group,
@@ -648,35 +683,24 @@ fn choose_candidate_with(
             return forced;
         }
     }
-    let opts = plan_options(topo, group, cal, total * elem_bytes);
-    // The run's settings: what `auto` may pick, and a tuner table's pick.
-    let policy = Policy::of(topo)?;
-    policy.check_explicit(op, algo, proto)?;
-    let mut proto = proto;
-    let mut tuned = None;
     let algos: Vec<Algorithm> = match algo {
         Some(a) => vec![a],
-        None => {
-            if !policy.rows.is_empty() {
-                tuned = tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto);
+        None => match tuned {
+            Some(t) => {
+                proto = Some(t.proto);
+                vec![t.algo]
             }
-            match tuned {
-                Some(t) => {
-                    proto = Some(t.proto);
-                    vec![t.algo]
-                }
-                None => auto_algorithms(op)
-                    .iter()
-                    .copied()
-                    .filter(|&a| {
-                        policy.algo_allowed(op, a)
-                            && protocols_for(a).iter().any(|&p| {
-                                policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p)
-                            })
-                    })
-                    .collect(),
-            }
-        }
+            None => auto_algorithms(op)
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    policy.algo_allowed(op, a)
+                        && protocols_for(a)
+                            .iter()
+                            .any(|&p| policy.proto_allowed(op, p) && proto.map_or(true, |q| q == p))
+                })
+                .collect(),
+        },
     };
     if algos.is_empty() {
         let ours: Vec<&str> = auto_algorithms(op).iter().map(|a| a.name()).collect();

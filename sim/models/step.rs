@@ -130,6 +130,9 @@ pub struct StepReport {
     /// Time of the pipeline (all passes) without the gradient reduction
     /// and optimizer.
     pub pipeline_ps: u64,
+    /// Stage time idle over the pipeline: the schedule's bubble plus any
+    /// imbalance between stages (the embedding and the head sit on the
+    /// first and last), so at least the closed form `(p-1)/(m+p-1)`.
     pub bubble_fraction: f64,
     pub transfer_ps: u64,
     /// All-reduce of the tied embedding's gradient between the first and

@@ -1,6 +1,6 @@
 //! PlanDevices over an IR-independent dataflow description.
 //!
-//! Rules (see notes/topology.md for how program IR maps onto them):
+//! Rules (README.md, "Topologies", says how program IR maps onto them: device planning):
 //! 1. An op computes on one device: it is unified with each of its results,
 //!    unless the result is *fixed* (carries a constraint of its own).
 //! 2. An unfixed value lives in one place: it is unified with every op that

@@ -155,7 +155,7 @@ fn model_rows(m: &crate::models::step::StepReport) -> Vec<Vec<String>> {
         vec![
             "pipeline".into(),
             format!(
-                "{} microbatches, {} ({:.1}% bubble), stage transfer {}",
+                "{} microbatches, {} ({:.1}% idle: bubble and stage imbalance), stage transfer {}",
                 m.microbatches,
                 human_time(m.pipeline_ps),
                 100.0 * m.bubble_fraction,

@@ -214,9 +214,22 @@ fn strategy_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Strate
     use serde::de::Error;
     match toml::Value::deserialize(d)? {
         toml::Value::String(f) => Ok(Some(StrategySpec::File(f))),
-        v @ toml::Value::Table(_) => crate::models::Strategy::deserialize(v)
-            .map(|s| Some(StrategySpec::Inline(s)))
-            .map_err(|e| D::Error::custom(format!("strategy: {}", e.message().trim()))),
+        toml::Value::Table(mut t) => {
+            // As a strategy file: `global_batch` may be left out
+            // (dp x micro_batch x pp, one microbatch per stage and replica).
+            let given = t.contains_key("global_batch");
+            if !given {
+                t.insert("global_batch".into(), toml::Value::Integer(1));
+            }
+            let mut s = crate::models::Strategy::deserialize(toml::Value::Table(t))
+                .map_err(|e| D::Error::custom(format!("strategy: {}", e.message().trim())))?;
+            if !given {
+                s.global_batch = s
+                    .default_global_batch()
+                    .map_err(|e| D::Error::custom(format!("strategy: {e}")))?;
+            }
+            Ok(Some(StrategySpec::Inline(s)))
+        }
         other => Err(D::Error::custom(format!(
             "strategy: expected a table or a strategy file name, found {}",
             other.type_str()

@@ -13,6 +13,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("dgx-a100", include_str!("../../topologies/dgx-a100.toml")),
     ("dgx-h100", include_str!("../../topologies/dgx-h100.toml")),
     ("hgx-h200", include_str!("../../topologies/hgx-h200.toml")),
+    ("aws-p5", include_str!("../../topologies/aws-p5.toml")),
+    ("aws-p4de", include_str!("../../topologies/aws-p4de.toml")),
     ("tpu-v4", include_str!("../../topologies/tpu-v4.toml")),
     ("ring", include_str!("../../topologies/ring.toml")),
     ("switch", include_str!("../../topologies/switch.toml")),

@@ -102,6 +102,20 @@ fn audit_a_strategy_file_without_global_batch_takes_the_flag_or_the_default() {
     assert_eq!(runs[0]["model_step"]["microbatches"], 1);
     assert_eq!(runs[0]["model_step"]["step_time_ps"], full["step_time_ps"]);
     std::fs::remove_dir_all(&dir).unwrap();
+    // And an inline [workload.strategy] table the same way.
+    let dir = scratch("model-inline");
+    let scenario = fixture("audit/model_strategy_inline.toml");
+    let runs = shardsim_json(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(runs[0]["model_step"]["microbatches"], 1);
+    assert_eq!(runs[0]["model_step"]["step_time_ps"], full["step_time_ps"]);
+    std::fs::remove_dir_all(&dir).unwrap();
     // A file that gives it keeps it; its errors keep their line and column.
     let dir = scratch("strategy");
     std::fs::create_dir_all(&dir).unwrap();

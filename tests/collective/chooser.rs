@@ -213,3 +213,42 @@ fn nccl_chooser_outside_nvswitch_nodes_is_an_error() {
         assert!(time_collective(&t, &g, &op, 1 << 18, 4, &cal, None, None).is_ok());
     }
 }
+
+/// The default chooser (no `collective.chooser`) is `nccl-algo` for groups
+/// across nodes and `model` within one node and for NCCL's NVLS-tree beyond
+/// two nodes: two DGX A100 at 1 GiB, where the choosers differ (NCCL's ring,
+/// our tree: README's chooser table), one DGX H100 at 48 MiB (NCCL's NVLS,
+/// our ring) and 16 DGX H100 at 1 GiB (NCCL's NVLS-tree, our ring).
+#[test]
+fn default_chooser_is_nccl_algo_across_nodes_and_model_within_one() {
+    let op = CollectiveOp::AllReduce;
+    for (preset, nodes, size, named) in [
+        ("dgx-a100", "2", 1u64 << 30, "nccl-algo"),
+        ("dgx-h100", "1", 48 << 20, "model"),
+        ("dgx-h100", "16", 1 << 30, "model"),
+    ] {
+        let run = |set: &[(&str, &str)]| {
+            let t = super::load(preset, set);
+            let g = Group::first(&t, t.num_devices()).unwrap();
+            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let r = time_collective(&t, &g, &op, size / 4, 4, &cal, None, None).unwrap();
+            (r.algo, r.proto, r.time)
+        };
+        let default = run(&[("nodes", nodes)]);
+        let other = if named == "model" {
+            "nccl-algo"
+        } else {
+            "model"
+        };
+        assert_eq!(
+            default,
+            run(&[("nodes", nodes), ("collective.chooser", named)]),
+            "{preset} x {nodes}"
+        );
+        assert_ne!(
+            default.0,
+            run(&[("nodes", nodes), ("collective.chooser", other)]).0,
+            "{preset} x {nodes}"
+        );
+    }
+}

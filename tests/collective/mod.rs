@@ -8,6 +8,7 @@ mod channels;
 mod chooser;
 mod groups;
 mod multinode;
+mod nics;
 mod numerics;
 mod nvls;
 mod policy;

@@ -84,7 +84,9 @@ fn auto_chooses_within_the_runs_settings_and_tuner_table() {
 }
 
 /// The case the issue names: where `auto` alone picks LL128, the run's
-/// NCCL_PROTO=Simple makes it pick Simple, and the same algorithm.
+/// NCCL_PROTO=Simple makes it pick Simple, and the same algorithm, under
+/// our estimate (`collective.chooser = "model"`; under the default NCCL's
+/// model picks the algorithm among the enabled pairs, which may differ).
 #[test]
 fn restricting_protocols_turns_an_ll128_choice_into_simple() {
     let a3 = fixture("collective/a3mega_topology.toml");
@@ -98,8 +100,13 @@ fn restricting_protocols_turns_an_ll128_choice_into_simple() {
         "collective.algorithms=^",
         "collective.protocols=^",
         "collective.tuner_file=\"\"",
+        "collective.chooser=model",
     ]);
-    let simple = load(&["nodes=2", "collective.tuner_file=\"\""]);
+    let simple = load(&[
+        "nodes=2",
+        "collective.tuner_file=\"\"",
+        "collective.chooser=model",
+    ]);
     for size in [32u64 << 20, 64 << 20] {
         let a = choice(&free, "allreduce", size, None, None).unwrap();
         let b = choice(&simple, "allreduce", size, None, None).unwrap();
@@ -370,13 +377,14 @@ fn list(names: &[&str], mask: u32, exclude: bool, upper: u32) -> String {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
-    /// Under any lists, `auto` picks an enabled pair, and the cheapest one:
-    /// its estimate is the least of every enabled pair's asked for
-    /// explicitly (on the machine without settings), or, where it ranks by
-    /// times (`tuner.rs`: near ties, trees past the chunk budget), its time
-    /// is no more than that of the pair with the least estimate; where no
-    /// enabled pair runs, it is an error. A list and its `^` complement are
-    /// the same.
+    /// Under any lists, `auto` picks an enabled pair, and under our estimate
+    /// (`collective.chooser = "model"`) the cheapest one: its estimate is
+    /// the least of every enabled pair's asked for explicitly (on the
+    /// machine without settings), or, where it ranks by times (`tuner.rs`:
+    /// near ties, trees past the chunk budget), its time is no more than
+    /// that of the pair with the least estimate; where no enabled pair runs,
+    /// it is an error, under the default chooser too. A list and its `^`
+    /// complement are the same.
     #[test]
     fn auto_under_lists_is_the_cheapest_enabled_pair(
         algos in 1u32..64,
@@ -410,11 +418,22 @@ proptest::proptest! {
         }
         let mut got = Vec::new();
         for ex in [exclude, !exclude] {
-            let set = vec![
+            let mut set = vec![
                 "nodes=2".to_string(),
                 format!("collective.algorithms={}", list(&ALGO_NAMES, algos, ex, upper)),
                 format!("collective.protocols={}", list(&PROTO_NAMES, protos, ex, upper)),
             ];
+            // The default chooser (NCCL's algorithm across nodes) picks an
+            // enabled pair too, or the same error.
+            let t = topology::load("dgx-h100", &overrides(&set)).unwrap();
+            match choose(&t, &g, &op, bytes / 4, 4, &cal, None, None) {
+                Ok((c, _)) => {
+                    let pair = format!("{}/{}", c.algo, c.proto);
+                    proptest::prop_assert!(enabled.contains(&pair), "default: {pair} not in {enabled:?}");
+                }
+                Err(e) => proptest::prop_assert!(cheapest.is_none(), "default: {e} with enabled {enabled:?}"),
+            }
+            set.push("collective.chooser=model".to_string());
             let t = topology::load("dgx-h100", &overrides(&set)).unwrap();
             let r = choose(&t, &g, &op, bytes / 4, 4, &cal, None, None);
             match (&r, cheapest) {

@@ -53,6 +53,36 @@ fn zero_rates_capacities_and_latencies_are_refused_with_the_field_named() {
     }
 }
 
+/// The AWS presets' EFA latency is a `nic.latency` like any other: a zero,
+/// negative, unitless or non-numeric value is one line naming the `--set`
+/// and the field, exit 2 (in a file: tests/fixtures/topology/bad/nic_latency_*).
+#[test]
+fn bad_efa_nic_latencies_are_refused_with_the_field_named() {
+    for preset in ["aws-p5", "aws-p4de"] {
+        for (value, says) in [
+            ("0us", "must be positive"),
+            ("-23us", "must not be negative"),
+            ("11.5", "needs a unit"),
+            ("fast", "nic.latency"),
+        ] {
+            let set = format!("nic.latency={value}");
+            let err = user_error(
+                &[
+                    "collective",
+                    "--topology",
+                    preset,
+                    "--nodes",
+                    "2",
+                    "--set",
+                    &set,
+                ],
+                says,
+            );
+            assert!(err.contains("nic.latency") && err.contains(&set), "{err}");
+        }
+    }
+}
+
 #[test]
 fn bad_perturbation_values_are_refused() {
     let a = add_relu();

@@ -329,3 +329,73 @@ fn parameterized_names_keep_the_presets_number_of_dims() {
         assert!(err.contains(says), "{name}: {err}");
     }
 }
+
+/// The AWS presets: the GPUs and NVLink of the DGX presets with the same
+/// GPU, the instance's EFA (AWS's instance pages: p5.48xlarge 3,200 Gb/s
+/// as 32 x 100 Gb/s, seen by NCCL through aws-ofi-nccl as 8 devices of 4
+/// rails; p4de.24xlarge 400 Gb/s as 4 x 100 Gb/s, each NIC shared by a GPU
+/// pair), each NIC link carrying half of aws-ofi-nccl's 20 + 3 us per
+/// network step, and no in-network reduction.
+#[test]
+fn aws_presets_describe_their_efa_fabric() {
+    for (name, dgx, nics, nic_bits, gpus_per_nic) in [
+        ("aws-p5", "dgx-h100", 8usize, 400u64, 1usize),
+        ("aws-p4de", "dgx-a100", 4, 100, 2),
+    ] {
+        let (t, d) = (load_nodes(name, 2), load_nodes(dgx, 2));
+        assert_eq!(t.num_devices(), 16, "{name}");
+        for dev in 0..8 {
+            for class in [LinkClass::Nvlink, LinkClass::Pcie] {
+                let (a, b) = (device_links(&t, dev, class), device_links(&d, dev, class));
+                assert_eq!(a[0].bandwidth, b[0].bandwidth, "{name} {class:?}");
+            }
+            let (g, h) = (
+                t.component(t.device(dev).unwrap()),
+                d.component(d.device(dev).unwrap()),
+            );
+            assert_eq!(g.flops, h.flops, "{name}");
+        }
+        let node_nics: Vec<_> = t
+            .components()
+            .iter()
+            .filter(|c| c.kind == ComponentKind::Nic && c.name.starts_with("n0."))
+            .collect();
+        assert_eq!(node_nics.len(), nics, "{name}");
+        assert_eq!(nics * gpus_per_nic, 8, "{name}");
+        let net: Vec<_> = t
+            .links()
+            .iter()
+            .filter(|l| l.class == LinkClass::Network)
+            .collect();
+        assert!(
+            net.iter().all(|l| l.bandwidth.0 == nic_bits * GB / 8),
+            "{name}"
+        );
+        // Per instance: 3.2 Tb/s (p5), 400 Gb/s (p4de).
+        assert_eq!(
+            nics as u64 * nic_bits,
+            [3200, 400][usize::from(name == "aws-p4de")]
+        );
+        // NIC -> leaf and leaf -> NIC: (20 + 3) us per crossing.
+        let nic_links: Vec<_> = net
+            .iter()
+            .filter(|l| {
+                [l.from, l.to]
+                    .iter()
+                    .any(|&c| t.component(c).kind == ComponentKind::Nic)
+            })
+            .collect();
+        assert!(!nic_links.is_empty());
+        assert!(
+            nic_links.iter().all(|l| 2 * l.latency_ps() == 23_000_000),
+            "{name}"
+        );
+        assert!(!t.components().iter().any(|c| matches!(
+            c.kind,
+            ComponentKind::NetworkSwitch {
+                in_switch_reduction: true,
+                ..
+            }
+        )));
+    }
+}
