@@ -446,7 +446,9 @@ fn expert_parallel_decode_follows_the_roofline_at_a_large_batch() {
 /// numbers.
 #[test]
 fn expert_parallel_decode_follows_the_roofline_at_batch_one() {
-    expert_parallel_decode_follows_the_roofline(1, 2048, 1.05);
+    // 1.05 until the timed fusion stopped joining kernels on a cycle
+    // (session 35: 1.055 after it).
+    expert_parallel_decode_follows_the_roofline(1, 2048, 1.07);
     let model = ModelSpec::preset("mixtral-8x7b").unwrap();
     let sv = Serving {
         tp: 1,
@@ -650,8 +652,10 @@ fn batch_one_decode_reads_only_the_routed_experts() {
     let exposed = (model.layers * r.decode_first.layer.exposed_comm_ps) as f64 * 1e-12;
     let active = roof(m.top_k);
     assert!(got >= active, "{got:.6} s vs roofline {active:.6} s");
+    // 1.05 until the timed fusion stopped joining kernels on a cycle
+    // (session 35: 1.069 after it).
     assert!(
-        got - exposed <= 1.05 * active,
+        got - exposed <= 1.08 * active,
         "{got:.6} s less {exposed:.6} s of all-reduces vs roofline {active:.6} s"
     );
     let all = Serving {

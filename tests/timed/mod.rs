@@ -1,10 +1,11 @@
 //! Timed execution (`shardsim::exec::timed`): closed forms for compute and
 //! collectives, overlap, memory and out-of-memory reports, determinism, every
-//! JAX fixture on a DGX H100, kernel fusion with shared constants, and the
-//! `exec --topology --trace` command line.
+//! JAX fixture on a DGX H100, kernel fusion with shared constants and
+//! without cycles, and the `exec --topology --trace` command line.
 
 mod cli;
 mod closed_forms;
+mod cycles;
 mod faults;
 mod fixtures;
 mod fusion;

@@ -1,10 +1,12 @@
-//! Kernel fusion as a compiler does it for GPUs: maximal connected chains of
+//! Kernel fusion as a compiler does it for GPUs: connected chains of
 //! memory-bound ops (elementwise, broadcasts, converts, iotas, layout changes,
 //! reductions) run as one kernel between the ops that stay kernels of their
 //! own (matmuls, convolutions, gathers, sorts, collectives...). A fused
 //! kernel launches once, reads each value from outside the fusion once and
 //! writes only the values used outside it; values inside never reach
-//! device memory (no allocation, no traffic).
+//! device memory (no allocation, no traffic). Two fusions join only where
+//! no path leaves them and comes back ([`super::acyclic`]): no fusion sits on
+//! a cycle through a matmul or a collective, the kernel graph stays acyclic.
 //!
 //! A constant, or a broadcast (reshape, convert) of a one-element constant,
 //! is copied into every fusion that reads it, as a compiler rematerializes
@@ -23,6 +25,7 @@ use std::collections::BTreeSet;
 use crate::ir::{DenseValue, OpKind};
 use crate::partition::{SpmdProgram, Step};
 
+use super::acyclic::{fusions, step_inputs};
 use super::cost::{step_cost, AttentionPass, OpCost};
 
 /// Which steps fuse and which values stay inside a fusion.
@@ -71,14 +74,6 @@ fn fusible(kind: &OpKind, attention: bool) -> bool {
         )
 }
 
-fn find(parent: &mut [usize], mut i: usize) -> usize {
-    while parent[i] != i {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    i
-}
-
 /// The fusions of `program`'s steps; `attention`: batched matmuls fuse
 /// (flash attention).
 pub fn plan(program: &SpmdProgram, attention: bool) -> FusionPlan {
@@ -112,20 +107,10 @@ pub fn plan_with(program: &SpmdProgram, attention: bool, donated: &[usize]) -> F
         }
     }
     let (cloned, splat) = clones(program, &is_fusible, &producer);
-    let mut parent: Vec<usize> = (0..n).collect();
-    for (i, s) in program.steps.iter().enumerate() {
-        if let (true, false, Step::Local { operands, .. }) = (is_fusible[i], cloned[i], s) {
-            for &o in operands {
-                // A clone links nothing: each fusion has its own copy.
-                if let Some(j) = producer[o].filter(|&j| is_fusible[j] && !cloned[j]) {
-                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
-                    // The lower index is the root: a fusion is named by its first step.
-                    parent[a.max(b)] = a.min(b);
-                }
-            }
-        }
-    }
-    let roots: Vec<usize> = (0..n).map(|i| find(&mut parent, i)).collect();
+    // A clone links nothing: each fusion has its own copy.
+    let linkable: Vec<bool> = (0..n).map(|i| is_fusible[i] && !cloned[i]).collect();
+    // No fusion sits on a cycle of the kernel graph.
+    let roots = fusions(program, &linkable, &is_fusible);
     // A value escapes its fusion when any reader is outside it, or it is a
     // program result.
     let mut escapes = vec![false; slots];
@@ -322,26 +307,6 @@ fn epilogues(
         }
     }
     epilogue_of
-}
-
-/// The values a step reads (a loop's and a case's carried values included).
-fn step_inputs(s: &Step) -> Vec<usize> {
-    match s {
-        Step::Local { operands, .. } => operands.clone(),
-        Step::Collective(c) => std::iter::once(c.input)
-            .chain(c.extra_inputs.iter().copied())
-            .collect(),
-        Step::Loop(l) => l
-            .inits
-            .iter()
-            .chain(&l.yields)
-            .copied()
-            .chain([l.pred])
-            .collect(),
-        Step::Case(c) => std::iter::once(c.selector)
-            .chain(c.yields.iter().flatten().copied())
-            .collect(),
-    }
 }
 
 /// The gathers whose one result is read once, by a matmul, and is not a

@@ -21,6 +21,7 @@
 //! from per-component seeded streams, so the same inputs and seed give the
 //! same timeline.
 
+mod acyclic;
 pub mod classes;
 mod comm;
 pub mod cost;
