@@ -57,7 +57,7 @@ fn kernel_of(p: &SpmdProgram, plan: &FusionPlan) -> Result<Vec<Option<usize>>, S
         }
     }
     let mut out = vec![None; n];
-    for i in 0..n {
+    for (i, slot) in out.iter_mut().enumerate() {
         if plan.clone_only[i] {
             continue;
         }
@@ -68,7 +68,7 @@ fn kernel_of(p: &SpmdProgram, plan: &FusionPlan) -> Result<Vec<Option<usize>>, S
             Some(g) => g,
             None => i,
         };
-        out[i] = Some(k);
+        *slot = Some(k);
     }
     for i in 0..n {
         // A gather inside its matmul, an add in its matmul's epilogue.
