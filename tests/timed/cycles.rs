@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::fusion::kernels;
 use proptest::prelude::*;
 use shardsim::exec::timed::fusion::{fused_costs, plan, FusionPlan};
 use shardsim::ir::mlir::parse_and_verify;
@@ -142,23 +143,6 @@ fn acyclic(p: &SpmdProgram, plan: &FusionPlan) -> Result<usize, String> {
             .collect();
         Err(format!("kernels on a cycle: {stuck:?}"))
     }
-}
-
-/// Per launched kernel (by its first step): bytes moved and its ops' names.
-fn kernels(p: &SpmdProgram, plan: &FusionPlan) -> BTreeMap<usize, (u64, Vec<&'static str>)> {
-    let costs = fused_costs(p, plan);
-    let mut out: BTreeMap<usize, (u64, Vec<&'static str>)> = BTreeMap::new();
-    for (i, (s, c)) in p.steps.iter().zip(&costs).enumerate() {
-        if !c.kernel {
-            continue;
-        }
-        let k = out.entry(plan.group[i].unwrap_or(i)).or_default();
-        k.0 += c.bytes;
-        if let Step::Local { op, .. } = s {
-            k.1.push(p.local_func.op(*op).kind.name());
-        }
-    }
-    out
 }
 
 #[test]

@@ -16,7 +16,10 @@ use shardsim::propagate::{propagate_module, Strategy};
 
 /// Per launched kernel (by its fusion, or its step): bytes moved and the
 /// names of its ops.
-fn kernels(p: &SpmdProgram, plan: &FusionPlan) -> BTreeMap<usize, (u64, Vec<&'static str>)> {
+pub(super) fn kernels(
+    p: &SpmdProgram,
+    plan: &FusionPlan,
+) -> BTreeMap<usize, (u64, Vec<&'static str>)> {
     let costs = fused_costs(p, plan);
     let mut out: BTreeMap<usize, (u64, Vec<&'static str>)> = BTreeMap::new();
     for (i, (s, c)) in p.steps.iter().zip(&costs).enumerate() {
