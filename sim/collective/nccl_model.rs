@@ -143,9 +143,11 @@ pub(crate) fn pick(
         return Ok(None);
     };
     // The default leaves NVLS-tree beyond two nodes to `model`: our NVLS-tree
-    // is checked against measurements on two nodes only (p5, OCI H100) and
-    // from 16 nodes times far below NCCL's own figure for it (README, "NCCL's
-    // tuning model as a chooser").
+    // is checked against measurements on two nodes only (p5, OCI H100). It
+    // was timed far below NCCL's own figure from 16 nodes until it was timed
+    // by its period (128 nodes at 8 GiB now 160.8 GB/s, NCCL's ~160); whether
+    // to drop this fallback is open (README, "NCCL's tuning model as a
+    // chooser").
     if named.is_none() && a == Algorithm::NvlsTree && sys.nodes > 2 {
         return Ok(None);
     }
