@@ -87,35 +87,29 @@ fn audit_a_strategy_file_without_global_batch_takes_the_flag_or_the_default() {
     let default = run(&["--strategy", file]);
     assert_eq!(default["microbatches"], 1);
     assert_eq!(default["step_time_ps"], run(&flags)["step_time_ps"]);
-    // A model scenario reads the same file the same way.
-    let dir = scratch("model-file");
-    let scenario = fixture("audit/model_strategy_file.toml");
-    let runs = shardsim_json(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--format",
-        "json",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    // A model scenario reads the same file the same way, and an inline
+    // [workload.strategy] table without `global_batch` too.
     let full = shardsim_json(&["train", "llama3-8b", "--strategy", file, "--format", "json"]);
-    assert_eq!(runs[0]["model_step"]["microbatches"], 1);
-    assert_eq!(runs[0]["model_step"]["step_time_ps"], full["step_time_ps"]);
-    std::fs::remove_dir_all(&dir).unwrap();
-    // And an inline [workload.strategy] table the same way.
-    let dir = scratch("model-inline");
-    let scenario = fixture("audit/model_strategy_inline.toml");
-    let runs = shardsim_json(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--format",
-        "json",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(runs[0]["model_step"]["microbatches"], 1);
-    assert_eq!(runs[0]["model_step"]["step_time_ps"], full["step_time_ps"]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    for (name, scenario) in [
+        ("model-file", "audit/model_strategy_file.toml"),
+        ("model-inline", "audit/model_strategy_inline.toml"),
+    ] {
+        let dir = scratch(name);
+        let runs = shardsim_json(&[
+            "run",
+            fixture(scenario).to_str().unwrap(),
+            "--format",
+            "json",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(runs[0]["model_step"]["microbatches"], 1, "{scenario}");
+        assert_eq!(
+            runs[0]["model_step"]["step_time_ps"], full["step_time_ps"],
+            "{scenario}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
     // A file that gives it keeps it; its errors keep their line and column.
     let dir = scratch("strategy");
     std::fs::create_dir_all(&dir).unwrap();
