@@ -368,6 +368,17 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
             *epilogue_bytes[*j].get_or_insert(0) += 2 * b;
         }
     }
+    // Per slot: the fusion of the step that makes it (a member reading a
+    // value its own fusion makes takes it from registers, even when the
+    // value is also written out for readers elsewhere).
+    let mut made_in: Vec<Option<usize>> = vec![None; program.values.len()];
+    for (i, s) in program.steps.iter().enumerate() {
+        if let (Some(g), Step::Local { results, .. }) = (plan.group[i], s) {
+            for &r in results {
+                made_in[r] = Some(g);
+            }
+        }
+    }
     // Batched matmuls per fusion (by its first step).
     let mut batched = vec![0u32; program.steps.len()];
     for (i, s) in program.steps.iter().enumerate() {
@@ -431,6 +442,9 @@ pub fn fused_costs(program: &SpmdProgram, plan: &FusionPlan) -> Vec<OpCost> {
             for &o in operands {
                 // A splat is recomputed in the kernel, never read.
                 if plan.splat[o] {
+                    continue;
+                }
+                if made_in[o] == Some(g) && !plan.picked[o] {
                     continue;
                 }
                 if (!plan.internal[o] || plan.picked[o]) && read.insert((g, o)) {
