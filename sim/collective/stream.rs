@@ -407,7 +407,7 @@ pub(crate) fn simulate_stream(
     mut steps: Option<&mut Vec<Time>>,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
     let params = *cal.params(algo, proto);
-    let mut deps = Deps::new(n, Gating::of(algo));
+    let mut deps = Deps::new(n, Gating::of(algo, cal));
     let mut ctx = StepCtx {
         routes,
         deps: &mut deps,
@@ -415,6 +415,7 @@ pub(crate) fn simulate_stream(
         quotient,
         elem_bytes,
         channel_rate: cal.tree_channel_rate(algo, proto),
+        slices: super::timing::ring_slices(cal, algo, proto, true),
         scratch: Default::default(),
     };
     let mut sched = StreamSchedule::new();
@@ -444,9 +445,9 @@ pub(crate) fn simulate_stream(
     sched.started = true;
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
-    // Pipelined algorithms gate a sender's next send on its last one's
+    // Pipelined algorithms may gate a sender's next send on its last one's
     // departure (`timing::Deps::gate`).
-    sim.report_departures(Gating::of(algo).pipelined);
+    sim.report_departures(Gating::of(algo, cal).departed);
     for id in std::mem::take(&mut sched.ready) {
         sched.start(&mut sim, id)?;
     }
