@@ -594,7 +594,9 @@ proptest! {
         let mut last = Time::ZERO;
         while let Some(o) = sim.step().unwrap() {
             let at = match &o {
-                Occurrence::User { at, .. } | Occurrence::Delivered { at, .. } => *at,
+                Occurrence::User { at, .. }
+                | Occurrence::Delivered { at, .. }
+                | Occurrence::Departed { at, .. } => *at,
                 Occurrence::Undeliverable(u) => u.at,
             };
             prop_assert!(at >= last);
@@ -602,6 +604,7 @@ proptest! {
             match o {
                 Occurrence::User { event, .. } => sim.start_flow(event as u64, &c.flows[event].0, c.flows[event].1).unwrap(),
                 Occurrence::Delivered { tag, .. } => outcome[tag as usize] += 1,
+                Occurrence::Departed { .. } => {}
                 Occurrence::Undeliverable(u) => {
                     prop_assert!(sim.network().is_failed(u.link));
                     // With the callback, only a route with nothing left is given up.

@@ -51,6 +51,18 @@ pub struct Calibration {
     /// 0: links only.
     #[serde(default)]
     pub tree_channel_gbs: f64,
+    /// A sender's next send in a channel of a pipelined algorithm (ring,
+    /// tree, NVLS-tree) waits for its last one to have *left*, not arrived:
+    /// NCCL's connection FIFO of `NCCL_STEPS` = 8 slots. Off by default:
+    /// the table's hops and fractions were fitted with the last send's
+    /// delivery gating the next (README, "Steps in flight").
+    #[serde(default)]
+    pub send_on_departure: bool,
+    /// A Simple ring step that crosses the network goes in two slices
+    /// (NCCL's `SlicePerChunk`, `timing::ring_slices`). Off by default, as
+    /// `send_on_departure`.
+    #[serde(default)]
+    pub ring_slices: bool,
     pub ll: ProtocolParams,
     pub ll128: ProtocolParams,
     pub simple: ProtocolParams,
@@ -65,6 +77,8 @@ impl Calibration {
             chunk_bytes: 1 << 19,
             max_chunks: 64,
             tree_channel_gbs: 0.0,
+            send_on_departure: false,
+            ring_slices: false,
             ll: ProtocolParams::IDEAL,
             ll128: ProtocolParams::IDEAL,
             simple: ProtocolParams::IDEAL,

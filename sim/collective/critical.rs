@@ -8,8 +8,10 @@
 //! above a tree that times 13% faster).
 //!
 //! A move starts a protocol's hop after the ranges it sends have arrived and
-//! its sender's sends of the previous step have left (the hop after the data
-//! alone where the timing pipelines it, [`Algorithm::pipelines_hops`]); it
+//! its sender's sends of the previous step have arrived (where the timing
+//! pipelines hops, [`Algorithm::pipelines_hops`]: the hop after the data
+//! alone, and with `Calibration::send_on_departure` the previous sends need
+//! only have left, their route's latency not counted); it
 //! takes its
 //! route's latency plus the bytes of its busiest link in the step over that
 //! link's protocol bandwidth (the step's moves share links evenly, no
@@ -320,6 +322,7 @@ impl<'q> PathWalk<'q> {
                 };
                 let mut s = q_scaled(q, payload);
                 s.pipelined = algo.pipelines_hops();
+                s.departed = s.pipelined && cal.send_on_departure;
                 s.channel_rate = cal.tree_channel_rate(algo, p).unwrap_or(0.0);
                 if z {
                     s.no_bytes = true;
@@ -407,6 +410,7 @@ impl<'q> PathWalk<'q> {
             let lat = fabric.cost(m, &mut self.by_bw)?;
             let by_bw = &self.by_bw;
             let mut end = [0.0f64; 6];
+            let mut left = [0.0f64; 6];
             let sender = key(m.from);
             let last = self.last_end[sender].get(slot).copied().unwrap_or([0.0; 6]);
             for &(k, ref p) in &self.params {
@@ -430,16 +434,23 @@ impl<'q> PathWalk<'q> {
                 };
                 end[k] = start + lat as f64 + t * 1e12;
                 self.worst[k] = self.worst[k].max(end[k]);
+                // Pipelined: the sender's next send waits for this one to
+                // have left, not arrived (`timing::Deps::gate`).
+                left[k] = if p.departed {
+                    end[k] - lat as f64
+                } else {
+                    end[k]
+                };
             }
             if self.per_channel {
-                self.ends.push((sender, slot, end));
+                self.ends.push((sender, slot, left));
             } else {
                 if self.step_end[sender].is_none() {
                     self.senders.push(sender);
                 }
                 let e = self.step_end[sender].get_or_insert([0.0; 6]);
                 for k in 0..6 {
-                    e[k] = e[k].max(end[k]);
+                    e[k] = e[k].max(left[k]);
                 }
             }
             let (a, b) = segs(&self.bounds, m.dst, m.len);
@@ -525,6 +536,9 @@ struct Scaled {
     network_hop: f64,
     /// The hop waits for the data only ([`Algorithm::pipelines_hops`]).
     pipelined: bool,
+    /// A sender's next send waits for its last to have left, not arrived
+    /// ([`Calibration::send_on_departure`], pipelined algorithms).
+    departed: bool,
     nvlink_bw: f64,
     network_bw: f64,
     /// The zero-bandwidth column: moves cost their latencies only.
@@ -548,6 +562,7 @@ fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
         nvlink_hop: q.nvlink_hop_us * 1e6,
         network_hop: q.network_hop_us * 1e6,
         pipelined: false,
+        departed: false,
         nvlink_bw: q.nvlink_fraction * payload,
         network_bw: q.network_fraction * payload,
         no_bytes: false,
@@ -559,7 +574,8 @@ fn q_scaled(q: super::calibration::ProtocolParams, payload: f64) -> Scaled {
 /// over `protos` of [`streamed_path`] for an algorithm without channel
 /// slots: one rank's chain of steps. The walk starts a rank's sends of a
 /// step after all its sends of the last one ended (plus the hop where hops
-/// do not pipeline), and a send lasts at least its route's latency plus its
+/// do not pipeline; with `send_on_departure`, after they left, their
+/// latency not counted), and a send lasts at least its route's latency plus its
 /// own bytes over its slowest link; the rank is the sender of the longest
 /// move by place in the group (on a ring topology, the tree's longest
 /// routes). Costs a pass over the steps and that rank's routes only.
@@ -601,12 +617,16 @@ pub(crate) fn streamed_chain_bound(
             let q = *cal.params(algo, p);
             let mut s = q_scaled(q, p.payload_fraction());
             s.pipelined = algo.pipelines_hops();
+            s.departed = s.pipelined && cal.send_on_departure;
             s.channel_rate = cal.tree_channel_rate(algo, p).unwrap_or(0.0);
             (q.base_us * 1e6, s)
         })
         .collect();
+    // `end`: when the rank's sends so far have left (pipelined: the next
+    // step waits for that only) or arrived; `done`: arrived.
     let mut end = vec![0.0f64; params.len()];
     let mut next = vec![0.0f64; params.len()];
+    let mut done = vec![0.0f64; params.len()];
     for k in 0..source.num_steps() {
         buf.clear();
         source.step_into(k, &mut buf);
@@ -637,7 +657,9 @@ pub(crate) fn streamed_chain_bound(
                 let t = (local_t / p.nvlink_bw)
                     .max(net_t / p.network_bw)
                     .max(own_time(m.len * elem_bytes, p.channel_rate));
-                next[i] = next[i].max(start + lat as f64 + t * 1e12);
+                let arrive = start + lat as f64 + t * 1e12;
+                done[i] = done[i].max(arrive);
+                next[i] = next[i].max(if p.departed { start + t * 1e12 } else { arrive });
             }
             any = true;
         }
@@ -647,7 +669,7 @@ pub(crate) fn streamed_chain_bound(
     }
     Ok(params
         .iter()
-        .zip(&end)
+        .zip(&done)
         .map(|((base, _), e)| base + e)
         .reduce(f64::min))
 }

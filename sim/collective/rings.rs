@@ -16,7 +16,9 @@
 //! delivering into the first position of the next ring (its image). The
 //! flow-level network, the hop latencies and the dependencies (a send waits
 //! a hop after the receipt of the range it forwards, and for its rank's
-//! previous send in the same ring: hops pipelined along the data's path and
+//! previous send in the same ring (arrived, or left with
+//! `Calibration::send_on_departure`; in two slices with
+//! `Calibration::ring_slices`): hops pipelined along the data's path and
 //! channels progressing apart, [`super::kinds::Algorithm::pipelines_hops`],
 //! [`super::kinds::Algorithm::per_channel_slots`]) are those of
 //! [`super::timing::simulate`].
@@ -42,7 +44,7 @@
 //! total)` moves: 2.1 billion for a 64 KiB allreduce over 65,536 ranks.
 
 use crate::engine::Time;
-use crate::net::{NetSim, Schedule, TaskId};
+use crate::net::{departure, NetSim, Schedule, TaskId};
 use crate::topology::Topology;
 
 use super::algorithms::PlanOptions;
@@ -50,7 +52,9 @@ use super::blocks::rail_rings;
 use super::calibration::{us, Calibration};
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::plan::{bound, Move};
-use super::timing::{behind_hop, hop, protocol_links, CollectiveTiming, Routes};
+use super::timing::{
+    behind_hop, hop, protocol_links, ring_slices, slice_lens, CollectiveTiming, Routes,
+};
 use super::CollectiveError;
 
 /// Rings whose units fall into several classes are timed on their plan up
@@ -107,6 +111,16 @@ fn run_on_network(
         )));
     }
     Ok(report.makespan)
+}
+
+/// How a position's last send gates its next: by its departure with
+/// [`Calibration::send_on_departure`], else by its delivery.
+fn last_send_gate(cal: &Calibration, algo: Algorithm) -> fn(TaskId) -> TaskId {
+    if super::timing::Gating::of(algo, cal).departed {
+        departure
+    } else {
+        |t| t
+    }
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -318,6 +332,33 @@ impl RingSpec {
         Ok(Some(reps))
     }
 
+    /// Are the ring's steps sliced ([`ring_slices`]: a Simple ring whose
+    /// steps cross the network, as the plan's timing decides per step)?
+    fn sliced(
+        &self,
+        routes: &mut Routes,
+        cal: &Calibration,
+        algo: Algorithm,
+        proto: Protocol,
+    ) -> Result<bool, CollectiveError> {
+        if !ring_slices(cal, algo, proto, true) {
+            return Ok(false);
+        }
+        if ring_slices(cal, algo, proto, false) {
+            return Ok(true);
+        }
+        let n = self.n();
+        for ch in 0..self.channels() {
+            let (ring, _) = self.channel(ch);
+            for i in 0..n {
+                if routes.crosses_network(ring[i], ring[(i + 1) % n])? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// Time the ring as if every unit were unit `unit` (exact when the units
     /// are alike, [`Self::unit_classes`]).
     #[allow(clippy::too_many_arguments)]
@@ -335,7 +376,14 @@ impl RingSpec {
         let c = self.rings.len();
         let u = self.unit;
         let params = *cal.params(algo, proto);
-        let bytes = self.chunk * elem_bytes;
+        // A step's slices (one, or two where the ring is sliced), bytes each.
+        let slices: Vec<u64> = if self.sliced(routes, cal, algo, proto)? {
+            let (a, b) = slice_lens(self.chunk, elem_bytes);
+            [a, b].into_iter().filter(|&x| x > 0).collect()
+        } else {
+            vec![self.chunk]
+        };
+        let slices: Vec<u64> = slices.into_iter().map(|e| e * elem_bytes).collect();
         // Quotient positions q = ch * u + p (channel ch = l * c + k); their
         // sender ranks, routes, hops.
         let q_count = self.channels() * u;
@@ -366,31 +414,40 @@ impl RingSpec {
         };
         // A send waits a hop after its data came in (pipelined, as the plan's
         // timing runs rings), and for its rank's previous send in the same
-        // ring (per-channel slots): a rank's sends in other rings do not gate
-        // it. See `Algorithm::pipelines_hops` and `per_channel_slots`.
+        // ring (per-channel slots; to have left, with `send_on_departure`):
+        // a rank's sends in other rings do not gate it. See `Algorithm::pipelines_hops` and `per_channel_slots`.
+        let left = last_send_gate(cal, algo);
+        // Slice `h` of a step forwards slice `h` of the last step's receipt;
+        // a position's sends go in order (slice 0, 1, then the next step's).
+        let k = slices.len();
         let mut sched = Schedule::new();
         let mut prev: Vec<TaskId> = Vec::new();
-        let mut cur: Vec<TaskId> = Vec::with_capacity(q_count);
+        let mut cur: Vec<TaskId> = Vec::with_capacity(q_count * k);
         let mut deps: Vec<TaskId> = Vec::new();
         for s in 0..self.steps {
             cur.clear();
-            for q in 0..q_count {
-                deps.clear();
-                if s > 0 {
-                    deps.push(prev[pred(q)]);
+            for (h, &bytes) in slices.iter().enumerate() {
+                for q in 0..q_count {
+                    deps.clear();
+                    if s > 0 {
+                        deps.push(prev[h * q_count + pred(q)]);
+                    }
+                    let mut gate = behind_hop(&mut sched, rank_of[q], hop_of[q], deps.clone())?;
+                    if h > 0 {
+                        gate.push(left(cur[(h - 1) * q_count + q]));
+                    } else if s > 0 {
+                        gate.push(left(prev[(k - 1) * q_count + q]));
+                    }
+                    cur.push(sched.add_transfer(&route_of[q], bytes, &gate)?);
                 }
-                let mut gate = behind_hop(&mut sched, rank_of[q], hop_of[q], deps.clone())?;
-                if s > 0 {
-                    gate.push(prev[q]);
-                }
-                cur.push(sched.add_transfer(&route_of[q], bytes, &gate)?);
             }
             std::mem::swap(&mut prev, &mut cur);
         }
         let time = run_on_network(sched, topo, cal, algo, proto)?;
         Ok(CollectiveTiming {
             time: time.checked_add(us(params.base_us))?,
-            flows: self.flows(),
+            // Every move once per non-empty slice.
+            flows: self.flows() * k,
         })
     }
 
@@ -426,41 +483,59 @@ impl RingSpec {
             let p = (q + n - (s + shift) % n) % n;
             bound(total, n, p + 1) - bound(total, n, p)
         };
+        // Sliced: a piece goes in two slices (the second empty when the
+        // piece fits one), as the plan's timing cuts its moves.
+        let sliced = self.sliced(routes, cal, algo, proto)?;
+        let k = if sliced { 2 } else { 1 };
+        let part = |elems: u64, h: usize| match (sliced, h) {
+            (false, _) => elems,
+            (true, 0) => slice_lens(elems, elem_bytes).0,
+            (true, _) => slice_lens(elems, elem_bytes).1,
+        };
         let mut sched = Schedule::new();
-        let mut prev: Vec<Option<TaskId>> = vec![None; g];
-        let mut cur: Vec<Option<TaskId>> = vec![None; g];
+        let left = last_send_gate(cal, algo);
+        let mut prev: Vec<Option<TaskId>> = vec![None; g * k];
+        let mut cur: Vec<Option<TaskId>> = vec![None; g * k];
         let mut last: Vec<Option<TaskId>> = vec![None; g];
         let mut deps: Vec<TaskId> = Vec::new();
         for s in 0..self.steps {
-            for q in 0..g {
-                let elems = len(q, s);
-                if elems == 0 {
-                    cur[q] = None;
-                    continue;
-                }
-                deps.clear();
-                // The receipt of this piece (one step earlier, from the
-                // previous position) behind the hop, then this position's
-                // last send (pipelined, as in `simulate_unit`).
-                if s > 0 {
-                    deps.extend(prev[if q > 0 { q - 1 } else { g - 1 }]);
-                }
-                let mut gate = behind_hop(&mut sched, ring[q], hop_of[q], deps.clone())?;
-                gate.extend(last[q]);
-                let bytes = elems * elem_bytes;
-                cur[q] = Some(sched.add_transfer(&route_of[q], bytes, &gate)?);
-            }
-            for (l, c) in last.iter_mut().zip(&cur) {
-                if c.is_some() {
-                    *l = *c;
+            for h in 0..k {
+                for q in 0..g {
+                    let elems = part(len(q, s), h);
+                    if elems == 0 {
+                        cur[h * g + q] = None;
+                        continue;
+                    }
+                    deps.clear();
+                    // The receipt of this slice of the piece (one step
+                    // earlier, from the previous position) behind the hop,
+                    // then this position's last send to have left
+                    // (pipelined, as in `simulate_unit`).
+                    if s > 0 {
+                        deps.extend(prev[h * g + if q > 0 { q - 1 } else { g - 1 }]);
+                    }
+                    let mut gate = behind_hop(&mut sched, ring[q], hop_of[q], deps.clone())?;
+                    gate.extend(last[q].map(left));
+                    let bytes = elems * elem_bytes;
+                    let t = sched.add_transfer(&route_of[q], bytes, &gate)?;
+                    cur[h * g + q] = Some(t);
+                    last[q] = Some(t);
                 }
             }
             std::mem::swap(&mut prev, &mut cur);
         }
         let time = run_on_network(sched, topo, cal, algo, proto)?;
+        // Every step moves every piece once per non-empty slice.
+        let flows = (0..n)
+            .map(|p| {
+                let len = bound(total, n, p + 1) - bound(total, n, p);
+                (0..k).filter(|&h| part(len, h) > 0).count()
+            })
+            .sum::<usize>()
+            * self.steps;
         Ok(CollectiveTiming {
             time: time.checked_add(us(params.base_us))?,
-            flows: self.flows(),
+            flows,
         })
     }
 

@@ -13,11 +13,17 @@
 //! (it should have started in the past) is detected, and the run reports
 //! `None`; the caller then runs again with every step generated up front,
 //! which is the whole schedule.
+//!
+//! Departure dependencies (`net::departure`: a sender's next send in a
+//! channel waits for its last one to have left, not arrived) are kept as
+//! the whole schedule keeps them: a transfer's dependents on its departure
+//! start, in ascending id order, when the network reports its transmission
+//! end, the others at its delivery.
 
 use std::collections::VecDeque;
 
 use crate::engine::Time;
-use crate::net::{NetSim, Occurrence, TaskId};
+use crate::net::{split_dependency, NetSim, Occurrence, TaskId};
 use crate::topology::Topology;
 
 use super::calibration::{us, Calibration};
@@ -36,6 +42,10 @@ const CAPPED: u32 = u32::MAX - 1;
 const NONE: u32 = u32::MAX;
 /// Dependents kept in the entry itself (the rest in the edge arena).
 const INLINE: usize = 5;
+/// Marks an inline dependent (an id offset) that waits for the departure.
+const LEFT: u32 = 1 << 31;
+/// Marks an edge's dependent that waits for the departure.
+const LEFT_TASK: TaskId = 1 << (TaskId::BITS - 1);
 
 /// A task not yet dropped, in one cache line: the run reaches millions of
 /// them in no particular order.
@@ -49,9 +59,12 @@ struct Entry {
     route_len: u16,
     inline_len: u8,
     done: bool,
+    /// A transfer's transmission has ended (its departure dependents started).
+    departed: bool,
     waiting: u32,
     step: u32,
-    /// The first dependents, as id offsets from this task's.
+    /// The first dependents, as id offsets from this task's (`LEFT` set:
+    /// on its departure).
     inline: [u32; INLINE],
     /// First and last of the further dependents' edges (`NONE`: none).
     head: u32,
@@ -141,20 +154,30 @@ impl StreamSchedule {
         d.sort_unstable();
         d.dedup();
         let mut waiting = 0u32;
-        for &x in &d {
-            if x < self.base || self.entries[x - self.base].done {
+        for &dep in &d {
+            let (x, left) = split_dependency(dep);
+            if x < self.base {
+                continue;
+            }
+            let e = &self.entries[x - self.base];
+            // A computation leaves when it completes.
+            let left = left && (e.device == TRANSFER || e.device == CAPPED);
+            if e.done || (left && e.departed) {
                 continue;
             }
             waiting += 1;
             let e = &mut self.entries[x - self.base];
             let n = e.inline_len as usize;
             if n < INLINE {
-                e.inline[n] = u32::try_from(id - x)
-                    .map_err(|_| CollectiveError::Sizes("a dependency 2^32 tasks back".into()))?;
+                let off = u32::try_from(id - x)
+                    .ok()
+                    .filter(|&o| o < LEFT)
+                    .ok_or_else(|| CollectiveError::Sizes("a dependency 2^31 tasks back".into()))?;
+                e.inline[n] = if left { off | LEFT } else { off };
                 e.inline_len += 1;
                 continue;
             }
-            let k = self.edge(id)?;
+            let k = self.edge(if left { id | LEFT_TASK } else { id })?;
             let e = &mut self.entries[x - self.base];
             let last = std::mem::replace(&mut e.tail, k);
             if last == NONE {
@@ -186,6 +209,7 @@ impl StreamSchedule {
             route_len,
             inline_len: 0,
             done: false,
+            departed: false,
             waiting,
             step: self.step,
             inline: [0; INLINE],
@@ -232,23 +256,54 @@ impl StreamSchedule {
         Ok(())
     }
 
+    /// `id` (a transfer) has left: start the dependents on its departure it
+    /// was the last dependency of, in ascending id order.
+    fn depart(&mut self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), CollectiveError> {
+        let e = self.entry(id);
+        if e.departed {
+            return Ok(());
+        }
+        e.departed = true;
+        let (inline, n) = (e.inline, e.inline_len as usize);
+        let mut k = e.head;
+        for &off in &inline[..n] {
+            if off & LEFT != 0 {
+                self.release(sim, id + (off & !LEFT) as usize)?;
+            }
+        }
+        while k != NONE {
+            let Edge { task, next } = self.edges[k as usize];
+            if task & LEFT_TASK != 0 {
+                self.release(sim, task & !LEFT_TASK)?;
+            }
+            k = next;
+        }
+        Ok(())
+    }
+
     /// Mark `id` complete and start the dependents it was the last one of,
-    /// in ascending id order.
+    /// in ascending id order (those on its departure first, if it was not
+    /// reported: a computation's departure is its completion).
     fn complete(&mut self, sim: &mut NetSim<TaskId>, id: TaskId) -> Result<(), CollectiveError> {
+        self.depart(sim, id)?;
         let e = self.entry(id);
         e.done = true;
         let (inline, n) = (e.inline, e.inline_len as usize);
         let mut k = std::mem::replace(&mut e.head, NONE);
         e.tail = NONE;
         for &off in &inline[..n] {
-            self.release(sim, id + off as usize)?;
+            if off & LEFT == 0 {
+                self.release(sim, id + off as usize)?;
+            }
         }
         while k != NONE {
             let Edge { task, next } = self.edges[k as usize];
             self.edges[k as usize].next = self.free;
             self.free = k;
             k = next;
-            self.release(sim, task)?;
+            if task & LEFT_TASK == 0 {
+                self.release(sim, task)?;
+            }
         }
         Ok(())
     }
@@ -352,7 +407,7 @@ pub(crate) fn simulate_stream(
     mut steps: Option<&mut Vec<Time>>,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
     let params = *cal.params(algo, proto);
-    let mut deps = Deps::new(n, Gating::of(algo));
+    let mut deps = Deps::new(n, Gating::of(algo, cal));
     let mut ctx = StepCtx {
         routes,
         deps: &mut deps,
@@ -360,6 +415,7 @@ pub(crate) fn simulate_stream(
         quotient,
         elem_bytes,
         channel_rate: cal.tree_channel_rate(algo, proto),
+        slices: super::timing::ring_slices(cal, algo, proto, true),
         scratch: Default::default(),
     };
     let mut sched = StreamSchedule::new();
@@ -389,6 +445,9 @@ pub(crate) fn simulate_stream(
     sched.started = true;
     let links = protocol_links(topo, cal, algo, proto);
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
+    // Pipelined algorithms may gate a sender's next send on its last one's
+    // departure (`timing::Deps::gate`).
+    sim.report_departures(Gating::of(algo, cal).departed);
     for id in std::mem::take(&mut sched.ready) {
         sched.start(&mut sim, id)?;
     }
@@ -401,6 +460,20 @@ pub(crate) fn simulate_stream(
                 (event, at)
             }
             Occurrence::Delivered { at, tag } => (tag as usize, at),
+            Occurrence::Departed { tag, .. } => {
+                let id = tag as usize;
+                let s = sched.entry(id).step as usize;
+                generate(
+                    s.saturating_add(lookahead).saturating_add(1),
+                    &mut ctx,
+                    &mut sched,
+                )?;
+                if sched.late {
+                    return Ok(None);
+                }
+                sched.depart(&mut sim, id)?;
+                continue;
+            }
             Occurrence::Undeliverable(u) => {
                 return Err(CollectiveError::Buffers(format!(
                     "a transfer on link {} was undeliverable",

@@ -13,7 +13,14 @@
 //!   not the sender's previous send, so it is paid along the data's path as
 //!   NCCL's model charges it, and a rank's `j`-th send of a step waits only
 //!   for its `j`-th of the last ([`Algorithm::per_channel_slots`]: rail
-//!   rings are channels that progress apart);
+//!   rings are channels that progress apart); with
+//!   [`Calibration::send_on_departure`] the previous send gates by its
+//!   departure (its transmission end), not its delivery: NCCL keeps several
+//!   steps in flight per connection, so a sender does not pay the route's
+//!   latency once per send;
+//! - with [`Calibration::ring_slices`], a Simple ring step that crosses the
+//!   network goes in two slices (NCCL's `SlicePerChunk`, [`ring_slices`]):
+//!   the next rank forwards the first while the second is on the wire;
 //! - the collective pays the protocol's base latency once.
 //!
 //! Reductions cost nothing extra: NCCL fuses them into the copy kernel, so
@@ -349,6 +356,48 @@ pub(super) fn hop(p: &super::calibration::ProtocolParams, network: bool) -> Time
     })
 }
 
+/// Does a ring step of `algo` under `proto` go in two slices (NCCL's
+/// `SlicePerChunk`)? NCCL's Simple ring runs `ProtoSimple<ALLREDUCE_CHUNKSTEPS
+/// / ALLREDUCE_SLICESTEPS, ALLREDUCE_SLICESTEPS>` = 2 slices of 2 steps per
+/// chunk (v2.21.5-1 src/device/all_reduce.h line 229, src/include/
+/// collectives.h lines 13-14): the next rank forwards slice 0 while slice 1
+/// is on the wire, so a step costs `max(c / BW, c / (2 BW) + hop)`, not
+/// `c / BW + hop`. Trees run `ProtoSimple<1, 1>` (one slice), LL and LL128
+/// have no slices. `network`: the ring's steps cross the network
+/// ([`SLICE_IN_NODE`] says whether a ring inside a node is sliced too).
+pub(crate) fn ring_slices(
+    cal: &Calibration,
+    algo: Algorithm,
+    proto: Protocol,
+    network: bool,
+) -> bool {
+    cal.ring_slices
+        && algo == Algorithm::Ring
+        && proto == Protocol::Simple
+        && (network || SLICE_IN_NODE)
+}
+
+/// Whether rings inside a node are sliced too: no. The NVLink hop
+/// (`nvlink_hop_us`, 6.66 us on A100) was fitted to NCCL's one-node curve
+/// under whole steps and stands for what slicing hides there as well:
+/// slicing one-node rings under it puts the A100 curve 28% fast at 16 MiB
+/// and 13% at 64 MiB (176.8 and 514.4 us against NCCL's 245.1 and 589.5).
+pub(crate) const SLICE_IN_NODE: bool = false;
+
+/// NCCL's smallest slice: `stepSize * StepPerSlice / 32` with the Simple
+/// buffer's 4 MiB over `NCCL_STEPS` = 8 steps (v2.21.5-1 src/device/
+/// prims_simple.h line 196: `max(divUp(nelem, 16 * SlicePerChunk) * 16,
+/// sliceSize / 32)`).
+const MIN_SLICE_BYTES: u64 = (4 << 20) / 8 * 2 / 32;
+
+/// A move of `len` elements in two slices: the first's and the second's
+/// elements (the second empty when the move fits one slice).
+pub(crate) fn slice_lens(len: u64, elem_bytes: u64) -> (u64, u64) {
+    let min = MIN_SLICE_BYTES.div_ceil(elem_bytes.max(1));
+    let first = (len.div_ceil(32) * 16).max(min).min(len);
+    (first, len - first)
+}
+
 /// Where a timed plan's tasks go: a whole [`Schedule`], or a streamed one
 /// (`stream.rs`) that holds only the tasks still to run.
 pub(crate) trait TaskSink {
@@ -437,14 +486,18 @@ const NO_TASK: TaskId = TaskId::MAX;
 pub(crate) struct Gating {
     /// The hop waits for the data only, not the last sends.
     pub pipelined: bool,
+    /// With `pipelined`: the last sends gate by their departure, not their
+    /// delivery ([`Calibration::send_on_departure`]).
+    pub departed: bool,
     /// A sender's `j`-th send of a step waits for its `j`-th of the last.
     pub per_channel: bool,
 }
 
 impl Gating {
-    pub(crate) fn of(algo: Algorithm) -> Gating {
+    pub(crate) fn of(algo: Algorithm, cal: &Calibration) -> Gating {
         Gating {
             pipelined: algo.pipelines_hops(),
+            departed: algo.pipelines_hops() && cal.send_on_departure,
             per_channel: algo.per_channel_slots(),
         }
     }
@@ -537,15 +590,25 @@ impl Deps {
             &self.ranks[key].last_sends
         };
         if self.gating.pipelined {
-            // A send waits a hop after its data came in, while the sender's
-            // previous send may still be on the wire.
+            // A send waits a hop after its data came in, and for the
+            // sender's previous send (in its channel) to have arrived, or
+            // with `departed` only to have *left*: NCCL's connection FIFO
+            // holds NCCL_STEPS = 8 slots (v2.21.5-1 src/include/device.h
+            // line 22; the sender waits for a free one, src/device/
+            // prims_simple.h line 130), so it posts its next step while the
+            // last one is still on the wire, and each hop's latency is paid
+            // along the data's path.
             // (`behind_hop`, in `d`'s own buffer.)
             if hop != Time::ZERO {
                 let h = sched.compute(r as u64, hop, &d)?;
                 d.clear();
                 d.push(h);
             }
-            d.extend_from_slice(last);
+            if self.gating.departed {
+                d.extend(last.iter().map(|&t| net::departure(t)));
+            } else {
+                d.extend_from_slice(last);
+            }
             return Ok(d);
         }
         d.extend_from_slice(last);
@@ -625,6 +688,9 @@ pub(crate) struct StepCtx<'r, 'a> {
     /// ([`Calibration::tree_channel_rate`]): a send's flow never runs
     /// faster, whatever its links could give it.
     pub channel_rate: Option<f64>,
+    /// Ring steps go in two slices where they cross the network
+    /// ([`ring_slices`]; inside a node too with [`SLICE_IN_NODE`]).
+    pub slices: bool,
     /// Buffers `add_step` reuses from step to step.
     pub scratch: StepScratch,
 }
@@ -638,6 +704,8 @@ pub(crate) struct StepScratch {
     sent: Vec<(usize, usize, TaskId)>,
     /// `(receiver, offset, len, task)`.
     writes: Vec<(usize, u64, u64, TaskId)>,
+    /// A sliced step's second slice.
+    second: Vec<super::plan::Move>,
 }
 
 impl StepCtx<'_, '_> {
@@ -650,7 +718,6 @@ impl StepCtx<'_, '_> {
         self.quotient.map_or(l, |q| q.link_class[l])
     }
 
-    /// Add one step's tasks to `sched`; the number of flows it adds.
     /// A switch leg's gate: the sender's data and last sends, behind the
     /// NVLink hop (switch legs never leave the node).
     fn switch_gate<S: TaskSink>(
@@ -665,7 +732,53 @@ impl StepCtx<'_, '_> {
             .gate(sched, from, (key, 0), src, len, hop(&self.params, false))
     }
 
+    /// Add one step's tasks to `sched`, in two slices where the ring is
+    /// sliced ([`ring_slices`]): every move's first part, then its second,
+    /// as two steps (a sender's slice 1 then waits for its slice 0 to have
+    /// left, its next step's slice 0 for its slice 1; a slice's forward
+    /// waits for the same slice's receipt).
     pub(crate) fn add_step<S: TaskSink>(
+        &mut self,
+        sched: &mut S,
+        step: &[super::plan::Move],
+    ) -> Result<usize, CollectiveError> {
+        if !self.slices || !self.step_is_sliced(step)? {
+            return self.add_one_step(sched, step);
+        }
+        let mut second = std::mem::take(&mut self.scratch.second);
+        second.clear();
+        let mut first = Vec::with_capacity(step.len());
+        for m in step {
+            let (a, b) = slice_lens(m.len, self.elem_bytes);
+            let mut m0 = *m;
+            m0.len = a;
+            let mut m1 = *m;
+            m1.src += a;
+            m1.dst += a;
+            m1.len = b;
+            first.push(m0);
+            second.push(m1);
+        }
+        let flows = self.add_one_step(sched, &first)? + self.add_one_step(sched, &second)?;
+        self.scratch.second = second;
+        Ok(flows)
+    }
+
+    /// A ring step is sliced where it crosses the network (or always with
+    /// [`SLICE_IN_NODE`]).
+    fn step_is_sliced(&mut self, step: &[super::plan::Move]) -> Result<bool, CollectiveError> {
+        if SLICE_IN_NODE {
+            return Ok(true);
+        }
+        for m in step {
+            if m.via == Via::P2p && m.from != m.to && self.routes.crosses_network(m.from, m.to)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn add_one_step<S: TaskSink>(
         &mut self,
         sched: &mut S,
         step: &[super::plan::Move],
@@ -673,7 +786,7 @@ impl StepCtx<'_, '_> {
         let elem_bytes = self.elem_bytes;
         let mut flows = 0usize;
         let mut scratch = std::mem::take(&mut self.scratch);
-        let StepScratch { sent, writes } = &mut scratch;
+        let StepScratch { sent, writes, .. } = &mut scratch;
         sent.clear();
         writes.clear();
         let per_channel = self.deps.gating.per_channel;
@@ -829,7 +942,7 @@ pub(crate) fn simulate_inner(
         routes.check_switch_reduce()?;
     }
     let mut sched = Schedule::new();
-    let mut deps = Deps::new(n, Gating::of(algo));
+    let mut deps = Deps::new(n, Gating::of(algo, cal));
     let mut flows = 0usize;
     let mut ctx = StepCtx {
         routes: &mut routes,
@@ -838,6 +951,7 @@ pub(crate) fn simulate_inner(
         quotient,
         elem_bytes,
         channel_rate: cal.tree_channel_rate(algo, proto),
+        slices: ring_slices(cal, algo, proto, true),
         scratch: Default::default(),
     };
     // Where each step's tasks end (task ids are in generation order).

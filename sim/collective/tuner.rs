@@ -197,9 +197,24 @@ fn estimate(
     if let Hops::Path(path) = hops {
         return total + path[Protocol::ALL.iter().position(|&q| q == proto).unwrap_or(0)];
     }
+    let sliced = |network: bool| super::timing::ring_slices(cal, algo, proto, network);
     if let Hops::Ring { network } = hops {
         let steps = costs.len() as f64;
-        total += ((steps - network) * p.nvlink_hop_us + network * p.network_hop_us) * 1e6;
+        let hops = (steps - network) * p.nvlink_hop_us + network * p.network_hop_us;
+        if sliced(network > 0.0) && steps > 0.0 {
+            // A sliced ring step (`timing::ring_slices`): the sender's two
+            // slices back to back, or one slice plus the hop (the ring's
+            // hops spread over its steps) and the route's latency along the
+            // data's path, whichever is longer.
+            for c in costs {
+                let bw = (c.local / (payload * p.nvlink_fraction))
+                    .max(c.network / (payload * p.network_fraction));
+                let path = hops / steps * 1e6 + c.route_latency_ps as f64;
+                total += (bw * 1e12).max(bw * 0.5e12 + path);
+            }
+            return total;
+        }
+        total += hops * 1e6;
     }
     for c in costs {
         let hop = match hops {
@@ -209,6 +224,12 @@ fn estimate(
         };
         let bw = (c.local / (payload * p.nvlink_fraction))
             .max(c.network / (payload * p.network_fraction));
+        if matches!(hops, Hops::PerStep) && sliced(c.crosses_network) {
+            // A sliced step of a walked ring plan, as above.
+            let path = hop * 1e6 + c.route_latency_ps as f64;
+            total += (bw * 1e12).max(bw * 0.5e12 + path);
+            continue;
+        }
         total += hop * 1e6 + c.route_latency_ps as f64 + bw * 1e12;
     }
     total

@@ -27,7 +27,7 @@ mod spans;
 pub use link::{Link, LinkId};
 pub use netsim::{NetSim, Occurrence, RerouteRequest, Undeliverable};
 pub use network::{Blocked, FlowSlot, NetStats, NetTimer, Network, TxDone};
-pub use schedule::{Schedule, ScheduleReport, TaskId, TaskKind};
+pub use schedule::{departure, split_dependency, Schedule, ScheduleReport, TaskId, TaskKind};
 
 use thiserror::Error;
 

@@ -43,6 +43,10 @@ pub enum Occurrence<U> {
     User { at: Time, event: U },
     /// The flow started with this tag has arrived.
     Delivered { at: Time, tag: u64 },
+    /// The flow started with this tag has left: its last byte is on the
+    /// wire, its links' latency still to come. Reported only after
+    /// [`NetSim::report_departures`] (a caller that never asks pays nothing).
+    Departed { at: Time, tag: u64 },
     /// The flow could not complete (a failed link, no re-route).
     Undeliverable(Undeliverable),
 }
@@ -74,6 +78,7 @@ pub struct NetSim<U> {
     reroute: Option<RerouteFn>,
     failed: Vec<LinkId>,
     pending: VecDeque<Occurrence<U>>,
+    departures: bool,
 }
 
 impl<U> NetSim<U> {
@@ -91,6 +96,7 @@ impl<U> NetSim<U> {
             reroute: None,
             failed: Vec::new(),
             pending: VecDeque::new(),
+            departures: false,
         })
     }
 
@@ -105,6 +111,12 @@ impl<U> NetSim<U> {
 
     pub fn set_stragglers(&mut self, s: Stragglers) {
         self.stragglers = s;
+    }
+
+    /// Report each flow's transmission end as [`Occurrence::Departed`]
+    /// (before its `Delivered`, which comes its route's latency later).
+    pub fn report_departures(&mut self, on: bool) {
+        self.departures = on;
     }
 
     /// Recompute every flow's rate at every change (see `Network::set_exhaustive`).
@@ -258,6 +270,13 @@ impl<U> NetSim<U> {
                     if let Some(done) = self.net.on_timer(now, t)? {
                         self.engine
                             .schedule_at(done.deliver_at, Ev::Deliver(done.tag))?;
+                        if self.departures {
+                            self.drain_timers()?;
+                            return Ok(Some(Occurrence::Departed {
+                                at: now,
+                                tag: done.tag,
+                            }));
+                        }
                     }
                     self.drain_timers()?;
                 }

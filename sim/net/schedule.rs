@@ -5,6 +5,14 @@
 //! layer says "send chunk k from a to b after X and Y, then reduce on b".
 //! Dependencies must name earlier tasks, so a schedule is acyclic by
 //! construction and every task either runs or is reported as not run.
+//!
+//! A dependency on a transfer may instead wait only for it to have *left*
+//! ([`departure`]: its last byte transmitted, its route's latency still to
+//! come). That is how a sender with several slots in flight (NCCL's
+//! connection FIFO) posts its next send: the link latency is then paid along
+//! the data's path, not once per send by the sender. A schedule with such
+//! edges asks its `NetSim` for transmission ends; one without costs the same
+//! as before.
 
 use crate::engine::Time;
 
@@ -14,6 +22,21 @@ use super::NetError;
 
 /// Index of a task in its schedule.
 pub type TaskId = usize;
+
+/// Marks a dependency as "after the task has left" ([`departure`]).
+const DEPARTED: TaskId = 1 << (TaskId::BITS - 1);
+
+/// A dependency on `t`'s departure rather than its completion: for a
+/// transfer, the end of its transmission (its delivery comes its route's
+/// latency later); for a computation, its completion.
+pub fn departure(t: TaskId) -> TaskId {
+    t | DEPARTED
+}
+
+/// A dependency's task and whether it waits for the departure only.
+pub fn split_dependency(d: TaskId) -> (TaskId, bool) {
+    (d & !DEPARTED, d & DEPARTED != 0)
+}
 
 /// What a task does.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +141,8 @@ impl Schedule {
         }
     }
 
+    /// Task `t`'s dependencies (a departure one marked as [`departure`]
+    /// made it; [`split_dependency`] reads it).
     pub fn deps(&self, t: TaskId) -> &[TaskId] {
         &self.deps[self.dep_off[t]..self.dep_off[t + 1]]
     }
@@ -126,7 +151,8 @@ impl Schedule {
         &self.routes[self.route_off[t]..self.route_off[t + 1]]
     }
 
-    /// Add a transfer that starts after `deps`.
+    /// Add a transfer that starts after `deps` (a [`departure`] among them:
+    /// after that transfer has left).
     pub fn add_transfer(
         &mut self,
         route: &[LinkId],
@@ -180,11 +206,22 @@ impl Schedule {
 
     fn add(&mut self, task: Task, route: &[LinkId], deps: &[TaskId]) -> Result<TaskId, NetError> {
         let id = self.tasks.len();
-        if let Some(&bad) = deps.iter().find(|&&d| d >= id) {
-            return Err(NetError::BadDependency { task: id, dep: bad });
+        if let Some(&bad) = deps.iter().find(|&&d| split_dependency(d).0 >= id) {
+            return Err(NetError::BadDependency {
+                task: id,
+                dep: split_dependency(bad).0,
+            });
         }
         let from = self.deps.len();
-        self.deps.extend_from_slice(deps);
+        // A computation leaves when it completes: its departure is its completion.
+        self.deps.extend(deps.iter().map(|&d| {
+            let (t, _) = split_dependency(d);
+            if self.tasks[t].is_transfer() {
+                d
+            } else {
+                t
+            }
+        }));
         self.deps[from..].sort_unstable();
         let mut kept = from;
         for i in from..self.deps.len() {
@@ -205,23 +242,34 @@ impl Schedule {
     /// Caller events of `sim` are task ids (computations finishing).
     pub fn run(&self, sim: &mut NetSim<TaskId>) -> Result<ScheduleReport, NetError> {
         let n = self.tasks.len();
-        // Dependents in CSR form, ascending, so start order is deterministic.
-        let mut counts = vec![0usize; n + 1];
+        // Dependents in CSR form, ascending, so start order is deterministic:
+        // task `t`'s on its delivery (completion) under key `2 t`, on its
+        // departure under `2 t + 1`.
+        let key = |d: TaskId| {
+            let (t, left) = split_dependency(d);
+            2 * t + usize::from(left)
+        };
+        let mut counts = vec![0usize; 2 * n + 1];
+        let mut departures = false;
         for &d in &self.deps {
-            counts[d + 1] += 1;
+            counts[key(d) + 1] += 1;
+            departures |= split_dependency(d).1;
         }
-        for i in 0..n {
+        for i in 0..2 * n {
             counts[i + 1] += counts[i];
         }
         let mut fill = counts.clone();
-        let mut dependents = vec![0usize; counts[n]];
+        let mut dependents = vec![0usize; counts[2 * n]];
         for id in 0..n {
             for &d in self.deps(id) {
-                dependents[fill[d]] = id;
-                fill[d] += 1;
+                dependents[fill[key(d)]] = id;
+                fill[key(d)] += 1;
             }
         }
         drop(fill);
+        if departures {
+            sim.report_departures(true);
+        }
         let mut waiting: Vec<usize> = (0..n).map(|t| self.deps(t).len()).collect();
         let mut finish: Vec<Option<Time>> = vec![None; n];
         let mut undeliverable = Vec::new();
@@ -230,25 +278,31 @@ impl Schedule {
             self.start(sim, id)?;
         }
         while let Some(o) = sim.step()? {
-            let (id, at) = match o {
+            let (k, at) = match o {
                 Occurrence::User { at, event } => {
                     sim.log_mut()
                         .record(at, "compute_done", event as u64, String::new);
-                    (event, at)
+                    (2 * event, at)
                 }
-                Occurrence::Delivered { at, tag } => (tag as usize, at),
+                Occurrence::Delivered { at, tag } => (2 * tag as usize, at),
+                Occurrence::Departed { at, tag } => (2 * tag as usize + 1, at),
                 Occurrence::Undeliverable(u) => {
                     undeliverable.push((u.tag as usize, u));
                     continue;
                 }
             };
-            finish[id] = Some(at);
-            for &next in &dependents[counts[id]..counts[id + 1]] {
+            if k % 2 == 0 {
+                finish[k / 2] = Some(at);
+            }
+            for &next in &dependents[counts[k]..counts[k + 1]] {
                 waiting[next] -= 1;
                 if waiting[next] == 0 {
                     self.start(sim, next)?;
                 }
             }
+        }
+        if departures {
+            sim.report_departures(false);
         }
         let undelivered: Vec<TaskId> = undeliverable.iter().map(|(t, _)| *t).collect();
         let not_run = (0..n)

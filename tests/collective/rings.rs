@@ -29,7 +29,17 @@ fn check(topo: &topology::Topology, ranks: u32, label: &str) {
 }
 
 fn check_sizes(topo: &topology::Topology, ranks: u32, label: &str, sizes: &[u64]) {
-    let cal = cal_for(topo);
+    check_sizes_with(topo, ranks, label, sizes, &cal_for(topo))
+}
+
+fn check_sizes_with(
+    topo: &topology::Topology,
+    ranks: u32,
+    label: &str,
+    sizes: &[u64],
+    cal: &Calibration,
+) {
+    let cal = *cal;
     let group = Group::first(topo, ranks).unwrap();
     let ops = [
         CollectiveOp::AllReduce,
@@ -107,6 +117,46 @@ fn rings_timed_on_one_unit_equal_the_whole_plan() {
         let topo = topology::load(t, &[]).unwrap();
         check(&topo, topo.num_devices(), t);
     }
+}
+
+/// NCCL's steps in flight (`Calibration::send_on_departure`: a position's
+/// next send waits for its last one to have left) and Simple ring slices
+/// across the network (`Calibration::ring_slices`: each step in two
+/// slices): the unit shortcuts, even and uneven, still equal the whole plan
+/// to the picosecond with the same flow count (sliced steps count twice),
+/// and across two nodes slicing makes a large Simple ring faster than
+/// whole steps, never slower.
+#[test]
+fn rings_in_flight_and_sliced_timed_on_one_unit_equal_the_whole_plan() {
+    let two = |preset: &str| {
+        let o = Override {
+            key: "nodes".into(),
+            value: "2".into(),
+        };
+        topology::load(preset, &[o]).unwrap()
+    };
+    let a100 = two("dgx-a100");
+    let mut on = cal_for(&a100);
+    on.send_on_departure = true;
+    on.ring_slices = true;
+    let n = 16u64;
+    let sizes = [n * 8, n * 8 * 1024, n * 8 * 333_333, n * 8 + 3, 5];
+    check_sizes_with(&a100, 16, "dgx-a100 x2 in flight", &sizes, &on);
+    let h100 = two("dgx-h100");
+    check_sizes_with(&h100, 16, "dgx-h100 x2 in flight", &sizes[1..3], &on);
+    let ring = topology::load("ring:12", &[]).unwrap();
+    check_sizes_with(&ring, 12, "ring:12 in flight", &[96, 96 * 1024, 101], &on);
+    let g = Group::first(&a100, 16).unwrap();
+    let time = |c: &Calibration| {
+        let (ring, simple) = (Some(Algorithm::Ring), Some(Protocol::Simple));
+        let op = CollectiveOp::AllReduce;
+        time_collective(&a100, &g, &op, 16 << 20, 4, c, ring, simple)
+            .unwrap()
+            .time
+    };
+    let mut whole = on;
+    whole.ring_slices = false;
+    assert!(time(&on) < time(&whole));
 }
 
 /// One switch of 64 and 256 GPUs: every algorithm of allreduce, all-gather

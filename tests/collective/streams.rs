@@ -102,7 +102,17 @@ fn cal_for(topo: &shardsim::topology::Topology) -> Calibration {
 
 /// Streamed (`time_collective`, and every lookahead) against the plan.
 fn check(topo: &shardsim::topology::Topology, ranks: u32, sizes: &[u64], label: &str) -> usize {
-    let cal = cal_for(topo);
+    check_with(topo, ranks, sizes, label, &cal_for(topo))
+}
+
+fn check_with(
+    topo: &shardsim::topology::Topology,
+    ranks: u32,
+    sizes: &[u64],
+    label: &str,
+    cal: &Calibration,
+) -> usize {
+    let cal = *cal;
     let g = Group::first(topo, ranks).unwrap();
     let op = CollectiveOp::AllReduce;
     let mut late = 0;
@@ -160,5 +170,44 @@ fn streamed_tree_times_equal_the_whole_plan() {
         late += check(&t, t.num_devices(), &sizes, &format!("dgx-a100 x{nodes}"));
     }
     // Lookaheads of 0 and 1 start some tasks too late: the detection is live.
+    assert!(late > 0, "no streamed run came too late");
+}
+
+/// With a sender's next send gated by its last one's departure
+/// (`Calibration::send_on_departure`: the streamed schedule releases
+/// departure dependents at the transmission end, as the whole one does),
+/// the streamed tree still equals the whole plan to the picosecond, and the
+/// switch moves the time (a tree's chunks no longer pay the route latency
+/// serially at the sender).
+#[test]
+fn streamed_tree_times_with_sends_gated_on_departure_equal_the_whole_plan() {
+    let sizes = [7, 65_536, 300_001, 4 << 20];
+    let mut late = 0;
+    for (preset, ranks, nodes) in [("switch:13", 13, "1"), ("dgx-a100", 16, "2")] {
+        let t = super::load(preset, &[("nodes", nodes)][..usize::from(nodes != "1")]);
+        let mut cal = cal_for(&t);
+        cal.send_on_departure = true;
+        late += check_with(&t, ranks, &sizes, &format!("{preset} departed"), &cal);
+        let g = Group::first(&t, ranks).unwrap();
+        let time = |c: &Calibration| {
+            let tree = Some(Algorithm::Tree);
+            let simple = Some(Protocol::Simple);
+            run_collective(
+                &t,
+                &g,
+                &CollectiveOp::AllReduce,
+                4 << 20,
+                4,
+                c,
+                tree,
+                simple,
+            )
+            .unwrap()
+            .time
+        };
+        if nodes != "1" {
+            assert!(time(&cal) < time(&cal_for(&t)), "{preset}");
+        }
+    }
     assert!(late > 0, "no streamed run came too late");
 }
