@@ -37,6 +37,10 @@
 //!   nodes, as NCCL's enable rules say.
 //! - Ties: the first (algorithm, protocol) in NCCL's order (tree, ring,
 //!   NVLS, NVLS-tree; LL, LL128, Simple) with the smallest time wins.
+//! - The release is the one the topology's `[collective] nccl_version`
+//!   names ([`NcclVersion::of`], 2.21 where none is named). Under 2.19 the
+//!   tuner's trees across nodes also take 2.19's tree/Simple chunk rule
+//!   ([`NcclSystem::tree_chunk_bytes`], [`tree_chunk`]), gone from 2.20.
 
 use crate::topology::Layout;
 use crate::topology::Topology;
