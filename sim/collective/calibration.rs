@@ -67,6 +67,12 @@ pub struct Calibration {
     pub ll128: ProtocolParams,
     pub simple: ProtocolParams,
     pub nvls: ProtocolParams,
+    /// The chunk of a tree across nodes where a caller fixes it (a period's
+    /// run, [`super::tuner::TreePeriod`], cut like the message it stands
+    /// for); `None`: the run's NCCL release decides
+    /// ([`super::tuner::tree_chunk_bytes`]). Never read from a file.
+    #[serde(skip)]
+    pub tree_chunk_fixed: Option<u64>,
 }
 
 impl Calibration {
@@ -83,6 +89,7 @@ impl Calibration {
             ll128: ProtocolParams::IDEAL,
             simple: ProtocolParams::IDEAL,
             nvls: ProtocolParams::IDEAL,
+            tree_chunk_fixed: None,
         }
     }
 
@@ -167,6 +174,7 @@ pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>
         own.remove(k);
     }
     own.remove(crate::topology::CHOOSER_KEY);
+    own.remove(crate::topology::NCCL_VERSION_KEY);
     let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
         .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;

@@ -45,8 +45,8 @@ pub use policy::{Policy, Tuned, TunerRow};
 pub use rings::{ring_on_units, RingSpec};
 pub use timing::{simulate, simulate_with_faults, CollectiveTiming, Group};
 pub use tuner::{
-    choose, choose_unpruned, run_collective, time_collective, time_collective_cached, Choice,
-    CollectiveResult, TimedChoice, TreePeriod,
+    choose, choose_unpruned, run_collective, time_collective, time_collective_cached,
+    tree_chunk_bytes, Choice, CollectiveResult, TimedChoice, TreePeriod,
 };
 
 use thiserror::Error;

@@ -37,6 +37,10 @@
 //!   nodes, as NCCL's enable rules say.
 //! - Ties: the first (algorithm, protocol) in NCCL's order (tree, ring,
 //!   NVLS, NVLS-tree; LL, LL128, Simple) with the smallest time wins.
+//! - The release is the one the topology's `[collective] nccl_version`
+//!   names ([`NcclVersion::of`], 2.21 where none is named). Under 2.19 the
+//!   tuner's trees across nodes also take 2.19's tree/Simple chunk rule
+//!   ([`NcclSystem::tree_chunk_bytes`], [`tree_chunk`]), gone from 2.20.
 
 use crate::topology::Layout;
 use crate::topology::Topology;
@@ -139,7 +143,7 @@ pub(crate) fn pick(
             && policy.allowed(op, a, p)
             && proto.map_or(true, |q| q == p)
     };
-    let Some((a, p, _)) = nccl_choice(&sys, NcclVersion::V2_21, op, bytes, allowed) else {
+    let Some((a, p, _)) = nccl_choice(&sys, NcclVersion::of(topo), op, bytes, allowed) else {
         return Ok(None);
     };
     // The default leaves NVLS-tree beyond two nodes to `model`: our NVLS-tree
@@ -161,11 +165,13 @@ pub(crate) fn pick(
     )))
 }
 
-/// Which NCCL release's tables.
+/// Which NCCL release's tables (and, for 2.19, its tree chunks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NcclVersion {
     /// 2.19.x: tree/Simple 28 us per NVLink step, NVLS 23 us, ring/LL at a
-    /// quarter of the bus bandwidth across nodes, 2 N network steps per ring.
+    /// quarter of the bus bandwidth across nodes, 2 N network steps per
+    /// ring; tree/Simple chunks shrink on smaller messages
+    /// ([`NcclSystem::tree_chunk_bytes`]).
     V2_19,
     /// 2.21.x (2.20 for the NVLink figure): NVLS 25 us, ring/LL at half,
     /// Hopper's LL caps raised. The chooser's default.
@@ -173,6 +179,31 @@ pub enum NcclVersion {
     /// 2.23.x: tree/Simple 8.4 us base and 4 us per NVLink step, 2 (N - 1)
     /// network steps per ring allreduce.
     V2_23,
+}
+
+impl NcclVersion {
+    /// Where a run does not say which release it used: the 2.21 tables, and
+    /// chunks of the calibration's `chunk_bytes` (NCCL's Simple step).
+    pub const DEFAULT: NcclVersion = NcclVersion::V2_21;
+
+    /// The release the topology's `[collective] nccl_version` names (its
+    /// value was checked when it was loaded), else [`Self::DEFAULT`].
+    pub fn of(topo: &Topology) -> NcclVersion {
+        NcclVersion::named(topo).unwrap_or(NcclVersion::DEFAULT)
+    }
+
+    /// The release the topology names, if it names one.
+    pub fn named(topo: &Topology) -> Option<NcclVersion> {
+        let v = topo
+            .collective_calibration()?
+            .get(crate::topology::NCCL_VERSION_KEY)?;
+        match crate::topology::nccl_release(v)? {
+            "2.19" => Some(NcclVersion::V2_19),
+            "2.21" => Some(NcclVersion::V2_21),
+            "2.23" => Some(NcclVersion::V2_23),
+            _ => None,
+        }
+    }
 }
 
 /// NCCL's view of the machine and the communicator.
@@ -715,6 +746,52 @@ impl NcclSystem {
         (2 * g.ring.channels.min(g.tree.channels)).min(MAXCHANNELS) as f64
     }
 
+    /// The depth NCCL gives every tree channel: `nRanks / nNodes - 1 +
+    /// log2i(nNodes)` (`connectTrees`, src/graph/connect.cc line 135 at
+    /// v2.19.3-1; "not an exact value but a good approximation").
+    pub fn tree_depth(&self) -> u64 {
+        (self.gpus_per_node as u64).saturating_sub(1) + log2i(self.nodes) as u64
+    }
+
+    /// The channels NCCL runs a tree/Simple allreduce of `bytes` on: the
+    /// communicator's ([`Self::comm_channels`]: 32 on OCI BM.GPU4.8, 16
+    /// search channels doubled), fewer while `bytes` is below channels x
+    /// threads x threshold (`topoGetAlgoInfo`, src/enqueue.cc lines
+    /// 1205-1230 at v2.19.3-1: 512 threads, NCCL_SIMPLE_MAX_NTHREADS, and
+    /// 64 bytes per thread, NCCL_SIMPLE_THREAD_THRESHOLD; tuning.cc lines
+    /// 124 and 361), i.e. 32 KiB per channel.
+    pub fn tree_channels(&self, g: &Graphs, bytes: u64) -> u64 {
+        const PER_CHANNEL: u64 = 512 * 64;
+        let comm = self.comm_channels(g) as u64;
+        (bytes / PER_CHANNEL).clamp(1, comm.max(1))
+    }
+
+    /// NCCL's tree/Simple pipeline chunk for an allreduce of `bytes` under
+    /// release `v`, from its Simple step `step` (`NCCL_BUFFSIZE / 8`, the
+    /// calibration's `chunk_bytes`). NCCL 2.19 (src/enqueue.cc lines
+    /// 1334-1339 at v2.19.3-1, `computeColl`, pattern TreeUpDown) halves
+    /// the chunk while a channel's share holds fewer than `depth x 8`
+    /// chunks (down to 128 KiB), then `depth x 4` (down to 64 KiB), then
+    /// `depth` (down to 32 KiB), the share being `bytes / (channels x
+    /// chunk)` in integers ([`Self::tree_channels`], [`Self::tree_depth`]).
+    /// From 2.20 the rule is gone (`computeCollChunkInfo` at v2.20.3-1 and
+    /// v2.21.5-1, `calcCollChunking` at v2.23.4-1 shrink CollNet's,
+    /// NVLS's, NVLS-tree's and tree/LL128's chunks only): the step.
+    pub fn tree_chunk_bytes(&self, v: NcclVersion, g: &Graphs, bytes: u64, step: u64) -> u64 {
+        if v != NcclVersion::V2_19 {
+            return step;
+        }
+        let channels = self.tree_channels(g, bytes);
+        let depth = self.tree_depth();
+        let mut chunk = step;
+        for (per_channel, floor) in [(8, 128 << 10), (4, 64 << 10), (1, 32 << 10)] {
+            while chunk > floor && bytes / (channels * chunk) < depth * per_channel {
+                chunk /= 2;
+            }
+        }
+        chunk
+    }
+
     /// NCCL's time (us) of `e` for a message of `bytes`.
     pub fn time_us(&self, g: &Graphs, op: &CollectiveOp, e: &Entry, bytes: u64) -> f64 {
         let mut bw = e.bw_gbs;
@@ -779,6 +856,24 @@ pub fn nccl_choice(
         }
     }
     best
+}
+
+/// The pipeline chunk of a tree allreduce of `bytes` on `group` across
+/// nodes under the release the topology names
+/// ([`NcclSystem::tree_chunk_bytes`], from NCCL's Simple step `step`):
+/// `None` where it is the step (any release but 2.19, one node, a machine
+/// NCCL's model does not cover).
+pub fn tree_chunk(topo: &Topology, group: &Group, bytes: u64, step: u64) -> Option<u64> {
+    let v = NcclVersion::named(topo)?;
+    if v != NcclVersion::V2_19 {
+        return None;
+    }
+    let sys = system_of(topo, group)?;
+    if sys.nodes < 2 {
+        return None;
+    }
+    let g = sys.graphs(v)?;
+    Some(sys.tree_chunk_bytes(v, &g, bytes, step))
 }
 
 /// NCCL's view of `group` on `topo`: NVSwitch nodes of equal size, GPUs
@@ -1050,5 +1145,53 @@ mod tests {
         })
         .unwrap();
         assert_eq!(a, Algorithm::Ring);
+    }
+
+    /// NCCL 2.19's tree/Simple chunk (src/enqueue.cc lines 1334-1339 at
+    /// v2.19.3-1), worked by hand. OCI BM.GPU4.8 (16 ring and tree search
+    /// channels, doubled to 32; depth 8 - 1 + log2i(2) = 8): at 64 MiB a
+    /// channel's 2 MiB is 4 chunks of 512 KiB, 8 of 256 KiB, 16 of 128 KiB
+    /// (the first loop's floor; 16 < 64), then 32 of 64 KiB (32 is not
+    /// below depth x 4 = 32): 64 KiB. 128 MiB: 8, 16, 32 chunks at 128
+    /// KiB, not below 32: 128 KiB. 256 MiB: 16, 32, 64 at 128 KiB: 128
+    /// KiB. 512 MiB: 32, 64 at 256 KiB: 256 KiB. 1 GiB: 64 at 512 KiB. Two
+    /// DGX A100 (8 x 200 Gb/s: 8 channels doubled to 16) at 64 MiB: 8, 16,
+    /// 32 at 128 KiB, not below 32: 128 KiB. Small messages run on fewer
+    /// channels (32 KiB each at 512 threads x 64 B) and the third loop
+    /// takes the chunk down to 32 KiB. Later releases keep the step.
+    #[test]
+    fn nccl_2_19_tree_chunks_shrink_as_worked_by_hand() {
+        let v = NcclVersion::V2_19;
+        let oci = NcclSystem {
+            nic_gbs: 12.5,
+            nics_per_gpu: 2,
+            ..dgx(80, 2, 12.5, true)
+        };
+        let g = oci.graphs(v).unwrap();
+        assert_eq!((g.ring.channels, g.tree.channels), (16, 16));
+        assert_eq!(oci.tree_depth(), 8);
+        assert_eq!(oci.tree_channels(&g, 64 << 20), 32);
+        let step = 512 << 10;
+        let chunk = |b: u64| oci.tree_chunk_bytes(v, &g, b, step) >> 10;
+        assert_eq!(
+            [64u64, 128, 256, 512, 1024].map(|mib| chunk(mib << 20)),
+            [64, 128, 128, 256, 512]
+        );
+        assert_eq!(chunk(8 << 30), 512);
+        // 1 MiB: 32 channels of 32 KiB, under depth chunks each: 32 KiB.
+        assert_eq!(oci.tree_channels(&g, 1 << 20), 32);
+        assert_eq!(chunk(1 << 20), 32);
+        // 64 KiB: 2 channels; 8 KiB: 1.
+        assert_eq!(oci.tree_channels(&g, 64 << 10), 2);
+        assert_eq!(oci.tree_channels(&g, 8 << 10), 1);
+        let dgx2 = dgx(80, 2, 25.0, false);
+        let g2 = dgx2.graphs(v).unwrap();
+        assert_eq!(dgx2.tree_channels(&g2, 64 << 20), 16);
+        assert_eq!(dgx2.tree_chunk_bytes(v, &g2, 64 << 20, step), 128 << 10);
+        // A larger step (NCCL_BUFFSIZE=8 MiB: 1 MiB) halves further.
+        assert_eq!(oci.tree_chunk_bytes(v, &g, 1 << 30, 1 << 20), 512 << 10);
+        for later in [NcclVersion::V2_21, NcclVersion::V2_23] {
+            assert_eq!(oci.tree_chunk_bytes(later, &g, 64 << 20, step), step);
+        }
     }
 }

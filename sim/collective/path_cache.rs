@@ -30,12 +30,14 @@ use super::kinds::{Algorithm, Protocol};
 use super::timing::Quotient;
 use super::tuner::TimedChoice;
 
-/// A tree's (or NVLS-tree's) period run: its algorithm, elements, and the
-/// protocol it was asked for.
+/// A tree's (or NVLS-tree's) period run: its algorithm, elements, chunk,
+/// and the protocol it was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PeriodKey {
     pub algo: Algorithm,
     pub run_total: u64,
+    /// The run's chunk (NCCL 2.19's tree chunk follows the message's size).
+    pub chunk_bytes: u64,
     pub elem_bytes: u64,
     pub proto: Option<Protocol>,
 }

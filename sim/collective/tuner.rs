@@ -235,6 +235,20 @@ fn estimate(
     total
 }
 
+/// The pipeline chunk of each tree of a tree allreduce of `bytes` across
+/// nodes: the calibration's `chunk_bytes` (NCCL's Simple step), or NCCL
+/// 2.19's smaller chunk where the topology names that release
+/// (`[collective] nccl_version`, [`super::nccl_model::tree_chunk`]), or the
+/// chunk a period's run fixes.
+pub fn tree_chunk_bytes(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> u64 {
+    if let Some(c) = cal.tree_chunk_fixed {
+        return c.max(1);
+    }
+    super::nccl_model::tree_chunk(topo, group, bytes, cal.chunk_bytes)
+        .unwrap_or(cal.chunk_bytes)
+        .max(1)
+}
+
 /// Plan options for a message of `bytes` on `group`.
 pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
     let nodes = group.nodes(topo);
@@ -258,17 +272,27 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
     };
     // Past two NICs per GPU a channel's share splits over sub-channels.
     let subs = super::algorithms::tree_subs(lanes) as u64;
+    // Each of our tree channels runs both trees of the double binary tree,
+    // each with half its share: two NCCL channels (NCCL doubles its
+    // channels, the second half on the mirrored tree), each cutting its
+    // half in chunks of `chunk_bytes` (NCCL 2.19: smaller ones on smaller
+    // messages, `tree_chunk_bytes`).
+    let tree_bytes = (bytes / m as u64 / subs).div_ceil(2);
+    let tree_chunk = if nodes.len() >= 2 {
+        tree_chunk_bytes(topo, group, cal, bytes)
+    } else {
+        cal.chunk_bytes
+    };
+    let tree_chunks = Calibration {
+        chunk_bytes: tree_chunk,
+        ..*cal
+    }
+    .chunks_for(tree_bytes);
     PlanOptions {
         chunks,
         channel_chunks: cal.chunks_for(bytes / m as u64).min(budget),
         nvls_chunks,
-        // Each of our tree channels runs both trees of the double binary
-        // tree, each with half its share: two NCCL channels (NCCL doubles
-        // its channels, the second half on the mirrored tree), each cutting
-        // its half in chunks of `chunk_bytes`.
-        tree_chunks: cal
-            .chunks_for((bytes / m as u64 / subs).div_ceil(2))
-            .min(budget),
+        tree_chunks: tree_chunks.min(budget),
         lanes,
         nodes,
     }
@@ -276,7 +300,7 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
 
 /// A multi-node tree allreduce past the chunk budget, timed by its period:
 /// a tree of equal chunks is periodic once its pipeline is full, so a tree
-/// of `N` chunks of `c = chunk_bytes` per tree is timed from one run of the
+/// of `N` chunks of `c` ([`tree_chunk_bytes`]) per tree is timed from one run of the
 /// same tree with `M < N` chunks of `c` and the completion times of its
 /// steps. Step `k` carries chunk `k - j` at level `j` of `2h` (`h` the
 /// tree's height), so steps `2h - 1` to `M - 1` run with the pipeline full,
@@ -308,8 +332,9 @@ pub struct TreePeriod {
     /// Bytes per tree (part) of the real message and of the run.
     pub tree_bytes: u64,
     pub run_bytes: u64,
-    /// The pipeline chunk: the calibration's `chunk_bytes` for a tree,
-    /// NCCL's NVLS chunk times its 16 channels for NVLS-tree.
+    /// The pipeline chunk: the release's tree chunk for a tree
+    /// ([`tree_chunk_bytes`]: the calibration's `chunk_bytes` but under
+    /// NCCL 2.19), NCCL's NVLS chunk times its 16 channels for NVLS-tree.
     pub chunk_bytes: u64,
     /// Chunks per tree in the run, and the tree's height.
     pub chunks: usize,
@@ -354,7 +379,7 @@ impl TreePeriod {
         // the first step with the pipeline full.
         let (tree_bytes, cb, height, k, per_chunk) = match algo {
             Algorithm::Tree => {
-                let cb = cal.chunk_bytes;
+                let cb = tree_chunk_bytes(topo, group, cal, bytes);
                 // The height of a channel's trees: a heap over the nodes, a
                 // chain in each node. Each tree of a (sub-)channel: half of
                 // its share.
@@ -427,7 +452,12 @@ impl TreePeriod {
             chunks,
             height,
             full_from,
-            cal: Calibration { max_chunks, ..*cal },
+            // The run's smaller message is cut in the message's chunks.
+            cal: Calibration {
+                max_chunks,
+                tree_chunk_fixed: (algo == Algorithm::Tree).then_some(cb),
+                ..*cal
+            },
         };
         // NVLS-tree's chunk follows the message's size: the run must cut
         // its parts in the same chunks.
@@ -1287,6 +1317,7 @@ fn time_period(
     let key = PeriodKey {
         algo: x.algo,
         run_total: x.run_total,
+        chunk_bytes: x.chunk_bytes,
         elem_bytes,
         proto,
     };

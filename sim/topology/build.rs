@@ -45,6 +45,7 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     }
     check_figures(f)?;
     check_chooser(f)?;
+    check_nccl_version(f)?;
     let mut b = Builder::default();
     let routing = match f.layout {
         Layout::NvswitchNode | Layout::PcieNode => build_nodes(f, &mut b)?,
@@ -64,7 +65,6 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     Ok(topo)
 }
 
-/// Zero bandwidths and lane counts are as wrong as negative ones.
 /// `[collective] chooser`, if given, is one of [`super::spec::CHOOSERS`].
 fn check_chooser(f: &TopologyFile) -> Result<(), SemanticError> {
     use super::spec::{CHOOSERS, CHOOSER_KEY};
@@ -83,6 +83,27 @@ fn check_chooser(f: &TopologyFile) -> Result<(), SemanticError> {
     }
 }
 
+/// `[collective] nccl_version`, if given, names a release of
+/// [`super::spec::NCCL_VERSIONS`].
+fn check_nccl_version(f: &TopologyFile) -> Result<(), SemanticError> {
+    use super::spec::{nccl_release, NCCL_VERSION_KEY};
+    let Some(v) = f.collective.as_ref().and_then(|t| t.get(NCCL_VERSION_KEY)) else {
+        return Ok(());
+    };
+    match nccl_release(v) {
+        Some(_) => Ok(()),
+        None => fail(
+            &format!("collective.{NCCL_VERSION_KEY}"),
+            format!(
+                "expected the NCCL release \"2.19\", \"2.21\" or \"2.23\" (the releases whose \
+                 tables the simulator has; a patch release such as \"2.19.3\" too), got {}",
+                v.to_string().trim()
+            ),
+        ),
+    }
+}
+
+/// Zero bandwidths and lane counts are as wrong as negative ones.
 fn check_figures(f: &TopologyFile) -> Result<(), SemanticError> {
     let nonzero = |field: &str, bw: Bandwidth| {
         if bw.0 == 0 {

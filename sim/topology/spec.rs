@@ -73,6 +73,41 @@ pub const CHOOSER_KEY: &str = "chooser";
 /// Its values.
 pub const CHOOSERS: [&str; 3] = ["model", "nccl", "nccl-algo"];
 
+/// The `[collective]` key naming the NCCL release a run used (`"2.19"`,
+/// `"2.21"` or `"2.23"`, a patch release such as `"2.19.3"` too; read by
+/// the collectives layer: NCCL's model's tables, NCCL 2.19's tree chunks);
+/// checked when a file is built.
+pub const NCCL_VERSION_KEY: &str = "nccl_version";
+/// The releases whose tables the collectives layer has.
+pub const NCCL_VERSIONS: [&str; 3] = ["2.19", "2.21", "2.23"];
+
+/// The release (one of [`NCCL_VERSIONS`]) a `nccl_version` value names: a
+/// string `"2.19"` or `"2.19.3"`, or the number `2.19` (`--set
+/// collective.nccl_version=2.19` reads as one); `None` for anything else.
+pub fn nccl_release(v: &toml::Value) -> Option<&'static str> {
+    let text = match v {
+        toml::Value::String(s) => s.trim().to_string(),
+        toml::Value::Float(f) => format!("{f}"),
+        _ => return None,
+    };
+    let mut parts = text.split('.');
+    let release = match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => format!("{major}.{minor}"),
+        _ => return None,
+    };
+    // At most a patch number after the release.
+    let patch_ok = match (parts.next(), parts.next()) {
+        (None, _) => true,
+        (Some(p), None) => !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+        _ => false,
+    };
+    NCCL_VERSIONS
+        .iter()
+        .copied()
+        .find(|r| *r == release)
+        .filter(|_| patch_ok)
+}
+
 fn one() -> u32 {
     1
 }

@@ -252,3 +252,101 @@ fn default_chooser_is_nccl_algo_across_nodes_and_model_within_one() {
         );
     }
 }
+
+/// `collective.nccl_version` names the release whose tables NCCL's model
+/// uses (2.21's where it is not given): wherever two releases' models pick
+/// differently (a scan of sizes on two and four DGX A100 and two DGX H100
+/// nodes), `auto` under `nccl` takes the stated release's pick.
+#[test]
+fn nccl_version_picks_the_tables_the_choosers_use() {
+    use shardsim::collective::nccl_model::{nccl_choice, system_of};
+    use shardsim::collective::{auto_algorithms, NcclVersion};
+    let op = CollectiveOp::AllReduce;
+    let releases = [
+        ("2.19", NcclVersion::V2_19),
+        ("2.21", NcclVersion::V2_21),
+        ("2.23", NcclVersion::V2_23),
+    ];
+    let mut differing = 0;
+    for (preset, nodes) in [("dgx-a100", "2"), ("dgx-a100", "4"), ("dgx-h100", "2")] {
+        let t = super::load(preset, &[("nodes", nodes)]);
+        assert_eq!(NcclVersion::of(&t), NcclVersion::V2_21);
+        assert_eq!(NcclVersion::named(&t), None);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let sys = system_of(&t, &g).unwrap();
+        let ours = auto_algorithms(&op);
+        let pick = |v: NcclVersion, size: u64| {
+            nccl_choice(&sys, v, &op, size, |a, _| ours.contains(&a)).map(|(a, p, _)| (a, p))
+        };
+        for log in 10..34 {
+            let size = 1u64 << log;
+            let picks: Vec<_> = releases.iter().map(|&(_, v)| pick(v, size)).collect();
+            if picks.iter().all(|p| *p == picks[0]) {
+                continue;
+            }
+            differing += 1;
+            for (&(name, v), want) in releases.iter().zip(&picks) {
+                let t = super::load(
+                    preset,
+                    &[
+                        ("nodes", nodes),
+                        ("collective.chooser", "nccl"),
+                        ("collective.nccl_version", name),
+                    ],
+                );
+                assert_eq!(NcclVersion::of(&t), v);
+                let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+                let r = time_collective(&t, &g, &op, size / 4, 4, &cal, None, None).unwrap();
+                assert_eq!(
+                    Some((r.algo, r.proto)),
+                    *want,
+                    "{preset} x {nodes} {size} B under {name}"
+                );
+            }
+        }
+    }
+    assert!(differing > 0, "no size where the releases' models differ");
+}
+
+/// A bad `nccl_version` is a load error naming the key; on the command line
+/// one line naming the `--set`, exit 2. A patch release names its release.
+#[test]
+fn bad_nccl_versions_are_named_errors() {
+    use shardsim::collective::NcclVersion;
+    for bad in ["2.20", "2.18", "3", "v2.19", "2.19.x", "true", "[2, 19]"] {
+        let over = [shardsim::topology::Override {
+            key: "collective.nccl_version".into(),
+            value: bad.into(),
+        }];
+        let e = shardsim::topology::load("dgx-a100", &over)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--set collective.nccl_version=")
+                && e.contains("field `collective.nccl_version`")
+                && e.contains("\"2.19\", \"2.21\" or \"2.23\""),
+            "{bad}: {e}"
+        );
+    }
+    let out = crate::common::shardsim(&[
+        "collective",
+        "--topology",
+        "dgx-a100",
+        "--nodes",
+        "2",
+        "--set",
+        "collective.nccl_version=2.22",
+        "--sizes",
+        "1MiB",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--set nodes=2 collective.nccl_version=2.22")
+            && err.contains("got 2.22")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let t = super::load("dgx-a100", &[("collective.nccl_version", "2.19.3")]);
+    assert_eq!(NcclVersion::of(&t), NcclVersion::V2_19);
+}
