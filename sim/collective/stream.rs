@@ -453,27 +453,16 @@ pub(crate) fn simulate_stream(
     }
     let mut makespan = Time::ZERO;
     while let Some(o) = sim.step()? {
-        let (id, at) = match o {
+        // A departure starts only its departure dependents; the task
+        // completes when it is delivered.
+        let (id, at, departed) = match o {
             Occurrence::User { at, event } => {
                 sim.log_mut()
                     .record(at, "compute_done", event as u64, String::new);
-                (event, at)
+                (event, at, false)
             }
-            Occurrence::Delivered { at, tag } => (tag as usize, at),
-            Occurrence::Departed { tag, .. } => {
-                let id = tag as usize;
-                let s = sched.entry(id).step as usize;
-                generate(
-                    s.saturating_add(lookahead).saturating_add(1),
-                    &mut ctx,
-                    &mut sched,
-                )?;
-                if sched.late {
-                    return Ok(None);
-                }
-                sched.depart(&mut sim, id)?;
-                continue;
-            }
+            Occurrence::Delivered { at, tag } => (tag as usize, at, false),
+            Occurrence::Departed { at, tag } => (tag as usize, at, true),
             Occurrence::Undeliverable(u) => {
                 return Err(CollectiveError::Buffers(format!(
                     "a transfer on link {} was undeliverable",
@@ -489,6 +478,10 @@ pub(crate) fn simulate_stream(
         )?;
         if sched.late {
             return Ok(None);
+        }
+        if departed {
+            sched.depart(&mut sim, id)?;
+            continue;
         }
         makespan = makespan.max(at);
         if let Some(out) = steps.as_deref_mut() {
