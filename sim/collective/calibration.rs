@@ -157,13 +157,72 @@ impl Calibration {
             return Calibration::for_model(device_model);
         };
         let table = topology_table(own).map_err(|e| {
-            CollectiveError::Calibration(format!("topology \"{}\" [collective]: {e}", topo.name))
+            // Read from the file's text again, the error has its line and
+            // column (an override's value has none: the message as is).
+            match topo
+                .source()
+                .and_then(|(file, text)| located_in_text(file, text))
+            {
+                Some(at) => CollectiveError::Calibration(at),
+                None => CollectiveError::Calibration(format!(
+                    "topology \"{}\" [collective]: {e}",
+                    topo.name
+                )),
+            }
         })?;
         match table.get(device_model).or_else(|| table.get("default")) {
             Some(c) => Ok(*c),
             None => Calibration::for_model(device_model),
         }
     }
+}
+
+/// A topology file's text read for its `[collective]` device tables only:
+/// each one a [`Calibration`], the run's settings beside them skipped, so a
+/// bad field is reported where it stands in the file.
+#[derive(Deserialize)]
+struct CollectiveInText {
+    #[serde(default, rename = "collective")]
+    _collective: Option<DeviceTables>,
+}
+
+struct DeviceTables;
+
+impl<'de> Deserialize<'de> for DeviceTables {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Tables;
+        impl<'de> serde::de::Visitor<'de> for Tables {
+            type Value = DeviceTables;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of device models' calibrations")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<DeviceTables, A::Error> {
+                while let Some(key) = m.next_key::<String>()? {
+                    let setting = crate::topology::settings::SETTING_KEYS.contains(&key.as_str())
+                        || key == crate::topology::CHOOSER_KEY
+                        || key == crate::topology::NCCL_VERSION_KEY;
+                    if setting {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    } else {
+                        m.next_value::<Calibration>()?;
+                    }
+                }
+                Ok(DeviceTables)
+            }
+        }
+        d.deserialize_map(Tables)
+    }
+}
+
+/// `file:line:col: message` for the first bad field of `text`'s
+/// `[collective]` device tables, if the text shows one.
+fn located_in_text(file: &str, text: &str) -> Option<String> {
+    let e = toml::from_str::<CollectiveInText>(text).err()?;
+    let at = crate::base::cursor::toml_located(&e, text);
+    Some(format!("{file}:{at} (in [collective])"))
 }
 
 /// A topology file's `[collective]` table as calibrations, checked.

@@ -186,6 +186,9 @@ pub struct Topology {
     pub(crate) file: Option<std::sync::Arc<super::spec::TopologyFile>>,
     /// The run's collective settings (`[collective] algorithms`, ...).
     pub(crate) collective_settings: std::sync::Arc<super::settings::CollectiveSettings>,
+    /// The file's name and text, when built from one (for errors found in
+    /// it later, with their line and column).
+    pub(crate) source: Option<std::sync::Arc<(String, String)>>,
 }
 
 /// Routes by `(source, destination, ECMP flow id, NIC lane)`: a collective routes the
@@ -262,6 +265,13 @@ impl Topology {
     /// The topology file's own collective calibration (`[collective]`), if any.
     pub fn collective_calibration(&self) -> Option<&toml::Table> {
         self.file.as_ref()?.collective.as_ref()
+    }
+    /// The name and text of the file this was built from, if any (overrides
+    /// not applied): where a later reader of its tables locates an error.
+    pub fn source(&self) -> Option<(&str, &str)> {
+        self.source
+            .as_deref()
+            .map(|(f, t)| (f.as_str(), t.as_str()))
     }
     /// The run's collective settings with their origins (empty unless the
     /// file or an override states them).
@@ -448,6 +458,7 @@ impl Builder {
             route_cache: RouteCache::default(),
             file: None,
             collective_settings: Default::default(),
+            source: None,
         }
     }
 }

@@ -66,6 +66,7 @@ pub fn load_text(
     if overrides.is_empty() {
         let mut topo = build(&spec).map_err(|e| semantic_error(e, Some(text), file))?;
         topo.collective_settings = settings_of(text, file, overrides, &spec)?;
+        topo.source = Some(std::sync::Arc::new((file.to_string(), text.to_string())));
         return Ok(topo);
     }
     let mut table: toml::Table =
@@ -90,6 +91,7 @@ pub fn load_text(
         message: semantic_error(e, None, file).to_string(),
     })?;
     topo.collective_settings = settings_of(text, file, overrides, &spec)?;
+    topo.source = Some(std::sync::Arc::new((file.to_string(), text.to_string())));
     Ok(topo)
 }
 
