@@ -206,14 +206,26 @@ impl<'de> Deserialize<'de> for DeviceTables {
                         || key == crate::topology::NCCL_VERSION_KEY;
                     if setting {
                         m.next_value::<serde::de::IgnoredAny>()?;
-                    } else {
-                        m.next_value::<Calibration>()?;
+                        continue;
                     }
+                    m.next_value::<CheckedCalibration>()?;
                 }
                 Ok(DeviceTables)
             }
         }
         d.deserialize_map(Tables)
+    }
+}
+
+/// A device model's table read and checked ([`check_one`]): a figure out
+/// of range is an error of the table itself, so it is placed there.
+struct CheckedCalibration;
+
+impl<'de> Deserialize<'de> for CheckedCalibration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let c = Calibration::deserialize(d)?;
+        check_one(&c).map_err(serde::de::Error::custom)?;
+        Ok(CheckedCalibration)
     }
 }
 
@@ -243,29 +255,29 @@ pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>
 
 fn check_table(t: &BTreeMap<String, Calibration>) -> Result<(), CollectiveError> {
     for (name, c) in t {
-        for p in [c.ll, c.ll128, c.simple, c.nvls] {
-            let fractions_ok = [p.nvlink_fraction, p.network_fraction]
-                .iter()
-                .all(|f| *f > 0.0 && *f <= 1.0);
-            let lat_ok = [p.base_us, p.nvlink_hop_us, p.network_hop_us]
-                .iter()
-                .all(|l| l.is_finite() && *l >= 0.0);
-            if !fractions_ok || !lat_ok {
-                return Err(CollectiveError::Calibration(format!(
-                    "[{name}]: fractions must be in (0, 1] and latencies >= 0"
-                )));
-            }
+        check_one(c).map_err(|why| CollectiveError::Calibration(format!("[{name}]: {why}")))?;
+    }
+    Ok(())
+}
+
+/// What is out of range in one device model's calibration, if anything.
+fn check_one(c: &Calibration) -> Result<(), &'static str> {
+    for p in [c.ll, c.ll128, c.simple, c.nvls] {
+        let fractions_ok = [p.nvlink_fraction, p.network_fraction]
+            .iter()
+            .all(|f| *f > 0.0 && *f <= 1.0);
+        let lat_ok = [p.base_us, p.nvlink_hop_us, p.network_hop_us]
+            .iter()
+            .all(|l| l.is_finite() && *l >= 0.0);
+        if !fractions_ok || !lat_ok {
+            return Err("fractions must be in (0, 1] and latencies >= 0");
         }
-        if !(c.tree_channel_gbs.is_finite() && c.tree_channel_gbs >= 0.0) {
-            return Err(CollectiveError::Calibration(format!(
-                "[{name}]: tree_channel_gbs must be a number >= 0"
-            )));
-        }
-        if c.chunk_bytes == 0 || c.max_chunks == 0 {
-            return Err(CollectiveError::Calibration(format!(
-                "[{name}]: chunk_bytes and max_chunks must be positive"
-            )));
-        }
+    }
+    if !(c.tree_channel_gbs.is_finite() && c.tree_channel_gbs >= 0.0) {
+        return Err("tree_channel_gbs must be a number >= 0");
+    }
+    if c.chunk_bytes == 0 || c.max_chunks == 0 {
+        return Err("chunk_bytes and max_chunks must be positive");
     }
     Ok(())
 }
