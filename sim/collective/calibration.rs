@@ -201,10 +201,7 @@ impl<'de> Deserialize<'de> for DeviceTables {
                 mut m: A,
             ) -> Result<DeviceTables, A::Error> {
                 while let Some(key) = m.next_key::<String>()? {
-                    let setting = crate::topology::settings::SETTING_KEYS.contains(&key.as_str())
-                        || key == crate::topology::CHOOSER_KEY
-                        || key == crate::topology::NCCL_VERSION_KEY;
-                    if setting {
+                    if is_setting_key(&key) {
                         m.next_value::<serde::de::IgnoredAny>()?;
                         continue;
                     }
@@ -237,15 +234,19 @@ fn located_in_text(file: &str, text: &str) -> Option<String> {
     Some(format!("{file}:{at} (in [collective])"))
 }
 
+/// Is `key` of a `[collective]` table one of the run's settings
+/// (`policy.rs`, the chooser, the NCCL release), not a device model's table?
+fn is_setting_key(key: &str) -> bool {
+    crate::topology::settings::SETTING_KEYS.contains(&key)
+        || key == crate::topology::CHOOSER_KEY
+        || key == crate::topology::NCCL_VERSION_KEY
+}
+
 /// A topology file's `[collective]` table as calibrations, checked.
 pub fn topology_table(own: &toml::Table) -> Result<BTreeMap<String, Calibration>, CollectiveError> {
-    // The run's settings (`policy.rs`) sit beside the device models' tables.
+    // The run's settings sit beside the device models' tables.
     let mut own = own.clone();
-    for k in crate::topology::settings::SETTING_KEYS {
-        own.remove(k);
-    }
-    own.remove(crate::topology::CHOOSER_KEY);
-    own.remove(crate::topology::NCCL_VERSION_KEY);
+    own.retain(|k, _| !is_setting_key(k));
     let t: BTreeMap<String, Calibration> = toml::Value::Table(own)
         .try_into()
         .map_err(|e: toml::de::Error| CollectiveError::Calibration(e.message().to_string()))?;

@@ -971,6 +971,16 @@ mod tests {
         }
     }
 
+    /// Two OCI BM.GPU4.8 nodes: A100s on AMD hosts, 16 x 100 Gb/s (two
+    /// NICs per GPU).
+    fn oci_bm_gpu4_8() -> NcclSystem {
+        NcclSystem {
+            nic_gbs: 12.5,
+            nics_per_gpu: 2,
+            ..dgx(80, 2, 12.5, true)
+        }
+    }
+
     fn entry(t: &[Entry], a: Algorithm, p: Protocol) -> Entry {
         *t.iter().find(|e| e.algo == a && e.proto == p).unwrap()
     }
@@ -1094,11 +1104,7 @@ mod tests {
         // tree 16 x 15 x 0.92 / 2 = 110.4 GB/s against the ring's 102.4, so
         // NCCL's model takes the tree at 1 GiB, as the measured curve does,
         // and the ring with 8 x 200 Gb/s.
-        let oci = NcclSystem {
-            nic_gbs: 12.5,
-            nics_per_gpu: 2,
-            ..dgx(80, 2, 12.5, true)
-        };
+        let oci = oci_bm_gpu4_8();
         let g = oci.graphs(v).unwrap();
         assert_eq!((g.ring.channels, g.ring.bw_intra), (16, 12.0));
         assert_eq!(
@@ -1162,11 +1168,7 @@ mod tests {
     #[test]
     fn nccl_2_19_tree_chunks_shrink_as_worked_by_hand() {
         let v = NcclVersion::V2_19;
-        let oci = NcclSystem {
-            nic_gbs: 12.5,
-            nics_per_gpu: 2,
-            ..dgx(80, 2, 12.5, true)
-        };
+        let oci = oci_bm_gpu4_8();
         let g = oci.graphs(v).unwrap();
         assert_eq!((g.ring.channels, g.tree.channels), (16, 16));
         assert_eq!(oci.tree_depth(), 8);
