@@ -299,6 +299,7 @@ pub fn build(
                 reduce: false,
                 via: Via::P2p,
                 lane: 0,
+                conn: 0,
             };
             let own: Vec<Move> = (0..n).map(|i| mv(i, i)).collect();
             match algo {
@@ -337,6 +338,7 @@ pub fn build(
                     reduce: false,
                     via: Via::P2p,
                     lane: 0,
+                    conn: 0,
                 });
             }
             vec![step]
@@ -441,15 +443,24 @@ fn allreduce(
                 let mirror: Vec<usize> = chain.iter().rev().copied().collect();
                 let parents: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
                 parallel(vec![
-                    tree_allreduce(&chain, &parents, &split_range(0, half, chunks)),
-                    tree_allreduce(&mirror, &parents, &split_range(half, total, chunks)),
+                    on_conns(
+                        tree_allreduce(&chain, &parents, &split_range(0, half, chunks)),
+                        0,
+                    ),
+                    on_conns(
+                        tree_allreduce(&mirror, &parents, &split_range(half, total, chunks)),
+                        1,
+                    ),
                 ])
             } else {
                 let mirror: Vec<usize> = all.iter().rev().copied().collect();
                 let heap = heap_parents(n);
                 parallel(vec![
-                    tree_allreduce(all, &heap, &split_range(0, half, chunks)),
-                    tree_allreduce(&mirror, &heap, &split_range(half, total, chunks)),
+                    on_conns(tree_allreduce(all, &heap, &split_range(0, half, chunks)), 0),
+                    on_conns(
+                        tree_allreduce(&mirror, &heap, &split_range(half, total, chunks)),
+                        1,
+                    ),
                 ])
             }
         }
@@ -573,6 +584,21 @@ pub fn tree_subs(lanes: usize) -> usize {
     }
 }
 
+/// `steps` (one tree allreduce's, [`tree_allreduce`]) on tree `tree`'s two
+/// connections ([`Move::conn`]): its reduces up on `2 tree`, its copies down
+/// on `2 tree + 1`.
+pub(crate) fn on_conns(mut steps: Vec<Vec<Move>>, tree: u32) -> Vec<Vec<Move>> {
+    for m in steps.iter_mut().flatten() {
+        m.conn = tree_conn(tree, m.reduce);
+    }
+    steps
+}
+
+/// The connection of tree `tree`'s reduces (`up`) or copies ([`on_conns`]).
+pub(crate) fn tree_conn(tree: u32, up: bool) -> u32 {
+    2 * tree + u32::from(!up)
+}
+
 /// `steps` with every move on `lane`.
 fn on_lane(mut steps: Vec<Vec<Move>>, lane: u32) -> Vec<Vec<Move>> {
     if lane != 0 {
@@ -635,12 +661,25 @@ impl TreeChannels {
         mid: u64,
         hi: u64,
     ) -> Vec<Vec<Move>> {
+        let base = self.trees_per_channel() * c;
         parallel(
             self.channel_trees(nodes, c, lo, mid, hi)
                 .into_iter()
-                .map(|(r, p, ch, lane)| on_lane(tree_allreduce(&r, &p, &ch), lane))
+                .enumerate()
+                .map(|(t, (r, p, ch, lane))| {
+                    on_conns(
+                        on_lane(tree_allreduce(&r, &p, &ch), lane),
+                        (base + t) as u32,
+                    )
+                })
                 .collect(),
         )
+    }
+
+    /// Trees in each channel ([`Self::channel_trees`]): every sub-channel's
+    /// tree A and tree B.
+    pub fn trees_per_channel(&self) -> usize {
+        2 * self.subs.max(1)
     }
 
     /// Channel `c`'s trees (sub-channel `j`'s tree A, then its tree B, for

@@ -23,7 +23,7 @@
 //! the latest write of a segment it covers, which is the latest write of a
 //! range it overlaps.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::topology::{LinkClass, Topology};
 
@@ -269,16 +269,18 @@ pub(crate) struct PathWalk<'q> {
     writes: Vec<f64>,
     width: usize,
     segments: usize,
-    /// Per sender and slot (channel, [`Algorithm::per_channel_slots`]).
+    /// Per sender and slot (channel, [`Algorithm::per_channel_slots`], or
+    /// connection, [`Algorithm::per_connection_slots`]).
     last_end: Vec<Vec<Cols>>,
     per_channel: bool,
+    per_conn: bool,
     worst: Cols,
     // Per-step scratch, reused.
     /// (move index, crosses the network, slot).
     moves: Vec<(usize, bool, usize)>,
     /// (receiver, first segment, end segment, time).
     landed: Vec<(usize, usize, usize, Cols)>,
-    /// This step's sends' ends by (sender, slot) with channel slots; else
+    /// This step's sends' ends by (sender, slot) with channel or connection slots; else
     /// by sender in `step_end` (slot 0).
     ends: Vec<(usize, usize, Cols)>,
     step_end: Vec<Option<Cols>>,
@@ -347,6 +349,7 @@ impl<'q> PathWalk<'q> {
             segments,
             last_end: vec![Vec::new(); ranks],
             per_channel: algo.per_channel_slots(),
+            per_conn: algo.per_connection_slots(),
             worst: [0.0; 6],
             moves: Vec::new(),
             landed: Vec::new(),
@@ -368,7 +371,8 @@ impl<'q> PathWalk<'q> {
         fabric: &mut impl Fabric,
         step: &[Move],
     ) -> Result<(), CollectiveError> {
-        let quotient = self.quotient;
+        // Senders keyed as the timing keys them (`timing::StepCtx::key`).
+        let quotient = self.quotient.filter(|_| !self.per_conn);
         let key = |r: usize| quotient.map_or(r, |q| q.sender_class[r]);
         let moves = &mut self.moves;
         // The step's loads.
@@ -382,6 +386,8 @@ impl<'q> PathWalk<'q> {
                 }
                 self.slot_count[k] += 1;
                 self.slot_count[k] - 1
+            } else if self.per_conn {
+                m.conn as usize
             } else {
                 0
             };
@@ -442,7 +448,7 @@ impl<'q> PathWalk<'q> {
                     end[k]
                 };
             }
-            if self.per_channel {
+            if self.per_channel || self.per_conn {
                 self.ends.push((sender, slot, left));
             } else {
                 if self.step_end[sender].is_none() {
@@ -622,17 +628,22 @@ pub(crate) fn streamed_chain_bound(
             (q.base_us * 1e6, s)
         })
         .collect();
-    // `end`: when the rank's sends so far have left (pipelined: the next
-    // step waits for that only) or arrived; `done`: arrived.
-    let mut end = vec![0.0f64; params.len()];
-    let mut next = vec![0.0f64; params.len()];
+    // Per connection (one, 0, unless `Algorithm::per_connection_slots`):
+    // `end`, when the rank's sends so far have left (pipelined: the next
+    // step waits for that only) or arrived; `next`, the same with this
+    // step's. `done`: arrived.
+    let per_conn = algo.per_connection_slots();
+    let zeros = vec![0.0f64; params.len()];
+    let mut end: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut next: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     let mut done = vec![0.0f64; params.len()];
     for k in 0..source.num_steps() {
         buf.clear();
         source.step_into(k, &mut buf);
-        let mut any = false;
-        next.copy_from_slice(&end);
         for m in buf.iter().filter(|m| m.from == rank && sends(m)) {
+            let conn = if per_conn { m.conn } else { 0 };
+            let end = end.get(&conn).unwrap_or(&zeros);
+            let next = next.entry(conn).or_insert_with(|| end.clone());
             let bytes = (m.len * elem_bytes) as f64;
             let (mut lat, mut net) = (0u64, false);
             let (mut local_t, mut net_t) = (0.0f64, 0.0f64);
@@ -661,11 +672,8 @@ pub(crate) fn streamed_chain_bound(
                 done[i] = done[i].max(arrive);
                 next[i] = next[i].max(if p.departed { start + t * 1e12 } else { arrive });
             }
-            any = true;
         }
-        if any {
-            end.copy_from_slice(&next);
-        }
+        end.append(&mut next);
     }
     Ok(params
         .iter()

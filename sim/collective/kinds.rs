@@ -181,6 +181,18 @@ impl Algorithm {
         matches!(self, Algorithm::Ring)
     }
 
+    /// Does a send wait only for its sender's last send over the same
+    /// connection ([`super::plan::Move::conn`])? Trees: NCCL runs each tree
+    /// of a channel in its own thread block, and a split tree's reduce-up and
+    /// broadcast-down in separate thread groups with their own connections
+    /// (v2.19.3-1 `src/device/all_reduce.h` `runTreeSplit`), so a rank's chunk
+    /// in one tree or direction never waits for its sends in another: a
+    /// level's hop is paid once along a chunk's path, not once per chunk by
+    /// every rank in turn.
+    pub fn per_connection_slots(self) -> bool {
+        matches!(self, Algorithm::Tree)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Ring => "ring",

@@ -42,6 +42,11 @@ pub struct Move {
     /// network takes, modulo their NICs (`Topology::route_lane`): the lane
     /// of its channel, 0 unless a GPU has several NICs.
     pub lane: u32,
+    /// The sender's connection the move goes over: a tree's reduce (up) and
+    /// broadcast (down) of each of its trees are connections of their own,
+    /// each with its own slots (NCCL's channels and its split tree's thread
+    /// groups, [`super::kinds::Algorithm::per_connection_slots`]); 0 elsewhere.
+    pub conn: u32,
 }
 
 impl Move {
@@ -55,6 +60,7 @@ impl Move {
             reduce: false,
             via: Via::P2p,
             lane: 0,
+            conn: 0,
         }
     }
 

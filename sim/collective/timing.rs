@@ -13,7 +13,9 @@
 //!   not the sender's previous send, so it is paid along the data's path as
 //!   NCCL's model charges it, and a rank's `j`-th send of a step waits only
 //!   for its `j`-th of the last ([`Algorithm::per_channel_slots`]: rail
-//!   rings are channels that progress apart); with
+//!   rings are channels that progress apart), and a tree's send for its
+//!   rank's last sends over the same connection only
+//!   ([`Algorithm::per_connection_slots`], [`super::plan::Move::conn`]); with
 //!   [`Calibration::send_on_departure`] the previous send gates by its
 //!   departure (its transmission end), not its delivery: NCCL keeps several
 //!   steps in flight per connection, so a sender does not pay the route's
@@ -455,16 +457,21 @@ pub(crate) struct Deps {
     gating: Gating,
     /// Steps added so far (marks which step a rank's slot count is of).
     step: u32,
+    /// Steps whose receipts were written so far (which step a receipt is of).
+    epoch: u32,
 }
 
 #[derive(Clone, Default)]
 struct RankDeps {
-    /// Receipts `(offset, len, task)` sorted by `(offset, len)`; a write
-    /// removes the ones it covers (a write of the same range replaces it).
+    /// Receipts `(offset, len, task, epoch)` sorted by `(offset, len)`; a
+    /// write removes the ones it covers (a write of the same range replaces
+    /// them), but a reduce not those of its own step (`epoch`): a later read
+    /// waits for every reduce of a step into its range, a tree parent's from
+    /// each of its children.
     /// Ordered by offset, so a send looks only at receipts that can overlap
     /// what it reads. A sorted vector, not a map: most ranks hold a few
     /// receipts, and 65,536 maps' nodes cost more than the rest of a run.
-    writes: Vec<(u64, u64, TaskId)>,
+    writes: Vec<(u64, u64, TaskId, u32)>,
     /// The longest receipt so far (how far back an overlap starts).
     longest: u64,
     /// The sends of the last step this slot sent in (by rank, or by class in
@@ -475,6 +482,11 @@ struct RankDeps {
     /// key's point-to-point moves in it so far (its next move's channel).
     slot_step: u32,
     next_slot: u32,
+    /// With per-connection slots: the sends of the last step this key sent
+    /// in over each connection, sorted by connection (`conns[i]` is
+    /// `conn_sends[i]`'s), a connection's entries replaced when it sends.
+    conns: Vec<u32>,
+    conn_sends: Vec<TaskId>,
 }
 
 /// No send in a channel yet.
@@ -491,6 +503,9 @@ pub(crate) struct Gating {
     pub departed: bool,
     /// A sender's `j`-th send of a step waits for its `j`-th of the last.
     pub per_channel: bool,
+    /// A send waits for its sender's last sends over the same connection
+    /// only ([`Algorithm::per_connection_slots`], [`super::plan::Move::conn`]).
+    pub per_conn: bool,
 }
 
 impl Gating {
@@ -499,6 +514,7 @@ impl Gating {
             pipelined: algo.pipelines_hops(),
             departed: algo.pipelines_hops() && cal.send_on_departure,
             per_channel: algo.per_channel_slots(),
+            per_conn: algo.per_connection_slots(),
         }
     }
 }
@@ -509,29 +525,31 @@ impl Deps {
             ranks: vec![RankDeps::default(); n],
             gating,
             step: 0,
+            epoch: 0,
         }
     }
 
-    fn write(&mut self, r: usize, off: u64, len: u64, t: TaskId) {
+    /// A receipt of `[off, off + len)` at `r` by task `t`, combining with
+    /// what is there (`reduce`) or overwriting it.
+    fn write(&mut self, r: usize, off: u64, len: u64, t: TaskId, reduce: bool) {
+        let epoch = self.epoch;
         let w = &mut self.ranks[r].writes;
-        // The receipts starting in [off, off + len) that end by its end.
+        // The receipts starting in [off, off + len) that end by its end, but
+        // a reduce's own step's (it combines with them).
         let end = off.saturating_add(len);
-        let lo = w.partition_point(|&(o, _, _)| o < off);
-        let hi = lo + w[lo..].partition_point(|&(o, _, _)| o < end);
+        let lo = w.partition_point(|&(o, _, _, _)| o < off);
+        let hi = lo + w[lo..].partition_point(|&(o, _, _, _)| o < end);
         let mut keep = lo;
         for i in lo..hi {
-            let (o, l, _) = w[i];
-            if o + l > off + len {
+            let (o, l, _, e) = w[i];
+            if o + l > off + len || (reduce && e == epoch) {
                 w[keep] = w[i];
                 keep += 1;
             }
         }
         w.drain(keep..hi);
-        let at = w.partition_point(|&(o, l, _)| (o, l) < (off, len));
-        match w.get_mut(at) {
-            Some(e) if (e.0, e.1) == (off, len) => e.2 = t,
-            _ => w.insert(at, (off, len, t)),
-        }
+        let at = w.partition_point(|&(o, l, _, _)| (o, l) < (off, len));
+        w.insert(at, (off, len, t, epoch));
         let rd = &mut self.ranks[r];
         rd.longest = rd.longest.max(len);
     }
@@ -545,6 +563,20 @@ impl Deps {
         }
         rd.next_slot += 1;
         rd.next_slot as usize - 1
+    }
+
+    /// `key`'s sends over connections `conns` (sorted, each a run of
+    /// `(conn, task)` in `sent` order) replace its last ones there.
+    fn set_conn_sends(&mut self, key: usize, sent: &[(usize, u32, usize, TaskId)]) {
+        let rd = &mut self.ranks[key];
+        for run in sent.chunk_by(|a, b| a.1 == b.1) {
+            let conn = run[0].1;
+            let a = rd.conns.partition_point(|&c| c < conn);
+            let b = a + rd.conns[a..].partition_point(|&c| c == conn);
+            rd.conns.splice(a..b, run.iter().map(|_| conn));
+            rd.conn_sends
+                .splice(a..b, run.iter().map(|&(_, _, _, t)| t));
+        }
     }
 
     /// `t` is the last send of `key`'s channel `slot`.
@@ -572,11 +604,11 @@ impl Deps {
     ) -> Result<Vec<TaskId>, CollectiveError> {
         let from = (off + 1).saturating_sub(self.ranks[r].longest);
         let w = &self.ranks[r].writes;
-        let lo = w.partition_point(|&(o, _, _)| o < from);
+        let lo = w.partition_point(|&(o, _, _, _)| o < from);
         let end = off.saturating_add(len);
         // Room for a send's usual few waits (one allocation, reused below).
         let mut d: Vec<TaskId> = Vec::with_capacity(4);
-        for &(o, l, t) in w[lo..].iter().take_while(|&&(o, _, _)| o < end) {
+        for &(o, l, t, _) in w[lo..].iter().take_while(|&&(o, _, _, _)| o < end) {
             if o + l > off {
                 d.push(t);
             }
@@ -586,6 +618,12 @@ impl Deps {
                 Some(t) if *t != NO_TASK => std::slice::from_ref(t),
                 _ => &[],
             }
+        } else if self.gating.per_conn {
+            let rd = &self.ranks[key];
+            let conn = slot as u32;
+            let a = rd.conns.partition_point(|&c| c < conn);
+            let b = a + rd.conns[a..].partition_point(|&c| c == conn);
+            &rd.conn_sends[a..b]
         } else {
             &self.ranks[key].last_sends
         };
@@ -700,17 +738,26 @@ pub(crate) struct StepCtx<'r, 'a> {
 /// one allocation per send).
 #[derive(Default)]
 pub(crate) struct StepScratch {
-    /// `(sender key, order sent, task)`.
-    sent: Vec<(usize, usize, TaskId)>,
-    /// `(receiver, offset, len, task)`.
-    writes: Vec<(usize, u64, u64, TaskId)>,
+    /// `(sender key, connection, order sent, task)` (connection 0 unless
+    /// [`Gating::per_conn`]).
+    sent: Vec<(usize, u32, usize, TaskId)>,
+    /// `(receiver, offset, len, task, reduces)`.
+    writes: Vec<(usize, u64, u64, TaskId, bool)>,
     /// A sliced step's second slice.
     second: Vec<super::plan::Move>,
 }
 
 impl StepCtx<'_, '_> {
+    /// A sender's slots: its rank's, or its class's in a quotient run (a
+    /// rank of the whole run sends for every copy) — but with connection
+    /// slots its rank's still: a copy's connections are its own, so the
+    /// whole run's rank `r` in copy `c` is the quotient's rank for copy 0,
+    /// slot for slot.
     fn key(&self, r: usize) -> usize {
-        self.quotient.map_or(r, |q| q.sender_class[r])
+        match self.quotient {
+            Some(q) if !self.deps.gating.per_conn => q.sender_class[r],
+            _ => r,
+        }
     }
 
     /// A link's class in a quotient run (the link itself otherwise).
@@ -790,6 +837,7 @@ impl StepCtx<'_, '_> {
         sent.clear();
         writes.clear();
         let per_channel = self.deps.gating.per_channel;
+        let per_conn = self.deps.gating.per_conn;
         if per_channel {
             self.deps.step = self.deps.step.wrapping_add(1).max(1);
         }
@@ -802,6 +850,8 @@ impl StepCtx<'_, '_> {
             let slot = if per_channel && m.via == Via::P2p && m.from != m.to {
                 let key = self.key(m.from);
                 self.deps.next_slot(key)
+            } else if per_conn {
+                m.conn as usize
             } else {
                 0
             };
@@ -846,9 +896,9 @@ impl StepCtx<'_, '_> {
                         // send of this step reads it).
                         self.deps.set_channel_send(key, t);
                     } else {
-                        sent.push((key.0, sent.len(), t));
+                        sent.push((key.0, slot as u32, sent.len(), t));
                     }
-                    writes.push((m.to, m.dst, m.len, t));
+                    writes.push((m.to, m.dst, m.len, t, m.reduce));
                 }
                 Via::SwitchReduce => reduce_groups
                     .entry((m.to, m.dst, m.len))
@@ -868,13 +918,13 @@ impl StepCtx<'_, '_> {
                 let up = self.class(up);
                 let gate = self.switch_gate(sched, from, src, len)?;
                 let t = sched.transfer(&[up], bytes, &gate)?;
-                sent.push((self.key(from), sent.len(), t));
+                sent.push((self.key(from), 0, sent.len(), t));
                 ups.push(t);
             }
             let (_, down) = self.routes.switch_links(to)?;
             let down = self.class(down);
             let t = sched.transfer(&[down], bytes, &ups)?;
-            writes.push((to, dst, len, t));
+            writes.push((to, dst, len, t, false));
             flows += ups.len() + 1;
         }
         for ((from, src, len), receivers) in multicast_groups {
@@ -883,27 +933,33 @@ impl StepCtx<'_, '_> {
             let up = self.class(up);
             let gate = self.switch_gate(sched, from, src, len)?;
             let u = sched.transfer(&[up], bytes, &gate)?;
-            sent.push((self.key(from), sent.len(), u));
+            sent.push((self.key(from), 0, sent.len(), u));
             for to in receivers {
                 let (_, down) = self.routes.switch_links(to)?;
                 let down = self.class(down);
                 let t = sched.transfer(&[down], bytes, &[u])?;
-                writes.push((to, src, len, t));
+                writes.push((to, src, len, t, false));
                 flows += 1;
             }
             flows += 1;
         }
         // Writes land after the step's reads (a step reads its start state).
-        for &(r, off, len, t) in writes.iter() {
-            self.deps.write(r, off, len, t);
+        self.deps.epoch = self.deps.epoch.wrapping_add(1);
+        for &(r, off, len, t, reduce) in writes.iter() {
+            self.deps.write(r, off, len, t, reduce);
         }
         // Each sender's sends in the order sent, senders in ascending order;
-        // a sender's list is refilled in place.
-        sent.sort_unstable_by_key(|&(k, i, _)| (k, i));
+        // a sender's list is refilled in place (per connection: that
+        // connection's).
+        sent.sort_unstable_by_key(|&(k, c, i, _)| (k, c, i));
         for run in sent.chunk_by(|a, b| a.0 == b.0) {
+            if per_conn {
+                self.deps.set_conn_sends(run[0].0, run);
+                continue;
+            }
             let last = &mut self.deps.ranks[run[0].0].last_sends;
             last.clear();
-            last.extend(run.iter().map(|&(_, _, t)| t));
+            last.extend(run.iter().map(|&(_, _, _, t)| t));
         }
         self.scratch = scratch;
         Ok(flows)

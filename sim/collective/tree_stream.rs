@@ -11,7 +11,7 @@
 //! the streamed timing (`stream.rs`) read these steps instead of the plan;
 //! `tests/collective/streams.rs` checks them against the built plan.
 
-use super::algorithms::{PlanOptions, TreeChannels};
+use super::algorithms::{tree_conn, PlanOptions, TreeChannels};
 use super::blocks::heap_parents;
 use super::plan::{split_range, Move};
 
@@ -25,6 +25,9 @@ struct Tree {
     chunks: Vec<(u64, u64)>,
     /// The NIC lane of its moves ([`super::plan::Move::lane`]).
     lane: u32,
+    /// Its index among the plan's trees (its connections,
+    /// [`super::algorithms::tree_conn`]).
+    index: u32,
 }
 
 impl Tree {
@@ -48,6 +51,7 @@ impl Tree {
             by_depth,
             chunks,
             lane: 0,
+            index: 0,
         }
     }
 
@@ -83,6 +87,7 @@ impl Tree {
                     let p = self.parents[i].unwrap_or(i);
                     out.push(Move {
                         lane: self.lane,
+                        conn: tree_conn(self.index, true),
                         ..Move::reduce(self.ranks[i], self.ranks[p], lo, hi)
                     });
                 }
@@ -92,6 +97,7 @@ impl Tree {
                     let p = self.parents[i].unwrap_or(i);
                     out.push(Move {
                         lane: self.lane,
+                        conn: tree_conn(self.index, false),
                         ..Move::copy(self.ranks[p], self.ranks[i], lo, hi)
                     });
                 }
@@ -123,6 +129,7 @@ impl TreeStream {
                 for (r, p, ch, lane) in shape.channel_trees(nodes, c, 0, half, total) {
                     trees.push(Tree {
                         lane,
+                        index: trees.len() as u32,
                         ..Tree::new(r, p, ch)
                     });
                 }
@@ -136,24 +143,33 @@ impl TreeStream {
                 parents.clone(),
                 split_range(0, half, chunks),
             ));
-            trees.push(Tree::new(mirror, parents, split_range(half, total, chunks)));
+            trees.push(Tree {
+                index: 1,
+                ..Tree::new(mirror, parents, split_range(half, total, chunks))
+            });
         } else {
             let all: Vec<usize> = (0..n).collect();
             let mirror: Vec<usize> = all.iter().rev().copied().collect();
             let heap = heap_parents(n);
             trees.push(Tree::new(all, heap.clone(), split_range(0, half, chunks)));
-            trees.push(Tree::new(mirror, heap, split_range(half, total, chunks)));
+            trees.push(Tree {
+                index: 1,
+                ..Tree::new(mirror, heap, split_range(half, total, chunks))
+            });
         }
         TreeStream { trees }
     }
 
     /// Channel `c` of a multi-node tree (its two trees).
     pub fn channel(shape: &TreeChannels, nodes: &[Vec<usize>], c: usize, total: u64) -> TreeStream {
+        let base = shape.trees_per_channel() * c;
         let trees = shape
             .channel_trees(nodes, c, 0, total / 2, total)
             .into_iter()
-            .map(|(r, p, ch, lane)| Tree {
+            .enumerate()
+            .map(|(t, (r, p, ch, lane))| Tree {
                 lane,
+                index: (base + t) as u32,
                 ..Tree::new(r, p, ch)
             })
             .collect();

@@ -119,3 +119,47 @@ fn ring_allreduce_matches_the_closed_form_within_one_percent() {
         }
     }
 }
+
+/// A tree's ranks send over connections of their own, one per tree and
+/// direction (NCCL's channels, its split tree's reduce and broadcast thread
+/// groups), so a chunk's per-hop latency is paid once per level along its
+/// path, not by every rank for every chunk: with a hop `H` far above the
+/// transfers, a tree of height `h` (4 ranks without nodes: two mirrored
+/// heaps of height 2) in 16 chunks takes `2 h H` plus about its hop-free
+/// time, where ranks stepping together (each chunk's hop paid in turn)
+/// would take `(16 + 2 h - 1) H`. The `2 h` hops also need a parent's
+/// reduces from both its children behind its send, not the last one alone.
+#[test]
+fn a_tree_pays_each_level_s_hop_once_along_a_chunk_s_path() {
+    let (t, g) = ideal(4);
+    let opts = PlanOptions {
+        chunks: 16,
+        nodes: g.nodes(&t),
+        lanes: 1,
+        channel_chunks: 0,
+        nvls_chunks: 0,
+        tree_chunks: 0,
+    };
+    let bytes: u64 = 16 << 20;
+    let plan = build(
+        &CollectiveOp::AllReduce,
+        Algorithm::Tree,
+        4,
+        bytes / 4,
+        &opts,
+    )
+    .unwrap();
+    let time = |hop_us: f64| {
+        let mut cal = Calibration::ideal();
+        cal.simple.nvlink_hop_us = hop_us;
+        let r = simulate(&t, &g, &plan, 4, Algorithm::Tree, Protocol::Simple, &cal).unwrap();
+        r.time.ps() as f64 / 1e6
+    };
+    let (hop, height) = (1000.0, 2.0);
+    let free = time(0.0);
+    let with = time(hop);
+    assert!(
+        with >= 2.0 * height * hop && with <= 2.0 * height * hop + 2.0 * free,
+        "{with:.1} us with a {hop} us hop, {free:.1} us without"
+    );
+}

@@ -225,9 +225,13 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // against 821.7) in 512 KiB chunks; `model`'s ring was -1.2%. In NCCL
     // 2.19's smaller chunks (64 KiB at 64 MiB, 128 KiB at 128 MiB) each
     // chunk's hop at every rank weighs more: 64 MiB +63.7%, 128 MiB +18.3%
-    // (was +13.5%). The same misses as `nccl-algo`'s in
-    // fixtures/collective/nccl_chooser.toml.
-    assert_eq!(missed, vec![64 << 20, 128 << 20, 512 << 20], "{report}");
+    // (was +13.5%). Since session 37 a tree's connections progress apart
+    // (`Algorithm::per_connection_slots`: a chunk's hops are paid once along
+    // its path, not by every rank in turn), and the 2.19 chunks pay off:
+    // 64 MiB -5.9% (773.3 us), but the tree then runs faster than the
+    // measured ring-level curve at 128-512 MiB (-17.8/-25.5/-32.2%). The
+    // same misses as `nccl-algo`'s in fixtures/collective/nccl_chooser.toml.
+    assert_eq!(missed, vec![128 << 20, 256 << 20, 512 << 20], "{report}");
 }
 
 #[test]
@@ -573,7 +577,10 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
     let op = CollectiveOp::AllReduce;
     let cases: [(&str, &[u64], f64); 4] = [
         ("2", &[2 << 30, 4 << 30], 0.01),
-        ("4", &[2 << 30, 4 << 30], 0.01),
+        // 4 nodes: -1.5% at 2 GiB since a tree's connections progress apart
+        // (session 37): its up and down streams settle into their phase
+        // over more chunks than the period's run of 64 holds.
+        ("4", &[2 << 30, 4 << 30], 0.02),
         ("16", &[256 << 20, 1 << 30], 0.01),
         ("64", &[1 << 30], 0.025),
     ];
