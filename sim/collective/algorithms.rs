@@ -484,6 +484,7 @@ fn allreduce(
                             c,
                             Move {
                                 via: Via::SwitchReduce,
+                                conn: NVLS_UP_CONN,
                                 ..up
                             },
                         );
@@ -493,6 +494,7 @@ fn allreduce(
                             c + 1,
                             Move {
                                 via: Via::SwitchMulticast,
+                                conn: NVLS_DOWN_CONN,
                                 ..down
                             },
                         );
@@ -598,6 +600,12 @@ pub(crate) fn on_conns(mut steps: Vec<Vec<Move>>, tree: u32) -> Vec<Vec<Move>> {
 pub(crate) fn tree_conn(tree: u32, up: bool) -> u32 {
     2 * tree + u32::from(!up)
 }
+
+/// NVLS's connections ([`Move::conn`]): a rank's loads into the switch's
+/// reduction, and its multicast stores of the pieces it owns (NCCL's NVLS
+/// runs them in separate warp groups, each over its own slots).
+const NVLS_UP_CONN: u32 = 0;
+const NVLS_DOWN_CONN: u32 = 1;
 
 /// `steps` with every move on `lane`.
 fn on_lane(mut steps: Vec<Vec<Move>>, lane: u32) -> Vec<Vec<Move>> {

@@ -161,7 +161,7 @@ impl Algorithm {
     pub fn pipelines_hops(self) -> bool {
         matches!(
             self,
-            Algorithm::Ring | Algorithm::Tree | Algorithm::NvlsTree
+            Algorithm::Ring | Algorithm::Tree | Algorithm::NvlsTree | Algorithm::Nvls
         )
     }
 
@@ -169,7 +169,10 @@ impl Algorithm {
     /// (`critical.rs`) rather than a sum of step costs? Trees and NVLS-tree,
     /// whose chunks at different levels move at once.
     pub fn estimated_by_path(self) -> bool {
-        matches!(self, Algorithm::Tree | Algorithm::NvlsTree)
+        matches!(
+            self,
+            Algorithm::Tree | Algorithm::NvlsTree | Algorithm::Nvls
+        )
     }
 
     /// Do a rank's sends of one step use separate slots (channels), each
@@ -190,7 +193,7 @@ impl Algorithm {
     /// level's hop is paid once along a chunk's path, not once per chunk by
     /// every rank in turn.
     pub fn per_connection_slots(self) -> bool {
-        matches!(self, Algorithm::Tree)
+        matches!(self, Algorithm::Tree | Algorithm::Nvls)
     }
 
     pub fn name(self) -> &'static str {

@@ -69,9 +69,9 @@ pub enum Chooser {
 
 impl Chooser {
     /// The default where the topology does not say: NCCL's algorithm, which
-    /// fits the published multi-node curves best (README, "NCCL's tuning
-    /// model as a chooser"), for groups across nodes. Within one node, for
-    /// NCCL's NVLS-tree beyond two nodes, and where NCCL's model does not
+    /// fits the published multi-node curves best and matches NCCL's reported
+    /// picks on one H100 node (README, "NCCL's tuning model as a chooser").
+    /// For NCCL's NVLS-tree beyond two nodes, and where NCCL's model does not
     /// cover the machine or the group, the default is `model` (see [`pick`];
     /// a named chooser is an error on an uncovered machine instead).
     pub const DEFAULT: Chooser = Chooser::NcclAlgo;
@@ -103,11 +103,10 @@ impl Chooser {
 /// what they disable) and `proto` if one was asked for. The protocol is
 /// None (`proto` as asked) under `nccl-algo`. A machine NCCL's model does
 /// not cover is an error under a named `nccl`/`nccl-algo` (the setting
-/// would otherwise do nothing); under the default, `model` decides there,
-/// within one node (the published one-node curve, A100, is the same under
-/// both; on one H100 node NCCL's NVLS at 16-128 MiB meets our NVLS timing,
-/// validated at 8 GiB only, which there is below our own ring) and where
-/// NCCL picks NVLS-tree on more than two nodes.
+/// would otherwise do nothing); under the default, `model` decides there
+/// and where NCCL picks NVLS-tree on more than two nodes. (Within one node
+/// too until session 37, while our NVLS paid each chunk's hop in turn and
+/// ran below our ring at 16-128 MiB, where NCCL takes it.)
 pub(crate) fn pick(
     topo: &Topology,
     group: &Group,
@@ -133,9 +132,6 @@ pub(crate) fn pick(
                 .to_string(),
         });
     };
-    if named.is_none() && sys.nodes < 2 {
-        return Ok(None);
-    }
     let ours = auto_algorithms(op);
     let allowed = |a: Algorithm, p: Protocol| {
         ours.contains(&a)

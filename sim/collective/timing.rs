@@ -400,6 +400,9 @@ pub(crate) fn slice_lens(len: u64, elem_bytes: u64) -> (u64, u64) {
     (first, len - first)
 }
 
+/// A load into the switch's reduction: its sender, offset and connection slot.
+type SwitchLoad = (usize, u64, usize);
+
 /// Where a timed plan's tasks go: a whole [`Schedule`], or a streamed one
 /// (`stream.rs`) that holds only the tasks still to run.
 pub(crate) trait TaskSink {
@@ -773,10 +776,21 @@ impl StepCtx<'_, '_> {
         from: usize,
         src: u64,
         len: u64,
+        conn: usize,
     ) -> Result<Vec<TaskId>, CollectiveError> {
         let key = self.key(from);
         self.deps
-            .gate(sched, from, (key, 0), src, len, hop(&self.params, false))
+            .gate(sched, from, (key, conn), src, len, hop(&self.params, false))
+    }
+
+    /// A move's slot among its sender's connections (0 unless
+    /// [`Gating::per_conn`]).
+    fn conn_slot(&self, m: &super::plan::Move) -> usize {
+        if self.deps.gating.per_conn {
+            m.conn as usize
+        } else {
+            0
+        }
     }
 
     /// Add one step's tasks to `sched`, in two slices where the ring is
@@ -842,8 +856,8 @@ impl StepCtx<'_, '_> {
             self.deps.step = self.deps.step.wrapping_add(1).max(1);
         }
         // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
-        let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
-        let mut multicast_groups: BTreeMap<(usize, u64, u64), Vec<usize>> = BTreeMap::new();
+        let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<SwitchLoad>> = BTreeMap::new();
+        let mut multicast_groups: BTreeMap<(usize, u64, u64, usize), Vec<usize>> = BTreeMap::new();
         for m in step {
             // Empty moves count for the slots: ring `j`'s send is a rank's
             // `j`-th whether or not an earlier ring's piece was empty.
@@ -903,9 +917,9 @@ impl StepCtx<'_, '_> {
                 Via::SwitchReduce => reduce_groups
                     .entry((m.to, m.dst, m.len))
                     .or_default()
-                    .push((m.from, m.src)),
+                    .push((m.from, m.src, self.conn_slot(m))),
                 Via::SwitchMulticast => multicast_groups
-                    .entry((m.from, m.src, m.len))
+                    .entry((m.from, m.src, m.len, self.conn_slot(m)))
                     .or_default()
                     .push(m.to),
             }
@@ -913,12 +927,12 @@ impl StepCtx<'_, '_> {
         for ((to, dst, len), senders) in reduce_groups {
             let bytes = len * elem_bytes;
             let mut ups = Vec::with_capacity(senders.len());
-            for (from, src) in senders {
+            for (from, src, conn) in senders {
                 let (up, _) = self.routes.switch_links(from)?;
                 let up = self.class(up);
-                let gate = self.switch_gate(sched, from, src, len)?;
+                let gate = self.switch_gate(sched, from, src, len, conn)?;
                 let t = sched.transfer(&[up], bytes, &gate)?;
-                sent.push((self.key(from), 0, sent.len(), t));
+                sent.push((self.key(from), conn as u32, sent.len(), t));
                 ups.push(t);
             }
             let (_, down) = self.routes.switch_links(to)?;
@@ -927,13 +941,13 @@ impl StepCtx<'_, '_> {
             writes.push((to, dst, len, t, false));
             flows += ups.len() + 1;
         }
-        for ((from, src, len), receivers) in multicast_groups {
+        for ((from, src, len, conn), receivers) in multicast_groups {
             let bytes = len * elem_bytes;
             let (up, _) = self.routes.switch_links(from)?;
             let up = self.class(up);
-            let gate = self.switch_gate(sched, from, src, len)?;
+            let gate = self.switch_gate(sched, from, src, len, conn)?;
             let u = sched.transfer(&[up], bytes, &gate)?;
-            sent.push((self.key(from), 0, sent.len(), u));
+            sent.push((self.key(from), conn as u32, sent.len(), u));
             for to in receivers {
                 let (_, down) = self.routes.switch_links(to)?;
                 let down = self.class(down);

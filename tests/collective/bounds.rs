@@ -163,3 +163,45 @@ fn a_tree_pays_each_level_s_hop_once_along_a_chunk_s_path() {
         "{with:.1} us with a {hop} us hop, {free:.1} us without"
     );
 }
+
+/// NVLS's loads into the switch's reduction and its multicast stores run
+/// over connections of their own (NCCL's NVLS warp groups), each chunk's
+/// hop paid along its path: with an NVLink hop `H` far above the transfers,
+/// one DGX H100's NVLS allreduce in 16 chunks takes `2 H` (the reduce leg's,
+/// then the multicast's) plus about its hop-free time, where steps taken
+/// together would pay `(16 + 1) H`.
+#[test]
+fn nvls_pays_each_leg_s_hop_once_along_a_chunk_s_path() {
+    let t = topology::load("dgx-h100", &[]).unwrap();
+    let g = Group::first(&t, 8).unwrap();
+    let opts = PlanOptions {
+        chunks: 16,
+        nodes: g.nodes(&t),
+        lanes: 1,
+        channel_chunks: 0,
+        nvls_chunks: 0,
+        tree_chunks: 0,
+    };
+    let bytes: u64 = 64 << 20;
+    let plan = build(
+        &CollectiveOp::AllReduce,
+        Algorithm::Nvls,
+        8,
+        bytes / 4,
+        &opts,
+    )
+    .unwrap();
+    let time = |hop_us: f64| {
+        let mut cal = Calibration::ideal();
+        cal.nvls.nvlink_hop_us = hop_us;
+        let r = simulate(&t, &g, &plan, 4, Algorithm::Nvls, Protocol::Simple, &cal).unwrap();
+        r.time.ps() as f64 / 1e6
+    };
+    let hop = 1000.0;
+    let free = time(0.0);
+    let with = time(hop);
+    assert!(
+        with >= 2.0 * hop && with <= 2.0 * hop + 2.0 * free,
+        "{with:.1} us with a {hop} us hop, {free:.1} us without"
+    );
+}

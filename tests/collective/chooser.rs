@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use shardsim::collective::{
-    time_collective, Algorithm, Calibration, CollectiveOp, Group, TimedChoice,
+    time_collective, Algorithm, Calibration, CollectiveOp, Group, Protocol, TimedChoice,
 };
 
 use super::multinode::rows;
@@ -214,17 +214,18 @@ fn nccl_chooser_outside_nvswitch_nodes_is_an_error() {
     }
 }
 
-/// The default chooser (no `collective.chooser`) is `nccl-algo` for groups
-/// across nodes and `model` within one node and for NCCL's NVLS-tree beyond
-/// two nodes: two DGX A100 at 1 GiB, where the choosers differ (NCCL's ring,
-/// our tree: README's chooser table), one DGX H100 at 48 MiB (NCCL's NVLS,
-/// our ring) and 16 DGX H100 at 1 GiB (NCCL's NVLS-tree, our ring).
+/// The default chooser (no `collective.chooser`) is `nccl-algo` wherever
+/// NCCL's model covers the machine but for NCCL's NVLS-tree beyond two nodes,
+/// which `model` times: two DGX A100 at 1 GiB, where the choosers differ
+/// (NCCL's ring, our tree: README's chooser table), one DGX H100 at 64 KiB
+/// (NCCL's ring, our NVLS) and 16 DGX H100 at 1 GiB (NCCL's NVLS-tree, our
+/// ring).
 #[test]
-fn default_chooser_is_nccl_algo_across_nodes_and_model_within_one() {
+fn default_chooser_is_nccl_algo_but_for_nvls_tree_beyond_two_nodes() {
     let op = CollectiveOp::AllReduce;
     for (preset, nodes, size, named) in [
         ("dgx-a100", "2", 1u64 << 30, "nccl-algo"),
-        ("dgx-h100", "1", 48 << 20, "model"),
+        ("dgx-h100", "1", 64 << 10, "nccl-algo"),
         ("dgx-h100", "16", 1 << 30, "model"),
     ] {
         let run = |set: &[(&str, &str)]| {
@@ -349,4 +350,34 @@ fn bad_nccl_versions_are_named_errors() {
     );
     let t = super::load("dgx-a100", &[("collective.nccl_version", "2.19.3")]);
     assert_eq!(NcclVersion::of(&t), NcclVersion::V2_19);
+}
+
+/// NCCL's algorithm on one node of 8 H100 as a user's log reports it
+/// (nccl-tests issue 309, comment of 2025-05-23: "8B~1MB: uses Algo RING
+/// proto LL", "2MB~16GB uses Algo NVLS proto SIMPLE", 8 GPU-NIC pairs, NVLS
+/// on): `auto` under the default chooser takes the ring up to 1 MiB and NVLS
+/// from 2 MiB to 16 GiB on `dgx-h100` (the protocol is our estimate's: at 1
+/// MiB LL128).
+#[test]
+fn one_h100_node_takes_the_ring_to_1_mib_and_nvls_from_2_mib_as_nccl_did() {
+    let op = CollectiveOp::AllReduce;
+    let t = super::load("dgx-h100", &[]);
+    let g = Group::first(&t, 8).unwrap();
+    let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+    let mut size: u64 = 8;
+    while size <= 16 << 30 {
+        let r = time_collective(&t, &g, &op, size / 4, 4, &cal, None, None).unwrap();
+        let want = if size <= 1 << 20 {
+            Algorithm::Ring
+        } else {
+            Algorithm::Nvls
+        };
+        assert_eq!(r.algo, want, "{size} B");
+        if size < 1 << 20 {
+            assert_eq!(r.proto, Protocol::Ll, "{size} B");
+        } else if size >= 2 << 20 {
+            assert_eq!(r.proto, Protocol::Simple, "{size} B");
+        }
+        size *= 4;
+    }
 }
