@@ -352,10 +352,11 @@ fn bad_nccl_versions_are_named_errors() {
     assert_eq!(NcclVersion::of(&t), NcclVersion::V2_19);
 }
 
-/// NCCL's algorithm on one node of 8 H100 as a user's log reports it
+/// NCCL's algorithm on one HGX node of 8 GPUs as a user reports it
 /// (nccl-tests issue 309, comment of 2025-05-23: "8B~1MB: uses Algo RING
-/// proto LL", "2MB~16GB uses Algo NVLS proto SIMPLE", 8 GPU-NIC pairs, NVLS
-/// on): `auto` under the default chooser takes the ring up to 1 MiB and NVLS
+/// proto LL", "2MB~16GB uses Algo NVLS proto SIMPLE", 8 GPU-NIC pairs; its
+/// ring at 368.76 GB/s busbw with NVLS off, H100's NVLink4 level): `auto`
+/// under the default chooser takes the ring up to 1 MiB and NVLS
 /// from 2 MiB to 16 GiB on `dgx-h100` (the protocol is our estimate's: at 1
 /// MiB LL128).
 #[test]
