@@ -120,6 +120,34 @@ fn ring_allreduce_matches_the_closed_form_within_one_percent() {
     }
 }
 
+/// `algo`'s allreduce of 16 chunks over every device of `t`, timed on
+/// ideal links with a hop of 0 and of `hop` us (set by `set_hop`), in us.
+fn with_and_without_hop(
+    t: &Topology,
+    algo: Algorithm,
+    bytes: u64,
+    hop: f64,
+    set_hop: fn(&mut Calibration, f64),
+) -> (f64, f64) {
+    let g = Group::first(t, t.num_devices()).unwrap();
+    let opts = PlanOptions {
+        chunks: 16,
+        nodes: g.nodes(t),
+        lanes: 1,
+        channel_chunks: 0,
+        nvls_chunks: 0,
+        tree_chunks: 0,
+    };
+    let plan = build(&CollectiveOp::AllReduce, algo, g.len(), bytes / 4, &opts).unwrap();
+    let time = |hop_us: f64| {
+        let mut cal = Calibration::ideal();
+        set_hop(&mut cal, hop_us);
+        let r = simulate(t, &g, &plan, 4, algo, Protocol::Simple, &cal).unwrap();
+        r.time.ps() as f64 / 1e6
+    };
+    (time(0.0), time(hop))
+}
+
 /// A tree's ranks send over connections of their own, one per tree and
 /// direction (NCCL's channels, its split tree's reduce and broadcast thread
 /// groups), so a chunk's per-hop latency is paid once per level along its
@@ -131,33 +159,11 @@ fn ring_allreduce_matches_the_closed_form_within_one_percent() {
 /// reduces from both its children behind its send, not the last one alone.
 #[test]
 fn a_tree_pays_each_level_s_hop_once_along_a_chunk_s_path() {
-    let (t, g) = ideal(4);
-    let opts = PlanOptions {
-        chunks: 16,
-        nodes: g.nodes(&t),
-        lanes: 1,
-        channel_chunks: 0,
-        nvls_chunks: 0,
-        tree_chunks: 0,
-    };
-    let bytes: u64 = 16 << 20;
-    let plan = build(
-        &CollectiveOp::AllReduce,
-        Algorithm::Tree,
-        4,
-        bytes / 4,
-        &opts,
-    )
-    .unwrap();
-    let time = |hop_us: f64| {
-        let mut cal = Calibration::ideal();
-        cal.simple.nvlink_hop_us = hop_us;
-        let r = simulate(&t, &g, &plan, 4, Algorithm::Tree, Protocol::Simple, &cal).unwrap();
-        r.time.ps() as f64 / 1e6
-    };
+    let (t, _) = ideal(4);
     let (hop, height) = (1000.0, 2.0);
-    let free = time(0.0);
-    let with = time(hop);
+    let (free, with) = with_and_without_hop(&t, Algorithm::Tree, 16 << 20, hop, |c, h| {
+        c.simple.nvlink_hop_us = h
+    });
     assert!(
         with >= 2.0 * height * hop && with <= 2.0 * height * hop + 2.0 * free,
         "{with:.1} us with a {hop} us hop, {free:.1} us without"
@@ -173,33 +179,10 @@ fn a_tree_pays_each_level_s_hop_once_along_a_chunk_s_path() {
 #[test]
 fn nvls_pays_each_leg_s_hop_once_along_a_chunk_s_path() {
     let t = topology::load("dgx-h100", &[]).unwrap();
-    let g = Group::first(&t, 8).unwrap();
-    let opts = PlanOptions {
-        chunks: 16,
-        nodes: g.nodes(&t),
-        lanes: 1,
-        channel_chunks: 0,
-        nvls_chunks: 0,
-        tree_chunks: 0,
-    };
-    let bytes: u64 = 64 << 20;
-    let plan = build(
-        &CollectiveOp::AllReduce,
-        Algorithm::Nvls,
-        8,
-        bytes / 4,
-        &opts,
-    )
-    .unwrap();
-    let time = |hop_us: f64| {
-        let mut cal = Calibration::ideal();
-        cal.nvls.nvlink_hop_us = hop_us;
-        let r = simulate(&t, &g, &plan, 4, Algorithm::Nvls, Protocol::Simple, &cal).unwrap();
-        r.time.ps() as f64 / 1e6
-    };
     let hop = 1000.0;
-    let free = time(0.0);
-    let with = time(hop);
+    let (free, with) = with_and_without_hop(&t, Algorithm::Nvls, 64 << 20, hop, |c, h| {
+        c.nvls.nvlink_hop_us = h
+    });
     assert!(
         with >= 2.0 * hop && with <= 2.0 * hop + 2.0 * free,
         "{with:.1} us with a {hop} us hop, {free:.1} us without"
