@@ -209,7 +209,10 @@ fn a100_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         proto: None,
     };
     let (missed, report) = misses(&run, "collective/a100_2node_allreduce_oci.csv", FROM, 0.15);
-    // 512 MiB: the system still runs at the NIC-bound ring's level there
+    // 512 MiB (session 37): NCCL's model takes tree/LL128 up to 512 MiB
+    // and tree/Simple from 1 GiB here, where the curve jumps (README, "OCI
+    // A100 read again"); our tree/LL128 is slow and `nccl-algo` keeps
+    // Simple. Before that reading: the system still runs at the NIC-bound ring's level there
     // (156 GB/s out of place, 165.8 in place, as at 256 MiB) and at the
     // tree's from 1 GiB. With each tree channel's own rate (11.8 GB/s on
     // A100) `auto` takes the ring up to 128 MiB as NCCL did, and the tree
