@@ -191,7 +191,8 @@ impl Algorithm {
     /// (v2.19.3-1 `src/device/all_reduce.h` `runTreeSplit`), so a rank's chunk
     /// in one tree or direction never waits for its sends in another: a
     /// level's hop is paid once along a chunk's path, not once per chunk by
-    /// every rank in turn.
+    /// every rank in turn. NVLS likewise: its loads into the switch's
+    /// reduction and its multicast stores run in warp groups of their own.
     pub fn per_connection_slots(self) -> bool {
         matches!(self, Algorithm::Tree | Algorithm::Nvls)
     }

@@ -43,9 +43,10 @@ pub struct Move {
     /// of its channel, 0 unless a GPU has several NICs.
     pub lane: u32,
     /// The sender's connection the move goes over: a tree's reduce (up) and
-    /// broadcast (down) of each of its trees are connections of their own,
-    /// each with its own slots (NCCL's channels and its split tree's thread
-    /// groups, [`super::kinds::Algorithm::per_connection_slots`]); 0 elsewhere.
+    /// broadcast (down) of each of its trees, and NVLS's loads and multicast
+    /// stores, are connections of their own, each with its own slots (NCCL's
+    /// channels and thread groups,
+    /// [`super::kinds::Algorithm::per_connection_slots`]); 0 elsewhere.
     pub conn: u32,
 }
 
