@@ -166,8 +166,8 @@ impl Algorithm {
     }
 
     /// Is the tuner's estimate the longest path through the moves
-    /// (`critical.rs`) rather than a sum of step costs? Trees and NVLS-tree,
-    /// whose chunks at different levels move at once.
+    /// (`critical.rs`) rather than a sum of step costs? Trees, NVLS and
+    /// NVLS-tree, whose chunks at different levels (legs) move at once.
     pub fn estimated_by_path(self) -> bool {
         matches!(
             self,
