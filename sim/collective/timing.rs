@@ -492,6 +492,15 @@ struct RankDeps {
     conn_sends: Vec<TaskId>,
 }
 
+impl RankDeps {
+    /// Where connection `conn`'s entries of `conns` / `conn_sends` are (an
+    /// empty range at its place when it has none).
+    fn conn_range(&self, conn: u32) -> (usize, usize) {
+        let a = self.conns.partition_point(|&c| c < conn);
+        (a, a + self.conns[a..].partition_point(|&c| c == conn))
+    }
+}
+
 /// No send in a channel yet.
 const NO_TASK: TaskId = TaskId::MAX;
 
@@ -574,8 +583,7 @@ impl Deps {
         let rd = &mut self.ranks[key];
         for run in sent.chunk_by(|a, b| a.1 == b.1) {
             let conn = run[0].1;
-            let a = rd.conns.partition_point(|&c| c < conn);
-            let b = a + rd.conns[a..].partition_point(|&c| c == conn);
+            let (a, b) = rd.conn_range(conn);
             rd.conns.splice(a..b, run.iter().map(|_| conn));
             rd.conn_sends
                 .splice(a..b, run.iter().map(|&(_, _, _, t)| t));
@@ -623,9 +631,7 @@ impl Deps {
             }
         } else if self.gating.per_conn {
             let rd = &self.ranks[key];
-            let conn = slot as u32;
-            let a = rd.conns.partition_point(|&c| c < conn);
-            let b = a + rd.conns[a..].partition_point(|&c| c == conn);
+            let (a, b) = rd.conn_range(slot as u32);
             &rd.conn_sends[a..b]
         } else {
             &self.ranks[key].last_sends
@@ -864,10 +870,8 @@ impl StepCtx<'_, '_> {
             let slot = if per_channel && m.via == Via::P2p && m.from != m.to {
                 let key = self.key(m.from);
                 self.deps.next_slot(key)
-            } else if per_conn {
-                m.conn as usize
             } else {
-                0
+                self.conn_slot(m)
             };
             let bytes = m.len * elem_bytes;
             if bytes == 0 {
