@@ -345,6 +345,62 @@ fn loss(
         / which.len().max(1) as f64)
 }
 
+/// The figures of `coords` the data determines: each protocol owning `k`
+/// points (`owned`, by [`protocol_index`]) keeps at most its `k` figures
+/// that move its points' times most (summed |d ln t / d ln x|, the pair
+/// forced); a protocol owning no point keeps its figures (they act through
+/// the tuner's choice only). In `coords`' order.
+fn identifiable(
+    setup: &MeasuredSetup,
+    curves: &[MeasuredCurve],
+    cal: &Calibration,
+    coords: &[usize],
+    owned: &[Vec<(Point, Pair)>],
+) -> Vec<usize> {
+    let mut keep = Vec::new();
+    for (q, points) in owned.iter().enumerate() {
+        let mine: Vec<usize> = coords
+            .iter()
+            .copied()
+            .filter(|&i| i / FIELDS.len() == q)
+            .collect();
+        if points.is_empty() || mine.len() <= points.len() {
+            keep.extend(mine);
+            continue;
+        }
+        let mut ranked: Vec<(f64, usize)> = mine
+            .iter()
+            .map(|&i| {
+                let moved = scaled(cal, i, 1.1);
+                let pull: f64 = points
+                    .iter()
+                    .map(|&(pt, pair)| {
+                        match (
+                            forced(setup, curves, cal, pt, pair),
+                            forced(setup, curves, &moved, pt, pair),
+                        ) {
+                            (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (b / a).ln().abs(),
+                            _ => 0.0,
+                        }
+                    })
+                    .sum();
+                (pull, i)
+            })
+            .collect();
+        // Largest pull first; ties by coordinate, so the choice is deterministic.
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        keep.extend(
+            ranked
+                .iter()
+                .take(points.len())
+                .filter(|r| r.0 > 0.0)
+                .map(|r| r.1),
+        );
+    }
+    keep.sort_unstable();
+    keep
+}
+
 /// Index (into [`PROTOCOLS`]) of the figures an (algorithm, protocol) runs with.
 fn protocol_index(algo: Algorithm, proto: Protocol) -> usize {
     match (algo, proto) {
@@ -525,7 +581,8 @@ fn assigned_start(
             if points.is_empty() {
                 continue;
             }
-            let coords: Vec<usize> = (0..FIELDS.len()).map(|f| q * FIELDS.len() + f).collect();
+            let all: Vec<usize> = (0..FIELDS.len()).map(|f| q * FIELDS.len() + f).collect();
+            let coords = identifiable(setup, curves, &cal, &all, &owned);
             let (fitted, _) = descend(cal, &coords, |c| {
                 let mut sum = 0.0;
                 for &(pt, pair) in points {
@@ -572,6 +629,10 @@ pub fn fit_measured(
     let fit_loss = |c: &Calibration| loss(setup, curves, c, &fit_idx);
     // Figures that change nothing (network latencies inside one node) are
     // left as they were.
+    // A protocol that owns fewer fitted points than it has live figures
+    // (under NCCL's protocol choice LL128 may own a single size) keeps only
+    // as many figures as it owns points, its most telling ones: the others
+    // are not determined by the data and stay where they started.
     let live_at = |c: &Calibration| -> Result<Vec<usize>, CalibrateError> {
         let here = fit_loss(c)?;
         let mut live = Vec::new();
@@ -580,7 +641,12 @@ pub fn fit_measured(
                 live.push(i);
             }
         }
-        Ok(live)
+        let mut owned: Vec<Vec<(Point, Pair)>> = vec![Vec::new(); PROTOCOLS.len()];
+        for &pt in &fit_idx {
+            let t = time_point(setup, curves, c, pt, None)?;
+            owned[protocol_index(t.algo, t.proto)].push((pt, (t.algo, t.proto)));
+        }
+        Ok(identifiable(setup, curves, c, &live, &owned))
     };
     // The tuner's choice makes the loss a minimum over candidates, with
     // local minima: search from the given calibration and from one fitted

@@ -71,8 +71,8 @@ pub struct CollectiveArgs {
     #[arg(long)]
     pub nodes: Option<u32>,
     /// Override a topology field, e.g. --set nvlink.bandwidth=900GB/s (repeatable);
-    /// --set collective.chooser=model makes `auto` pick by our own estimate (nccl-algo, the default, takes NCCL's
-    /// algorithm where its model covers the machine; model | nccl | nccl-algo);
+    /// --set collective.chooser=model makes `auto` pick by our own estimate (nccl, the default, takes NCCL's
+    /// algorithm and protocol where its model covers the machine, nccl-algo its algorithm only; model | nccl | nccl-algo);
     /// --set collective.nccl_version=2.19 names the NCCL release the run used (2.19 | 2.21 | 2.23; 2.21's
     /// tables where not given; 2.19 also cuts trees across nodes in its smaller chunks).
     #[arg(long = "set", value_name = "KEY=VALUE")]

@@ -55,7 +55,7 @@ use super::CollectiveError;
 /// How `auto` picks the (algorithm, protocol) it then times: by the
 /// simulator's own estimate (`model`) or by NCCL's tuning model (`nccl`,
 /// `nccl-algo`); the topology's `[collective] chooser`
-/// (`--set collective.chooser=nccl`), `nccl-algo` where it is not given.
+/// (`--set collective.chooser=nccl-algo`), `nccl` where it is not given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chooser {
     Model,
@@ -68,13 +68,15 @@ pub enum Chooser {
 }
 
 impl Chooser {
-    /// The default where the topology does not say: NCCL's algorithm, which
-    /// fits the published multi-node curves best and matches NCCL's reported
-    /// picks on one H100 node (README, "NCCL's tuning model as a chooser").
+    /// The default where the topology does not say: NCCL's algorithm and
+    /// protocol, which fit the published curves best since LL128 was fitted
+    /// where NCCL runs it (session 38; `NcclAlgo` before) and match NCCL's
+    /// reported picks on one H100 node (README, "NCCL's tuning model as a
+    /// chooser").
     /// For NCCL's NVLS-tree beyond two nodes, and where NCCL's model does not
     /// cover the machine or the group, the default is `model` (see [`pick`];
     /// a named chooser is an error on an uncovered machine instead).
-    pub const DEFAULT: Chooser = Chooser::NcclAlgo;
+    pub const DEFAULT: Chooser = Chooser::Nccl;
 
     /// The topology's chooser (its value was checked when it was loaded).
     pub fn of(topo: &Topology) -> Chooser {

@@ -706,7 +706,7 @@ fn choose_candidate_with(
         }
         _ => None,
     };
-    // The chooser (`collective.chooser`; `nccl-algo` by default): NCCL's
+    // The chooser (`collective.chooser`; `nccl` by default): NCCL's
     // model picks among what the run's NCCL_ALGO/NCCL_PROTO enable, ours
     // times it (our own pick where the simulator cannot run NCCL's). A tuner
     // table's matching row wins over it, as NCCL's tuner plugin overrides

@@ -214,19 +214,22 @@ fn nccl_chooser_outside_nvswitch_nodes_is_an_error() {
     }
 }
 
-/// The default chooser (no `collective.chooser`) is `nccl-algo` wherever
-/// NCCL's model covers the machine but for NCCL's NVLS-tree beyond two nodes,
-/// which `model` times: two DGX A100 at 1 GiB, where the choosers differ
-/// (NCCL's ring, our tree: README's chooser table), one DGX H100 at 64 KiB
-/// (NCCL's ring, our NVLS) and 16 DGX H100 at 1 GiB (NCCL's NVLS-tree, our
-/// ring).
+/// The default chooser (no `collective.chooser`) is `nccl` (NCCL's algorithm
+/// and protocol; `nccl-algo` until session 38) wherever NCCL's model covers
+/// the machine but for NCCL's NVLS-tree beyond two nodes, which `model`
+/// times: two DGX A100 at 1 GiB, where the algorithms differ (NCCL's ring,
+/// our tree: README's chooser table), four DGX A100 at 128 MiB, where the
+/// protocols differ (NCCL's ring/LL128, `nccl-algo`'s ring/Simple), one DGX
+/// H100 at 64 KiB (NCCL's ring, our NVLS) and 16 DGX H100 at 1 GiB (NCCL's
+/// NVLS-tree, our ring).
 #[test]
-fn default_chooser_is_nccl_algo_but_for_nvls_tree_beyond_two_nodes() {
+fn default_chooser_is_nccl_but_for_nvls_tree_beyond_two_nodes() {
     let op = CollectiveOp::AllReduce;
-    for (preset, nodes, size, named) in [
-        ("dgx-a100", "2", 1u64 << 30, "nccl-algo"),
-        ("dgx-h100", "1", 64 << 10, "nccl-algo"),
-        ("dgx-h100", "16", 1 << 30, "model"),
+    for (preset, nodes, size, named, other) in [
+        ("dgx-a100", "2", 1u64 << 30, "nccl", "model"),
+        ("dgx-a100", "4", 128 << 20, "nccl", "nccl-algo"),
+        ("dgx-h100", "1", 64 << 10, "nccl", "model"),
+        ("dgx-h100", "16", 1 << 30, "model", "nccl"),
     ] {
         let run = |set: &[(&str, &str)]| {
             let t = super::load(preset, set);
@@ -236,19 +239,15 @@ fn default_chooser_is_nccl_algo_but_for_nvls_tree_beyond_two_nodes() {
             (r.algo, r.proto, r.time)
         };
         let default = run(&[("nodes", nodes)]);
-        let other = if named == "model" {
-            "nccl-algo"
-        } else {
-            "model"
-        };
         assert_eq!(
             default,
             run(&[("nodes", nodes), ("collective.chooser", named)]),
             "{preset} x {nodes}"
         );
+        let theirs = run(&[("nodes", nodes), ("collective.chooser", other)]);
         assert_ne!(
-            default.0,
-            run(&[("nodes", nodes), ("collective.chooser", other)]).0,
+            (default.0, default.1),
+            (theirs.0, theirs.1),
             "{preset} x {nodes}"
         );
     }
