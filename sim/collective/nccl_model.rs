@@ -29,8 +29,9 @@
 //! - Trees are NCCL's balanced tree where a second GPU shares the NIC's
 //!   PCIe switch (`pcie.devices_per_switch` >= 2), else on Hopper the plain
 //!   tree NCCL falls back to (its bandwidth x 0.85 in the table).
-//! - Network latency of the NIC (`latencyInter`) is 0, as InfiniBand's
-//!   plugin reports; the host's vendor comes from `host.model` (AMD: the
+//! - The network latency the net plugin reports (`latencyInter`) is the
+//!   topology's `nic.reported_latency` (aws-ofi-nccl's 75 us on the AWS
+//!   presets), else 0, as InfiniBand's plugin reports; the host's vendor comes from `host.model` (AMD: the
 //!   ring's per-step network overhead is 2 us, else 1 us).
 //! - CollNet is not modelled (no CollNet algorithm in the simulator), so
 //!   `collNetSupport` is 0: NVLS runs on one node only, NVLS-tree across
@@ -226,6 +227,9 @@ pub struct NcclSystem {
     pub amd_host: bool,
     /// NVLS (NVSwitch multicast and reduction) available.
     pub nvls: bool,
+    /// The latency the net plugin reports (`latencyInter`), us: added to
+    /// every network step's latency, twice with Simple (0 for InfiniBand).
+    pub latency_inter_us: f64,
 }
 
 /// The search patterns this model covers.
@@ -687,7 +691,14 @@ impl NcclSystem {
                 let bw_alg = bus * ratio;
                 // Latency: base + per-step hops.
                 let intra_lat = hw(false, a, p);
-                let inter_lat = hw(true, a, p);
+                // The plugin's reported latency, once more with Simple
+                // (NCCL's "flush extra latency").
+                let reported = if p == Protocol::Simple {
+                    2.0 * self.latency_inter_us
+                } else {
+                    self.latency_inter_us
+                };
+                let inter_lat = hw(true, a, p) + reported;
                 let mut lat = base(a, p);
                 match a {
                     Algorithm::Ring => {
@@ -946,6 +957,11 @@ pub fn system_of(topo: &Topology, group: &Group) -> Option<NcclSystem> {
         shared_pci_switch: pci.devices_per_switch >= 2,
         amd_host,
         nvls: nvlink.in_switch_reduction,
+        latency_inter_us: file
+            .nic
+            .as_ref()
+            .and_then(|n| n.reported_latency)
+            .map_or(0.0, |d| d.0 as f64 * 1e-6),
     })
 }
 
@@ -966,6 +982,7 @@ mod tests {
             shared_pci_switch: true,
             amd_host: amd,
             nvls: cc >= 90,
+            latency_inter_us: 0.0,
         }
     }
 

@@ -222,6 +222,13 @@ pub struct NicSpec {
     pub bandwidth: Bandwidth,
     /// Latency of the NIC-to-leaf link.
     pub latency: Duration,
+    /// The latency the network plugin reports to NCCL
+    /// (`ncclNetProperties_t.latency`, NCCL's `latencyInter`), which NCCL's
+    /// tuning model adds to each network step (twice with Simple): only the
+    /// `nccl` / `nccl-algo` choosers read it, no transfer waits for it.
+    /// aws-ofi-nccl reports 75 us on p4d, p4de and p5; absent: InfiniBand's 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_latency: Option<Duration>,
     /// NICs per node (default: one per GPU, or as many as `gpus` lists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u32>,

@@ -312,10 +312,10 @@ fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
     // against 36-40 us on the InfiniBand and RoCE curves): described as
     // `dgx-a100` with 4 x 100 Gb/s NICs 64 MiB was 17% fast; `aws-p4de`
     // carries aws-ofi-nccl's 20 + 3 us per network step: 64 MiB -9.6% as
-    // tree/Simple. Since session 38's LL128 fit NCCL's tree/LL128 times
-    // 64 MiB at -22.0%: the measured curve lies 355-583 us above ours from
-    // 8 to 64 MiB and 95 us at 128 MiB, a cost that fades above 64 MiB (as
-    // A3 Mega's TCPXO does), which Simple's longer pipeline fill hid.
+    // tree/Simple. Session 38's LL128 fit made NCCL's tree/LL128 time 64
+    // MiB at -22.0%, but the plugin turns LL and LL128 off on p4d/p4de
+    // (NCCL_PROTO=simple: the preset's `[collective] protocols`): tree/Simple
+    // everywhere, 64 MiB -12.8%.
     let (missed, report) = misses_n(
         "aws-p4de",
         &[("nodes", "2")],
@@ -323,7 +323,8 @@ fn aws_p4de_two_nodes_allreduce_within_fifteen_percent_from_64_mib() {
         None,
         6,
     );
-    assert_eq!(missed, vec![64 << 20], "{report}");
+    assert!(missed.is_empty(), "{report}");
+    assert_eq!(report.matches("(tree)").count(), 6, "{report}");
 }
 
 /// EFA's latency per network step, as the AWS presets describe it: a
@@ -943,4 +944,65 @@ fn nccl_2_19_trees_are_cut_in_its_chunks() {
         plan_options(&t, &g, &free, run).tree_channel_chunks(),
         2 * x.chunks
     );
+}
+
+/// `aws-p4de` runs Simple only (aws-ofi-nccl sets NCCL_PROTO=simple on
+/// p4d/p4de, the preset's `[collective] protocols`): `auto` takes Simple at
+/// every size, and an explicit LL128 is refused as NCCL_PROTO would refuse it.
+#[test]
+fn aws_p4de_runs_simple_only_as_its_plugin_sets_it() {
+    let op = CollectiveOp::AllReduce;
+    let t = super::load("aws-p4de", &[("nodes", "2")]);
+    let g = Group::first(&t, t.num_devices()).unwrap();
+    let cal = Calibration::for_topology(&t, &g.device_model(&t)).unwrap();
+    for log in (3..=31).step_by(4) {
+        let r = time_collective(&t, &g, &op, (1u64 << log) / 4, 4, &cal, None, None).unwrap();
+        assert_eq!(r.proto, Protocol::Simple, "2^{log} B: {}", r.proto);
+    }
+    let forced = time_collective(
+        &t,
+        &g,
+        &op,
+        1 << 20,
+        4,
+        &cal,
+        Some(Algorithm::Tree),
+        Some(Protocol::Ll128),
+    );
+    assert!(forced.is_err(), "{forced:?}");
+}
+
+/// `nic.reported_latency` (what the net plugin reports to NCCL: 75 us on the
+/// AWS presets) enters NCCL's model only: on two p5 nodes at 8 MiB it adds
+/// 2 x 75 us per tree level to NVLS-tree/Simple and 75 to tree/LL128, so
+/// NCCL's pick turns from NVLS-tree to tree/LL128; a forced pair times the
+/// same with and without it (no transfer waits for it).
+#[test]
+fn reported_network_latency_moves_nccls_pick_not_the_timing() {
+    let op = CollectiveOp::AllReduce;
+    let run = |set: &[(&str, &str)], algo, proto| {
+        let t = super::load("aws-p5", set);
+        let g = Group::first(&t, t.num_devices()).unwrap();
+        let cal = Calibration::for_topology(&t, &g.device_model(&t)).unwrap();
+        let r = time_collective(&t, &g, &op, (8 << 20) / 4, 4, &cal, algo, proto).unwrap();
+        (r.algo, r.proto, r.time)
+    };
+    let reported = [("nodes", "2")];
+    let zero = [("nodes", "2"), ("nic.reported_latency", "0us")];
+    let with = run(&reported, None, None);
+    let without = run(&zero, None, None);
+    assert_eq!((with.0, with.1), (Algorithm::Tree, Protocol::Ll128));
+    assert_eq!(
+        (without.0, without.1),
+        (Algorithm::NvlsTree, Protocol::Simple)
+    );
+    for (a, p) in [
+        (Algorithm::Tree, Protocol::Ll128),
+        (Algorithm::NvlsTree, Protocol::Simple),
+    ] {
+        assert_eq!(
+            run(&reported, Some(a), Some(p)),
+            run(&zero, Some(a), Some(p))
+        );
+    }
 }
