@@ -34,6 +34,10 @@ pub struct PlanOptions {
     /// its sub-channels take every NIC: [`tree_lane`], [`tree_subs`]), as
     /// NCCL cycles a GPU's NICs over its channels (`ncclTopoSelectNets`).
     pub lanes: usize,
+    /// The most channels a multi-node tree runs for this message (0: no
+    /// more than `chunks`): NCCL keeps a channel only while it has enough
+    /// work (`computeColl`'s thread threshold, [`tree_channel_cap`]).
+    pub tree_channel_cap: usize,
 }
 
 impl PlanOptions {
@@ -53,6 +57,23 @@ impl PlanOptions {
             self.channel_chunks
         }
     }
+}
+
+/// The bytes of a message each NCCL channel of a tree needs before NCCL
+/// opens another: 64 bytes per thread (`NCCL_SIMPLE_THREAD_THRESHOLD`) x
+/// 512 threads (`computeColl`, src/enqueue.cc lines 1590-1593 at v2.21.5-1:
+/// channels drop while `nBytes < nc x nt x threshold`). LL and LL128 keep
+/// channels on less (4 and 5 KiB); the plan is cut before its protocol is
+/// known, so Simple's figure stands for all.
+pub const TREE_CHANNEL_MIN_BYTES: u64 = 512 * 64;
+
+/// The most tree channels (ours: one per local rank, each two NCCL
+/// channels, one per tree of the double binary tree) NCCL runs for a
+/// message of `bytes`: at least one.
+pub fn tree_channel_cap(bytes: u64) -> usize {
+    usize::try_from(bytes.div_ceil(2 * TREE_CHANNEL_MIN_BYTES))
+        .unwrap_or(usize::MAX)
+        .max(1)
 }
 
 /// The algorithms that exist for `op` (whether they apply to a group is
@@ -553,7 +574,13 @@ fn tree_channels(
     chunks: usize,
     opts: &PlanOptions,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks(), opts.lanes);
+    let shape = TreeChannels::new(
+        nodes,
+        chunks,
+        opts.tree_channel_chunks(),
+        opts.lanes,
+        opts.tree_channel_cap,
+    );
     parallel(
         (0..shape.channels)
             .map(|c| shape.channel_on_lanes(nodes, c, lo, mid, hi))
@@ -635,12 +662,15 @@ impl TreeChannels {
         chunks: usize,
         channel_chunks: usize,
         lanes: usize,
+        cap: usize,
     ) -> TreeChannels {
         let m = nodes.first().map_or(1, Vec::len);
         let alike = nodes.iter().all(|g| g.len() == m);
-        // NCCL runs fewer channels on small messages: never more channels
-        // than pipeline chunks, so a message moves in `chunks` pieces per tree.
-        let channels = if alike { m.clamp(1, chunks.max(1)) } else { 1 };
+        // NCCL runs fewer channels on small messages: `cap` where the
+        // message's size gives one ([`tree_channel_cap`]), else never more
+        // channels than pipeline chunks.
+        let limit = if cap > 0 { cap } else { chunks.max(1) };
+        let channels = if alike { m.clamp(1, limit) } else { 1 };
         let shared = (chunks / channels).max(1);
         // A channel per local rank cuts its share in its own chunks
         // (`channel_chunks`: each of its two trees is an NCCL channel with

@@ -54,6 +54,7 @@ impl TreeSpec {
             opts.chunks.max(1),
             opts.tree_channel_chunks(),
             opts.lanes,
+            opts.tree_channel_cap,
         );
         if shape.channels != m {
             return None;

@@ -124,7 +124,13 @@ impl TreeStream {
         let covers = nodes.iter().flatten().count() == n;
         let mut trees = Vec::new();
         if covers && nodes.len() >= 2 {
-            let shape = TreeChannels::new(nodes, chunks, opts.tree_channel_chunks(), opts.lanes);
+            let shape = TreeChannels::new(
+                nodes,
+                chunks,
+                opts.tree_channel_chunks(),
+                opts.lanes,
+                opts.tree_channel_cap,
+            );
             for c in 0..shape.channels {
                 for (r, p, ch, lane) in shape.channel_trees(nodes, c, 0, half, total) {
                     trees.push(Tree {

@@ -295,6 +295,7 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         tree_chunks: tree_chunks.min(budget),
         lanes,
         nodes,
+        tree_channel_cap: super::algorithms::tree_channel_cap(bytes),
     }
 }
 

@@ -839,6 +839,7 @@ fn plans_over_two_nics_per_gpu_compute_the_same_and_use_both_lanes() {
                 tree_chunks: 0,
                 nodes: nodes.clone(),
                 lanes,
+                tree_channel_cap: 0,
             };
             let plan = build(&op, algo, n, total, &opts).unwrap();
             let mut bufs: Vec<Tensor> = (0..n)
@@ -1004,5 +1005,50 @@ fn reported_network_latency_moves_nccls_pick_not_the_timing() {
             run(&reported, Some(a), Some(p)),
             run(&zero, Some(a), Some(p))
         );
+    }
+}
+
+/// Mid-size messages: NCCL keeps a tree channel per 32 KiB of a message
+/// (`computeColl`'s thread threshold), so from 512 KiB two DGX-class nodes
+/// run every channel (`algorithms::tree_channel_cap`). Until session 38 a
+/// tree ran no more channels than 512 KiB pipeline chunks, i.e. one channel
+/// up to 1 MiB, and its whole message went down one chain: A3 Mega (its own
+/// topology and tuner, tree/Simple) was +22/+99/+116% at 128 KiB/512 KiB/
+/// 2 MiB, p4de (Simple only) +20/+108/+35%. Now within 11% at those sizes.
+#[test]
+fn mid_size_trees_run_the_channels_nccl_keeps() {
+    assert_eq!(
+        shardsim::collective::algorithms::tree_channel_cap(32 << 10),
+        1
+    );
+    assert_eq!(
+        shardsim::collective::algorithms::tree_channel_cap(128 << 10),
+        2
+    );
+    assert_eq!(
+        shardsim::collective::algorithms::tree_channel_cap(512 << 10),
+        8
+    );
+    let mid = |size: u64| (128 << 10..=2 << 20).contains(&size);
+    for (run, rel) in [
+        (a3(None), "collective/h100_2node_allreduce_a3mega.csv"),
+        (
+            preset("aws-p4de", &[("nodes", "2")], None),
+            "collective/a100_2node_allreduce_p4de.csv",
+        ),
+    ] {
+        let (missed, report) = misses(&run, rel, 128 << 10, 0.11);
+        let missed: Vec<u64> = missed.into_iter().filter(|&s| mid(s)).collect();
+        assert!(missed.is_empty(), "{report}");
+        let checked = report
+            .lines()
+            .filter(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .is_some_and(mid)
+            })
+            .count();
+        assert!(checked >= 3, "{report}");
     }
 }

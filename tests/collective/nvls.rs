@@ -33,6 +33,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         tree_chunks: 0,
         nodes: nodes.to_vec(),
         lanes: 1,
+        tree_channel_cap: 0,
     };
     let plan = build(
         &CollectiveOp::AllReduce,

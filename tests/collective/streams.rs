@@ -57,16 +57,19 @@ fn tree_stream_steps_equal_the_built_plan() {
         };
         for chunks in [1, 2, 3, 8] {
             for channel_chunks in [0, 2, 5] {
-                for total in [0, 1, 3, 7, 64, 1000, 4099] {
-                    let opts = PlanOptions {
-                        chunks,
-                        channel_chunks,
-                        nvls_chunks: 0,
-                        tree_chunks: 0,
-                        nodes: nodes_of(layout),
-                        lanes: 1,
-                    };
-                    same_steps(n, total, &opts);
+                for tree_channel_cap in [0, 1, 3] {
+                    for total in [0, 1, 3, 7, 64, 1000, 4099] {
+                        let opts = PlanOptions {
+                            chunks,
+                            channel_chunks,
+                            nvls_chunks: 0,
+                            tree_chunks: 0,
+                            nodes: nodes_of(layout),
+                            lanes: 1,
+                            tree_channel_cap,
+                        };
+                        same_steps(n, total, &opts);
+                    }
                 }
             }
         }
@@ -87,7 +90,7 @@ proptest! {
     ) {
         let layout = vec![per; nodes];
         let n = if nodes == 0 { flat } else { nodes * per };
-        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1 };
+        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1, tree_channel_cap: 0 };
         let plan = build(&CollectiveOp::AllReduce, Algorithm::Tree, n, total, &opts).unwrap();
         prop_assert_eq!(TreeStream::allreduce(n, total, &opts).steps(), plan.steps);
     }
