@@ -25,6 +25,11 @@ pub struct ProtocolParams {
     pub network_hop_us: f64,
     pub nvlink_fraction: f64,
     pub network_fraction: f64,
+    /// A tree's hop inside a node, where it differs from a ring step's
+    /// (`nvlink_hop_us`): NCCL's own latency table has one per algorithm
+    /// (`hwLat[NVLINK][TREE]` against `[RING]`). None: the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_nvlink_hop_us: Option<f64>,
 }
 
 impl ProtocolParams {
@@ -34,6 +39,7 @@ impl ProtocolParams {
         network_hop_us: 0.0,
         nvlink_fraction: 1.0,
         network_fraction: 1.0,
+        tree_nvlink_hop_us: None,
     };
 }
 
@@ -103,13 +109,22 @@ impl Calibration {
             .ok_or_else(|| CollectiveError::Calibration("no [default] entry".into()))
     }
 
-    /// Parameters of `proto` (NVLS has its own, it always runs Simple).
-    pub fn params(&self, algo: Algorithm, proto: Protocol) -> &ProtocolParams {
-        match (algo, proto) {
-            (Algorithm::Nvls | Algorithm::NvlsTree, _) => &self.nvls,
-            (_, Protocol::Ll) => &self.ll,
-            (_, Protocol::Ll128) => &self.ll128,
-            (_, Protocol::Simple) => &self.simple,
+    /// Parameters of `proto` (NVLS has its own, it always runs Simple) as
+    /// `algo` pays them: a tree's hop inside a node is the protocol's
+    /// `tree_nvlink_hop_us` where given.
+    pub fn params(&self, algo: Algorithm, proto: Protocol) -> ProtocolParams {
+        let p = match (algo, proto) {
+            (Algorithm::Nvls | Algorithm::NvlsTree, _) => self.nvls,
+            (_, Protocol::Ll) => self.ll,
+            (_, Protocol::Ll128) => self.ll128,
+            (_, Protocol::Simple) => self.simple,
+        };
+        match (algo, p.tree_nvlink_hop_us) {
+            (Algorithm::Tree, Some(h)) => ProtocolParams {
+                nvlink_hop_us: h,
+                ..p
+            },
+            _ => p,
         }
     }
 
@@ -267,9 +282,14 @@ fn check_one(c: &Calibration) -> Result<(), &'static str> {
         let fractions_ok = [p.nvlink_fraction, p.network_fraction]
             .iter()
             .all(|f| *f > 0.0 && *f <= 1.0);
-        let lat_ok = [p.base_us, p.nvlink_hop_us, p.network_hop_us]
-            .iter()
-            .all(|l| l.is_finite() && *l >= 0.0);
+        let lat_ok = [
+            p.base_us,
+            p.nvlink_hop_us,
+            p.network_hop_us,
+            p.tree_nvlink_hop_us.unwrap_or(0.0),
+        ]
+        .iter()
+        .all(|l| l.is_finite() && *l >= 0.0);
         if !fractions_ok || !lat_ok {
             return Err("fractions must be in (0, 1] and latencies >= 0");
         }

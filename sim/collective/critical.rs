@@ -316,7 +316,7 @@ impl<'q> PathWalk<'q> {
             })
             .filter(|&(_, _, p)| protos.contains(&p))
             .map(|(z, i, p)| {
-                let q = *cal.params(algo, p);
+                let q = cal.params(algo, p);
                 let payload = if algo == Algorithm::Nvls {
                     1.0
                 } else {
@@ -620,7 +620,7 @@ pub(crate) fn streamed_chain_bound(
     let params: Vec<(f64, Scaled)> = protos
         .iter()
         .map(|&p| {
-            let q = *cal.params(algo, p);
+            let q = cal.params(algo, p);
             let mut s = q_scaled(q, p.payload_fraction());
             s.pipelined = algo.pipelines_hops();
             s.departed = s.pipelined && cal.send_on_departure;

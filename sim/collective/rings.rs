@@ -375,7 +375,7 @@ impl RingSpec {
         let n = self.n();
         let c = self.rings.len();
         let u = self.unit;
-        let params = *cal.params(algo, proto);
+        let params = cal.params(algo, proto);
         // A step's slices (one, or two where the ring is sliced), bytes each.
         let slices: Vec<u64> = if self.sliced(routes, cal, algo, proto)? {
             let (a, b) = slice_lens(self.chunk, elem_bytes);
@@ -471,7 +471,7 @@ impl RingSpec {
         let n = self.n();
         let ring = &self.rings[0];
         let g = (n as u64 / gcd(n as u64, total)) as usize;
-        let params = *cal.params(algo, proto);
+        let params = cal.params(algo, proto);
         let mut route_of = Vec::with_capacity(g);
         let mut hop_of = Vec::with_capacity(g);
         for q in 0..g {

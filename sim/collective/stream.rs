@@ -406,7 +406,7 @@ pub(crate) fn simulate_stream(
     lookahead: usize,
     mut steps: Option<&mut Vec<Time>>,
 ) -> Result<Option<CollectiveTiming>, CollectiveError> {
-    let params = *cal.params(algo, proto);
+    let params = cal.params(algo, proto);
     let mut deps = Deps::new(n, Gating::of(algo, cal));
     let mut ctx = StepCtx {
         routes,

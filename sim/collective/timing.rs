@@ -1007,7 +1007,7 @@ pub(crate) fn simulate_inner(
             plan.ranks
         )));
     }
-    let params = *cal.params(algo, proto);
+    let params = cal.params(algo, proto);
     let mut routes = Routes::new(topo, group);
     if algo == Algorithm::Nvls {
         routes.check_nvls()?;
