@@ -574,13 +574,7 @@ fn tree_channels(
     chunks: usize,
     opts: &PlanOptions,
 ) -> Vec<Vec<Move>> {
-    let shape = TreeChannels::new(
-        nodes,
-        chunks,
-        opts.tree_channel_chunks(),
-        opts.lanes,
-        opts.tree_channel_cap,
-    );
+    let shape = TreeChannels::of(nodes, chunks, opts);
     parallel(
         (0..shape.channels)
             .map(|c| shape.channel_on_lanes(nodes, c, lo, mid, hi))
@@ -657,6 +651,22 @@ pub struct TreeChannels {
 }
 
 impl TreeChannels {
+    /// The channels a plan's options give a tree over `nodes` of `chunks`
+    /// pipeline chunks ([`Self::new`] with the options' per-channel chunks,
+    /// NIC lanes and channel cap).
+    pub fn of(nodes: &[Vec<usize>], chunks: usize, opts: &PlanOptions) -> TreeChannels {
+        TreeChannels::new(
+            nodes,
+            chunks,
+            opts.tree_channel_chunks(),
+            opts.lanes,
+            opts.tree_channel_cap,
+        )
+    }
+
+    /// A channel per local rank over alike nodes (one where nodes differ), at
+    /// most `cap` of them (or `chunks` where `cap` is 0), each cutting its
+    /// share in `channel_chunks` chunks when every local rank runs one.
     pub fn new(
         nodes: &[Vec<usize>],
         chunks: usize,

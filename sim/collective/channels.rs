@@ -49,13 +49,7 @@ impl TreeSpec {
         if nodes.len() < 2 || m < 2 || nodes.iter().flatten().count() != n {
             return None;
         }
-        let shape = TreeChannels::new(
-            nodes,
-            opts.chunks.max(1),
-            opts.tree_channel_chunks(),
-            opts.lanes,
-            opts.tree_channel_cap,
-        );
+        let shape = TreeChannels::of(nodes, opts.chunks.max(1), opts);
         if shape.channels != m {
             return None;
         }

@@ -124,13 +124,7 @@ impl TreeStream {
         let covers = nodes.iter().flatten().count() == n;
         let mut trees = Vec::new();
         if covers && nodes.len() >= 2 {
-            let shape = TreeChannels::new(
-                nodes,
-                chunks,
-                opts.tree_channel_chunks(),
-                opts.lanes,
-                opts.tree_channel_cap,
-            );
+            let shape = TreeChannels::of(nodes, chunks, opts);
             for c in 0..shape.channels {
                 for (r, p, ch, lane) in shape.channel_trees(nodes, c, 0, half, total) {
                     trees.push(Tree {
