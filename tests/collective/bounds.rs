@@ -19,16 +19,22 @@ fn ideal(n: usize) -> (Topology, Group) {
     (t, g)
 }
 
-fn time_us(t: &Topology, g: &Group, op: &CollectiveOp, algo: Algorithm, bytes: u64) -> Option<f64> {
-    let opts = PlanOptions {
-        chunks: 4,
+/// Plan options of `chunks` pipeline chunks on `g`'s nodes, one NIC lane,
+/// no per-channel chunking or channel cap.
+fn chunked(t: &Topology, g: &Group, chunks: usize) -> PlanOptions {
+    PlanOptions {
+        chunks,
         nodes: g.nodes(t),
         lanes: 1,
         tree_channel_cap: 0,
         channel_chunks: 0,
         nvls_chunks: 0,
         tree_chunks: 0,
-    };
+    }
+}
+
+fn time_us(t: &Topology, g: &Group, op: &CollectiveOp, algo: Algorithm, bytes: u64) -> Option<f64> {
+    let opts = chunked(t, g, 4);
     let plan = build(op, algo, g.len(), bytes / 4, &opts).ok()?;
     let r = simulate(
         t,
@@ -131,15 +137,7 @@ fn with_and_without_hop(
     set_hop: fn(&mut Calibration, f64),
 ) -> (f64, f64) {
     let g = Group::first(t, t.num_devices()).unwrap();
-    let opts = PlanOptions {
-        chunks: 16,
-        nodes: g.nodes(t),
-        lanes: 1,
-        tree_channel_cap: 0,
-        channel_chunks: 0,
-        nvls_chunks: 0,
-        tree_chunks: 0,
-    };
+    let opts = chunked(t, &g, 16);
     let plan = build(&CollectiveOp::AllReduce, algo, g.len(), bytes / 4, &opts).unwrap();
     let time = |hop_us: f64| {
         let mut cal = Calibration::ideal();
