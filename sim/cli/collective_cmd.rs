@@ -207,7 +207,23 @@ impl CollectiveArgs {
                 sweep.topo.component(c).name.clone()
             })
         };
+        let mut notes = Vec::new();
+        let network_reduces = sweep
+            .topo
+            .file()
+            .and_then(|f| f.network.as_ref())
+            .is_some_and(|n| n.in_switch_reduction);
+        if network_reduces && sweep.group.nodes(&sweep.topo).len() > 1 {
+            // A setting that changes nothing must say so (NCCL reaches SHARP
+            // through CollNet, which the simulator does not have).
+            notes.push(
+                "the network's switches reduce (network.in_switch_reduction, SHARP), which NCCL uses through \
+                 CollNet; the simulator has no CollNet algorithm, so no collective here uses it"
+                    .to_string(),
+            );
+        }
         Summary {
+            notes,
             topology: self.topology.clone(),
             nodes: self.nodes,
             overrides: self.set.iter().map(|s| s.trim().to_string()).collect(),
@@ -238,6 +254,8 @@ pub struct Summary {
     pub ranks: usize,
     /// The ranks' devices, rank order.
     pub devices: Vec<String>,
+    /// What the run could not take into account, one line each.
+    pub notes: Vec<String>,
     pub rows: Vec<Row>,
 }
 
@@ -334,6 +352,9 @@ pub fn render(s: &Summary, format: SweepFormat) -> anyhow::Result<String> {
         SweepFormat::Csv => csv_rows(&s.rows),
         SweepFormat::Text => {
             let mut out = s.context() + "\n";
+            for n in &s.notes {
+                writeln!(out, "note: {n}")?;
+            }
             writeln!(
                 out,
                 "{:>14} {:>12} {:>12} {:>10} {:>10}  {:<18} protocol",
@@ -395,8 +416,12 @@ fn write_dir(dir: &Path, s: &Summary, measured: Vec<Curve>) -> anyhow::Result<Ve
             ]
         })
         .collect();
+    let context = s
+        .notes
+        .iter()
+        .fold(s.context(), |c, n| format!("{c}. Note: {n}"));
     let blocks = [
-        Block::Paragraph(s.context()),
+        Block::Paragraph(context),
         Block::Svg(svg, plot.title.clone()),
         Block::Table(table(
             &[

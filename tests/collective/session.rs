@@ -271,3 +271,39 @@ fn empty_checks_the_memory_scope() {
         Err(SessionError::Shape { op: "empty", .. })
     ));
 }
+
+/// A setting the collectives cannot use says so: where the network reduces
+/// (`network.in_switch_reduction`, SHARP on the DGX presets) and the ranks
+/// span nodes, the sweep notes that no CollNet algorithm uses it (text and
+/// JSON); not on one node, nor with the setting off.
+#[test]
+fn an_unused_in_network_reduction_is_noted() {
+    let run = |extra: &[&str], format: &str| {
+        let mut args = vec![
+            "collective",
+            "--topology",
+            "dgx-a100",
+            "--sizes",
+            "1MiB",
+            "--format",
+            format,
+        ];
+        args.extend_from_slice(extra);
+        let out = shardsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let noted = |text: &str| text.contains("no CollNet algorithm");
+    assert!(noted(&run(&["--nodes", "2"], "text")));
+    let json: serde_json::Value = serde_json::from_str(&run(&["--nodes", "2"], "json")).unwrap();
+    assert_eq!(json["notes"].as_array().unwrap().len(), 1, "{json}");
+    assert!(!noted(&run(&[], "text")));
+    assert!(!noted(&run(
+        &["--nodes", "2", "--set", "network.in_switch_reduction=false"],
+        "text"
+    )));
+}
