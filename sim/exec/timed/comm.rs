@@ -234,6 +234,7 @@ impl<'t> CommModel<'t> {
             let mut cal = self.cal;
             for p in [&mut cal.ll, &mut cal.ll128, &mut cal.simple, &mut cal.nvls] {
                 (p.base_us, p.nvlink_hop_us, p.network_hop_us) = (0.0, 0.0, 0.0);
+                p.tree_nvlink_hop_us = None; // a tree's hop is then the (zero) step's
             }
             cal
         });
