@@ -199,13 +199,7 @@ fn exec_json_records_mesh_and_overrides() {
             "json",
         ];
         args.extend_from_slice(extra);
-        let out = shardsim(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        shardsim_json(&args)
     };
     let base = exec(&[]);
     let fast = exec(&["--set", "nvlink.bandwidth=4500GB/s"]);

@@ -43,13 +43,18 @@ pub fn shardsim(args: &[&str]) -> std::process::Output {
 }
 
 /// Run the `shardsim` binary with `args`, require success (showing stderr
-/// otherwise) and read its stdout as JSON.
-pub fn shardsim_json(args: &[&str]) -> serde_json::Value {
+/// otherwise) and return its stdout.
+pub fn shardsim_stdout(args: &[&str]) -> String {
     let out = shardsim(args);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// [`shardsim_stdout`] read as JSON.
+pub fn shardsim_json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&shardsim_stdout(args)).expect("stdout is JSON")
 }

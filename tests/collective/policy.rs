@@ -11,7 +11,7 @@ use shardsim::collective::{
 };
 use shardsim::topology::{self, Override};
 
-use crate::common::{fixture, shardsim};
+use crate::common::{fixture, shardsim, shardsim_stdout};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -308,13 +308,7 @@ fn cli_takes_a_tuner_file_and_refuses_disabled_choices() {
     let exec = |extra: &[&str]| {
         let mut args = vec!["exec", model.to_str().unwrap(), "--topology", "dgx-h100"];
         args.extend_from_slice(extra);
-        let out = shardsim(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = shardsim_stdout(&args);
         text.lines()
             .find(|l| l.trim_start().starts_with("all_reduce"))
             .unwrap_or_else(|| panic!("{text}"))

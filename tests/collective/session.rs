@@ -2,7 +2,7 @@
 //! hand-computed values, times against the collectives' own timing, errors,
 //! and the `shardsim collective` CLI.
 
-use crate::common::shardsim;
+use crate::common::{shardsim, shardsim_stdout};
 use shardsim::base::DType;
 use shardsim::collective::{run_collective, Calibration, CollectiveOp, Group};
 use shardsim::runtime::{Session, SessionError, SimSession};
@@ -289,13 +289,7 @@ fn an_unused_in_network_reduction_is_noted() {
             format,
         ];
         args.extend_from_slice(extra);
-        let out = shardsim(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        shardsim_stdout(&args)
     };
     let noted = |text: &str| text.contains("no CollNet algorithm");
     assert!(noted(&run(&["--nodes", "2"], "text")));

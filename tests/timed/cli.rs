@@ -2,7 +2,7 @@
 //! run, the three trace files, byte-identical reruns, shape-only models, and
 //! user errors (exit 2, one line).
 
-use crate::common::shardsim;
+use crate::common::{shardsim, shardsim_stdout};
 use std::path::PathBuf;
 
 fn temp(name: &str) -> PathBuf {
@@ -175,13 +175,7 @@ fn seeded_stragglers_and_link_failures_are_reported_and_reproducible() {
             seed,
         ];
         args.extend_from_slice(extra);
-        let out = shardsim(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        shardsim_stdout(&args)
     };
     let step_us = |text: &str| -> f64 {
         let line = text
