@@ -31,8 +31,9 @@
 //!   tree NCCL falls back to (its bandwidth x 0.85 in the table).
 //! - The network latency the net plugin reports (`latencyInter`) is the
 //!   topology's `nic.reported_latency` (aws-ofi-nccl's 75 us on the AWS
-//!   presets), else 0, as InfiniBand's plugin reports; the host's vendor comes from `host.model` (AMD: the
-//!   ring's per-step network overhead is 2 us, else 1 us).
+//!   presets), else 0, as InfiniBand's plugin reports; the host's vendor
+//!   comes from `host.model` (AMD: the ring's per-step network overhead is
+//!   2 us, else 1 us).
 //! - CollNet is not modelled (no CollNet algorithm in the simulator), so
 //!   `collNetSupport` is 0: NVLS runs on one node only, NVLS-tree across
 //!   nodes, as NCCL's enable rules say.
