@@ -213,12 +213,14 @@ impl CollectiveArgs {
             .file()
             .and_then(|f| f.network.as_ref())
             .is_some_and(|n| n.in_switch_reduction);
-        if network_reduces && sweep.group.nodes(&sweep.topo).len() > 1 {
-            // A setting that changes nothing must say so (NCCL reaches SHARP
-            // through CollNet, which the simulator does not have).
+        let collnet = shardsim::topology::collnet_enabled(sweep.topo.collective_calibration());
+        if network_reduces && !collnet && sweep.group.nodes(&sweep.topo).len() > 1 {
+            // A setting that changes nothing must say so: NCCL reaches SHARP
+            // through CollNet only when NCCL_COLLNET_ENABLE is set.
             notes.push(
                 "the network's switches reduce (network.in_switch_reduction, SHARP), which NCCL uses through \
-                 CollNet; the simulator has no CollNet algorithm, so no collective here uses it"
+                 CollNet only where it is enabled (NCCL_COLLNET_ENABLE): `--set collective.collnet=true` lets \
+                 auto pick it (`--algo collnet` forces it)"
                     .to_string(),
             );
         }

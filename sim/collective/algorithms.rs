@@ -2,6 +2,7 @@
 //! message of `total` elements (nccl-tests' size S / element size).
 
 use super::blocks::*;
+use super::collnet::collnet_steps;
 use super::kinds::{Algorithm, CollectiveOp};
 use super::nvls::nvls_tree_allreduce;
 use super::plan::{buffer_len, parallel, piece, push_at, split_range, Move, Plan, Via};
@@ -90,9 +91,10 @@ pub fn algorithms_for(op: &CollectiveOp) -> &'static [Algorithm] {
             Nvls,
             NvlsTree,
             Hierarchical,
+            CollNet,
         ],
-        CollectiveOp::AllGather => &[Ring, RecursiveDoubling, Direct, Hierarchical],
-        CollectiveOp::ReduceScatter => &[Ring, HalvingDoubling, Direct, Hierarchical],
+        CollectiveOp::AllGather => &[Ring, RecursiveDoubling, Direct, Hierarchical, CollNet],
+        CollectiveOp::ReduceScatter => &[Ring, HalvingDoubling, Direct, Hierarchical, CollNet],
         CollectiveOp::Broadcast { .. } | CollectiveOp::Reduce { .. } => &[Ring, Tree],
         CollectiveOp::Scatter { .. } | CollectiveOp::Gather { .. } => &[Tree, Direct],
         CollectiveOp::AllToAll => &[Pairwise, Direct],
@@ -116,6 +118,19 @@ pub fn auto_algorithms(op: &CollectiveOp) -> &'static [Algorithm] {
         CollectiveOp::AllToAll => &[Pairwise],
         CollectiveOp::Permute { .. } => &[Direct],
     }
+}
+
+/// [`auto_algorithms`] on `topo`: with CollNet as well for allreduce,
+/// all-gather and reduce-scatter where the run enables it
+/// (`[collective] collnet = true`, NCCL_COLLNET_ENABLE; NCCL leaves it
+/// off by default even over a SHARP network).
+pub fn auto_algorithms_on(topo: &crate::topology::Topology, op: &CollectiveOp) -> Vec<Algorithm> {
+    let mut algos = auto_algorithms(op).to_vec();
+    let collnet = crate::topology::collnet_enabled(topo.collective_calibration());
+    if collnet && algorithms_for(op).contains(&Algorithm::CollNet) {
+        algos.push(Algorithm::CollNet);
+    }
+    algos
 }
 
 fn not_applicable(op: &CollectiveOp, algo: Algorithm, why: &str) -> CollectiveError {
@@ -156,6 +171,21 @@ pub fn build(
     use Algorithm::*;
     let mut reduced = Vec::new();
     let steps = match (op, algo) {
+        (
+            CollectiveOp::AllGather | CollectiveOp::ReduceScatter | CollectiveOp::AllReduce,
+            CollNet,
+        ) => {
+            if op.reduces() {
+                reduced = match op {
+                    CollectiveOp::AllReduce => (0..n).map(|r| (r, 0, total)).collect(),
+                    _ => (0..n)
+                        .map(|r| (r, pieces[r].0, pieces[r].1 - pieces[r].0))
+                        .collect(),
+                };
+            }
+            let (nodes, _) = check_nodes(op, algo, n, opts)?;
+            collnet_steps(op, &nodes, total, &pieces, chunks)
+        }
         (CollectiveOp::AllReduce, _) => {
             reduced = (0..n).map(|r| (r, 0, total)).collect();
             allreduce(op, algo, &all, total, &pieces, chunks, opts)?
@@ -554,7 +584,7 @@ fn allreduce(
             ));
             steps
         }
-        Pairwise => return Err(not_applicable(op, algo, "not an allreduce algorithm")),
+        Pairwise | CollNet => return Err(not_applicable(op, algo, "not an allreduce algorithm")),
     })
 }
 

@@ -73,6 +73,11 @@ pub struct Calibration {
     pub ll128: ProtocolParams,
     pub simple: ProtocolParams,
     pub nvls: ProtocolParams,
+    /// CollNet's network step, SHARP's reduction and multicast included
+    /// (CollNet runs Simple otherwise): NCCL's own figure by default
+    /// ([`COLLNET_NETWORK_HOP_US`]; no measured CollNet curve to fit).
+    #[serde(default = "collnet_hop_default")]
+    pub collnet_network_hop_us: f64,
     /// The chunk of a tree across nodes where a caller fixes it (a period's
     /// run, [`super::tuner::TreePeriod`], cut like the message it stands
     /// for); `None`: the run's NCCL release decides
@@ -95,6 +100,7 @@ impl Calibration {
             ll128: ProtocolParams::IDEAL,
             simple: ProtocolParams::IDEAL,
             nvls: ProtocolParams::IDEAL,
+            collnet_network_hop_us: 0.0,
             tree_chunk_fixed: None,
         }
     }
@@ -111,10 +117,17 @@ impl Calibration {
 
     /// Parameters of `proto` (NVLS has its own, it always runs Simple) as
     /// `algo` pays them: a tree's hop inside a node is the protocol's
-    /// `tree_nvlink_hop_us` where given.
+    /// `tree_nvlink_hop_us` where given. CollNet (Simple only) pays NCCL's
+    /// latency for it: no launch figure (`baseLat` 0) and its network step
+    /// ([`Self::collnet_network_hop_us`]).
     pub fn params(&self, algo: Algorithm, proto: Protocol) -> ProtocolParams {
         let p = match (algo, proto) {
             (Algorithm::Nvls | Algorithm::NvlsTree, _) => self.nvls,
+            (Algorithm::CollNet, _) => ProtocolParams {
+                base_us: 0.0,
+                network_hop_us: self.collnet_network_hop_us,
+                ..self.simple
+            },
             (_, Protocol::Ll) => self.ll,
             (_, Protocol::Ll128) => self.ll128,
             (_, Protocol::Simple) => self.simple,
@@ -140,6 +153,15 @@ impl Calibration {
     pub fn chunks_for(&self, bytes: u64) -> usize {
         (bytes.div_ceil(self.chunk_bytes.max(1)) as usize).clamp(1, self.max_chunks.max(1))
     }
+}
+
+/// NCCL's latency of CollNet Direct's network step, SHARP's reduction and
+/// multicast included: `hwLat[NET][COLLNET_DIRECT][SIMPLE]`, 31 us
+/// (`src/graph/tuning.cc` at v2.21.5-1; `baseLat` 0).
+pub const COLLNET_NETWORK_HOP_US: f64 = 31.0;
+
+fn collnet_hop_default() -> f64 {
+    COLLNET_NETWORK_HOP_US
 }
 
 /// Microseconds to engine time (rounded to the picosecond).
@@ -255,6 +277,7 @@ fn is_setting_key(key: &str) -> bool {
     crate::topology::settings::SETTING_KEYS.contains(&key)
         || key == crate::topology::CHOOSER_KEY
         || key == crate::topology::NCCL_VERSION_KEY
+        || key == crate::topology::COLLNET_KEY
 }
 
 /// A topology file's `[collective]` table as calibrations, checked.
@@ -293,6 +316,9 @@ fn check_one(c: &Calibration) -> Result<(), &'static str> {
         if !fractions_ok || !lat_ok {
             return Err("fractions must be in (0, 1] and latencies >= 0");
         }
+    }
+    if !(c.collnet_network_hop_us.is_finite() && c.collnet_network_hop_us >= 0.0) {
+        return Err("collnet_network_hop_us must be a number >= 0");
     }
     if !(c.tree_channel_gbs.is_finite() && c.tree_channel_gbs >= 0.0) {
         return Err("tree_channel_gbs must be a number >= 0");

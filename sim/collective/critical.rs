@@ -159,6 +159,9 @@ pub(crate) struct RouteFabric<'r, 'a, 't, 'q> {
     quotient: Option<&'q Quotient>,
     load: Vec<u64>,
     down_done: BTreeSet<(usize, u64, u64, bool)>,
+    /// In-network moves' links loaded so far in the step, by (link, range,
+    /// bytes): each carries a range once.
+    net_done: BTreeSet<(usize, u64, u64)>,
 }
 
 impl<'r, 'a, 't, 'q> RouteFabric<'r, 'a, 't, 'q> {
@@ -173,6 +176,7 @@ impl<'r, 'a, 't, 'q> RouteFabric<'r, 'a, 't, 'q> {
             quotient,
             load: vec![0; topo.links().len()],
             down_done: BTreeSet::new(),
+            net_done: BTreeSet::new(),
         }
     }
 }
@@ -214,6 +218,24 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
                 }
                 false
             }
+            Via::InNetwork => {
+                // Every link of the aggregation tree carries the range
+                // once: the sender's route up, the receiver's down.
+                let (up, down) = self.routes.net_paths(m.from)?;
+                let up = up.to_vec();
+                let down = if m.to == m.from {
+                    down.to_vec()
+                } else {
+                    self.routes.net_paths(m.to)?.1.to_vec()
+                };
+                for l in up.into_iter().chain(down) {
+                    let l = class(l);
+                    if self.net_done.insert((l, m.dst, bytes)) {
+                        load[l] += bytes;
+                    }
+                }
+                true
+            }
         })
     }
 
@@ -250,6 +272,7 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
             }
         }
         self.down_done.clear();
+        self.net_done.clear();
         Ok(())
     }
 }
@@ -513,17 +536,21 @@ fn move_links<'a>(
     m: &Move,
     quotient: Option<&'a Quotient>,
 ) -> Result<impl Iterator<Item = usize> + 'a, CollectiveError> {
-    let (route, pair): (&[usize], Option<[usize; 2]>) = match m.via {
-        Via::P2p => (routes.get_lane(m.from, m.to, m.lane)?, None),
+    let (route, pair): (Vec<usize>, Option<[usize; 2]>) = match m.via {
+        Via::P2p => (routes.get_lane(m.from, m.to, m.lane)?.to_vec(), None),
         Via::SwitchReduce | Via::SwitchMulticast => {
             let (up, _) = routes.switch_links(m.from)?;
             let (_, down) = routes.switch_links(m.to)?;
-            (&[], Some([up, down]))
+            (Vec::new(), Some([up, down]))
+        }
+        Via::InNetwork => {
+            let mut links = routes.net_paths(m.from)?.0.to_vec();
+            links.extend_from_slice(routes.net_paths(m.to)?.1);
+            (links, None)
         }
     };
     Ok(route
-        .iter()
-        .copied()
+        .into_iter()
         .chain(pair.into_iter().flatten())
         .map(move |l| quotient.map_or(l, |q| q.link_class[l])))
 }

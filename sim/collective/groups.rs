@@ -362,6 +362,14 @@ fn shape_of(
                     link(up, &mut out);
                     link(down, &mut out);
                 }
+                Via::InNetwork => {
+                    let up = routes.net_paths(m.from)?.0.to_vec();
+                    let down = routes.net_paths(m.to)?.1.to_vec();
+                    out.push((up.len() + down.len()) as u64);
+                    for l in up.into_iter().chain(down) {
+                        link(l, &mut out);
+                    }
+                }
             }
         }
     }
@@ -488,6 +496,7 @@ fn route_bytes(
 ) -> Result<(), CollectiveError> {
     for step in &plan.steps {
         let mut once: BTreeMap<(usize, u64, u64, bool), ()> = BTreeMap::new();
+        let mut net_once: std::collections::BTreeSet<(usize, u64, u64)> = Default::default();
         for m in step {
             let b = m.len * elem_bytes;
             if b == 0 {
@@ -516,6 +525,16 @@ fn route_bytes(
                     }
                     let (_, down) = routes.switch_links(m.to)?;
                     add(down, b);
+                }
+                Via::InNetwork => {
+                    // Each link of the aggregation tree once per range.
+                    let up = routes.net_paths(m.from)?.0.to_vec();
+                    let down = routes.net_paths(m.to)?.1.to_vec();
+                    for l in up.into_iter().chain(down) {
+                        if net_once.insert((l, m.dst, m.len)) {
+                            add(l, b);
+                        }
+                    }
                 }
             }
         }

@@ -127,10 +127,16 @@ pub enum Algorithm {
     NvlsTree,
     /// Intra-node reduce-scatter, inter-node allreduce, intra-node all-gather.
     Hierarchical,
+    /// NCCL's CollNet Direct, where the network's switches reduce (SHARP):
+    /// inside each node every rank sends each head (local rank `j`, with its
+    /// own NIC) part `j`, the heads of part `j` reduce it in the network,
+    /// which multicasts the sum back, and each head hands it to its node
+    /// (`collnet.rs`).
+    CollNet,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 9] = [
+    pub const ALL: [Algorithm; 10] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::HalvingDoubling,
@@ -140,6 +146,7 @@ impl Algorithm {
         Algorithm::Nvls,
         Algorithm::NvlsTree,
         Algorithm::Hierarchical,
+        Algorithm::CollNet,
     ];
 
     /// Does a send pay the protocol's hop after its data arrived only,
@@ -161,7 +168,11 @@ impl Algorithm {
     pub fn pipelines_hops(self) -> bool {
         matches!(
             self,
-            Algorithm::Ring | Algorithm::Tree | Algorithm::NvlsTree | Algorithm::Nvls
+            Algorithm::Ring
+                | Algorithm::Tree
+                | Algorithm::NvlsTree
+                | Algorithm::Nvls
+                | Algorithm::CollNet
         )
     }
 
@@ -171,7 +182,7 @@ impl Algorithm {
     pub fn estimated_by_path(self) -> bool {
         matches!(
             self,
-            Algorithm::Tree | Algorithm::NvlsTree | Algorithm::Nvls
+            Algorithm::Tree | Algorithm::NvlsTree | Algorithm::Nvls | Algorithm::CollNet
         )
     }
 
@@ -192,9 +203,10 @@ impl Algorithm {
     /// in one tree or direction never waits for its sends in another: a
     /// level's hop is paid once along a chunk's path, not once per chunk by
     /// every rank in turn. NVLS likewise: its loads into the switch's
-    /// reduction and its multicast stores run in warp groups of their own.
+    /// reduction and its multicast stores run in warp groups of their own;
+    /// CollNet's scatter, network and gather legs too.
     pub fn per_connection_slots(self) -> bool {
-        matches!(self, Algorithm::Tree | Algorithm::Nvls)
+        matches!(self, Algorithm::Tree | Algorithm::Nvls | Algorithm::CollNet)
     }
 
     pub fn name(self) -> &'static str {
@@ -208,6 +220,7 @@ impl Algorithm {
             Algorithm::Nvls => "nvls",
             Algorithm::NvlsTree => "nvls-tree",
             Algorithm::Hierarchical => "hierarchical",
+            Algorithm::CollNet => "collnet",
         }
     }
 }
@@ -227,7 +240,7 @@ impl FromStr for Algorithm {
             .ok_or_else(|| CollectiveError::Unknown {
                 what: "algorithm",
                 name: s.to_string(),
-                known: "ring, tree, halving-doubling, recursive-doubling, direct, pairwise, nvls, nvls-tree, hierarchical",
+                known: "ring, tree, halving-doubling, recursive-doubling, direct, pairwise, nvls, nvls-tree, hierarchical, collnet",
             })
     }
 }

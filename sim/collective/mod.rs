@@ -14,6 +14,7 @@ pub mod algorithms;
 pub mod blocks;
 pub mod calibration;
 pub mod channels;
+pub mod collnet;
 mod critical;
 pub mod data;
 mod grid_fabric;

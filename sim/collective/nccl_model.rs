@@ -47,7 +47,7 @@
 use crate::topology::Layout;
 use crate::topology::Topology;
 
-use super::algorithms::auto_algorithms;
+use super::algorithms::auto_algorithms_on;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
 use super::policy::Policy;
 use super::timing::Group;
@@ -136,7 +136,7 @@ pub(crate) fn pick(
                 .to_string(),
         });
     };
-    let ours = auto_algorithms(op);
+    let ours = auto_algorithms_on(topo, op);
     let allowed = |a: Algorithm, p: Protocol| {
         ours.contains(&a)
             && protocols_for(a).contains(&p)
@@ -578,10 +578,12 @@ impl NcclSystem {
             match (net, a) {
                 (false, Algorithm::Tree) => [0.6, 1.25, tree_simple_intra][i],
                 (false, Algorithm::Ring) => [0.6, 1.9, 3.4][i],
+                (false, Algorithm::CollNet) => [0.0, 0.0, 3.7][i],
                 (false, _) => [0.0, 0.0, nvls_lat][i],
                 (true, Algorithm::Tree) => [5.0, 8.5, tree_simple_net][i],
                 (true, Algorithm::Ring) => [2.7, 4.0, 14.0][i],
                 (true, Algorithm::Nvls) => [0.0, 0.0, 18.0][i],
+                (true, Algorithm::CollNet) => [0.0, 0.0, 31.0][i],
                 (true, _) => [0.0, 0.0, 14.0][i],
             }
         };
@@ -599,18 +601,21 @@ impl NcclSystem {
             CollectiveOp::AllReduce => &[
                 Algorithm::Tree,
                 Algorithm::Ring,
+                Algorithm::CollNet,
                 Algorithm::Nvls,
                 Algorithm::NvlsTree,
             ],
             CollectiveOp::AllGather | CollectiveOp::ReduceScatter => {
-                &[Algorithm::Ring, Algorithm::Nvls]
+                &[Algorithm::Ring, Algorithm::CollNet, Algorithm::Nvls]
             }
             _ => &[Algorithm::Ring],
         };
         for &a in algos {
+            // CollNet's own graph (NCCL searches one per pattern) is
+            // stood for by the ring's channels and rates (its allreduce).
             let graph = match a {
                 Algorithm::Tree => g.tree,
-                Algorithm::Ring => g.ring,
+                Algorithm::Ring | Algorithm::CollNet => g.ring,
                 _ => match g.nvls {
                     Some(x) => x,
                     None => continue,
@@ -624,8 +629,17 @@ impl NcclSystem {
             if a == Algorithm::Nvls && self.multi_node() {
                 continue;
             }
+            // CollNet across nodes only; its all-gather and reduce-scatter
+            // with a NIC per rank.
+            if a == Algorithm::CollNet && (!self.multi_node() || self.nic_gbs <= 0.0) {
+                continue;
+            }
             for &p in &Protocol::ALL {
-                if matches!(a, Algorithm::Nvls | Algorithm::NvlsTree) && p != Protocol::Simple {
+                if matches!(
+                    a,
+                    Algorithm::Nvls | Algorithm::NvlsTree | Algorithm::CollNet
+                ) && p != Protocol::Simple
+                {
                     continue;
                 }
                 if p == Protocol::Ll128 && !ll128_ok {
@@ -648,7 +662,36 @@ impl NcclSystem {
                     };
                     bw = graph.bw_intra.min(inter);
                 }
+                if a == Algorithm::CollNet {
+                    bw = graph.bw_intra;
+                }
+                // CollNet's all-gather and reduce-scatter: one channel's
+                // rate of its own graph (not searched here), taken as a
+                // NIC's speed, one NIC per rank.
+                if a == Algorithm::CollNet
+                    && matches!(op, CollectiveOp::AllGather | CollectiveOp::ReduceScatter)
+                {
+                    bw = self.nic_gbs;
+                }
                 let mut bus = ch * bw;
+                // CollNet Direct (tuning.cc): all-gather and reduce-scatter
+                // at `ppn` times the graph's rate with a corrective 0.95 at
+                // one rank per node down to 0.85 at eight; allreduce through
+                // the heads, slower where ranks outnumber channels, and 0.85
+                // on Hopper.
+                let collnet_split = a == Algorithm::CollNet
+                    && matches!(op, CollectiveOp::AllGather | CollectiveOp::ReduceScatter);
+                if collnet_split {
+                    let w = (ppn - 1.0) / 7.0;
+                    bus = ppn * bw * (w * 0.85 + (1.0 - w) * 0.95);
+                } else if a == Algorithm::CollNet {
+                    let mut factor = ppn / ch;
+                    factor -= (factor - 1.0) / 2.0;
+                    bus /= factor;
+                    if self.cc >= 90 {
+                        bus *= 0.85;
+                    }
+                }
                 if a == Algorithm::Ring && p == Protocol::Ll {
                     let f = if v == NcclVersion::V2_19 {
                         if self.multi_node()
@@ -689,7 +732,7 @@ impl NcclSystem {
                     Algorithm::Nvls | Algorithm::NvlsTree => 5.0 / 6.0,
                     _ => 0.5,
                 };
-                let bw_alg = bus * ratio;
+                let bw_alg = if collnet_split { bus } else { bus * ratio };
                 // Latency: base + per-step hops.
                 let intra_lat = hw(false, a, p);
                 // The plugin's reported latency, once more with Simple
@@ -734,6 +777,10 @@ impl NcclSystem {
                     }
                     Algorithm::Nvls => {
                         lat = intra_lat;
+                    }
+                    Algorithm::CollNet => {
+                        // 0.4 us of arity serialization per extra local rank.
+                        lat += 2.0 * ((m - 1.0).min(1.0) * intra_lat + (m - 1.0) * 0.4) + inter_lat;
                     }
                     _ => {
                         lat += intra_lat + 2.0 * log2i(self.nodes) * inter_lat;
@@ -1095,7 +1142,8 @@ mod tests {
     #[test]
     fn large_size_choices() {
         let v = NcclVersion::V2_21;
-        let all = |_: Algorithm, _: Protocol| true;
+        // A run without CollNet (NCCL_COLLNET_ENABLE unset).
+        let all = |a: Algorithm, _: Protocol| a != Algorithm::CollNet;
         let op = CollectiveOp::AllReduce;
         let pick = |s: NcclSystem, b: u64| nccl_choice(&s, v, &op, b, all).unwrap();
         assert_eq!(pick(dgx(80, 2, 25.0, false), 1 << 30).0, Algorithm::Ring);

@@ -22,6 +22,15 @@ pub enum Via {
     /// One copy up to the NVSwitch, which multicasts it down to every receiver
     /// of the step with the same sender and range (NVLS `multimem.st`).
     SwitchMulticast,
+    /// Up the sender's route into the network's aggregation switches
+    /// (SHARP), which combine every move of the step over the same receiver
+    /// range and connection (reduce moves: the sum of the distinct senders;
+    /// copy moves: the one sender's data) and multicast the result down to
+    /// every receiver of those moves: each link of the aggregation tree
+    /// carries the range once per direction. A move with `from == to` is a
+    /// sender's own contribution (timing only). A plan puts one such
+    /// operation per range and connection in a step.
+    InNetwork,
 }
 
 /// One point-to-point chunk movement.

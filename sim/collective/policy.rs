@@ -35,7 +35,7 @@ const FUNCS: [&str; 5] = [
 const ALGOS: [(&str, &str, Option<Algorithm>); 7] = [
     ("Tree", "tree", Some(Algorithm::Tree)),
     ("Ring", "ring", Some(Algorithm::Ring)),
-    ("CollNetDirect", "collnet_direct", None),
+    ("CollNetDirect", "collnet_direct", Some(Algorithm::CollNet)),
     ("CollNetChain", "collnet_chain", None),
     ("NVLS", "nvls", Some(Algorithm::Nvls)),
     ("NVLSTree", "nvls_tree", Some(Algorithm::NvlsTree)),

@@ -147,6 +147,8 @@ pub(crate) struct Routes<'a> {
     /// yet): NVLS and NVLS-tree ask for every send, and each answer walks
     /// three routes.
     switch: Vec<(u32, u32)>,
+    /// [`Self::net_paths`] by rank (empty: not yet asked).
+    net: Vec<(Vec<usize>, Vec<usize>)>,
 }
 
 const NEAR: usize = 8;
@@ -164,7 +166,129 @@ impl<'a> Routes<'a> {
             offsets: vec![0],
             links: Vec::new(),
             switch: Vec::new(),
+            net: Vec::new(),
         }
+    }
+
+    /// Rank `r`'s links up into the network's aggregation root for its rail
+    /// and the root's links down to it ([`Via::InNetwork`], SHARP): the leaf
+    /// switch its NIC hangs off where every rank of the group on that rail
+    /// hangs off the same leaf, else a spine (the rail's, modulo the
+    /// spines), which aggregates the leaves. The switches must reduce
+    /// (`network.in_switch_reduction`).
+    pub fn net_paths(&mut self, r: usize) -> Result<(&[usize], &[usize]), CollectiveError> {
+        if self.net.is_empty() {
+            self.net = self.find_net_paths()?;
+        }
+        let (up, down) = &self.net[r];
+        Ok((up, down))
+    }
+
+    fn find_net_paths(&mut self) -> Result<Vec<(Vec<usize>, Vec<usize>)>, CollectiveError> {
+        let no = |why: &str| CollectiveError::NotApplicable {
+            op: "collective",
+            algo: "collnet",
+            why: why.into(),
+        };
+        let topo = self.topo;
+        let n = self.devices.len();
+        let node_of = |r: usize| {
+            topo.device(self.devices[r])
+                .and_then(|c| topo.component(c).node)
+        };
+        let leaf = |c: crate::topology::ComponentId| match topo.component(c).kind {
+            ComponentKind::NetworkSwitch {
+                level: 0,
+                in_switch_reduction,
+            } => Some(in_switch_reduction),
+            _ => None,
+        };
+        // Each rank's links to its leaf and from it, through its own NIC.
+        let mut legs: Vec<(Vec<usize>, Vec<usize>, crate::topology::ComponentId)> = Vec::new();
+        let rail_of = |r: usize| {
+            topo.device(self.devices[r])
+                .and_then(|c| topo.component(c).rail)
+        };
+        for r in 0..n {
+            // A peer on another node, on the same rail where there is one.
+            let apart = |q: &usize| node_of(*q) != node_of(r);
+            let q = (0..n)
+                .filter(apart)
+                .find(|&q| rail_of(q) == rail_of(r))
+                .or_else(|| (0..n).find(apart))
+                .ok_or_else(|| no("needs ranks on at least two nodes"))?;
+            let there = self.get(r, q)?.to_vec();
+            let back = self.get(q, r)?.to_vec();
+            let links = topo.links();
+            let i = there
+                .iter()
+                .position(|&l| leaf(links[l].to).is_some())
+                .ok_or_else(|| no("needs a leaf switch between the nodes"))?;
+            let k = back
+                .iter()
+                .rposition(|&l| leaf(links[l].from).is_some())
+                .ok_or_else(|| no("needs a leaf switch between the nodes"))?;
+            let sw = links[there[i]].to;
+            if leaf(sw) != Some(true) {
+                return Err(no(
+                    "the network's switches do not reduce (network.in_switch_reduction = false)",
+                ));
+            }
+            if links[back[k]].from != sw {
+                return Err(no("a rank's route back leaves another leaf switch"));
+            }
+            legs.push((there[..=i].to_vec(), back[k..].to_vec(), sw));
+        }
+        // Per rail, one leaf for all its ranks, or a spine above them.
+        let rail = |c: crate::topology::ComponentId| topo.component(c).rail.unwrap_or(0);
+        let mut leaves: BTreeMap<u32, Vec<crate::topology::ComponentId>> = BTreeMap::new();
+        for (_, _, sw) in &legs {
+            let v = leaves.entry(rail(*sw)).or_default();
+            if !v.contains(sw) {
+                v.push(*sw);
+            }
+        }
+        let links = topo.links();
+        let mut out = Vec::with_capacity(n);
+        for (mut up, down, sw) in legs {
+            if leaves[&rail(sw)].len() == 1 {
+                out.push((up, down));
+                continue;
+            }
+            let spines: Vec<usize> = topo
+                .out_links(sw)
+                .into_iter()
+                .map(|l| l.0 as usize)
+                .filter(|&l| {
+                    matches!(
+                        topo.component(links[l].to).kind,
+                        ComponentKind::NetworkSwitch { level: 1, .. }
+                    )
+                })
+                .collect();
+            if spines.is_empty() {
+                return Err(no("needs a spine switch above the leaves"));
+            }
+            let to_spine = spines[rail(sw) as usize % spines.len()];
+            let spine = links[to_spine].to;
+            if !matches!(
+                topo.component(spine).kind,
+                ComponentKind::NetworkSwitch {
+                    in_switch_reduction: true,
+                    ..
+                }
+            ) {
+                return Err(no(
+                    "the network's switches do not reduce (network.in_switch_reduction = false)",
+                ));
+            }
+            let from_spine = links[to_spine].reverse.0 as usize;
+            up.push(to_spine);
+            let mut d = vec![from_spine];
+            d.extend(down);
+            out.push((up, d));
+        }
+        Ok(out)
     }
 
     /// Route (network link indices) from rank `a` to rank `b`.
@@ -789,6 +913,95 @@ impl StepCtx<'_, '_> {
             .gate(sched, from, (key, conn), src, len, hop(&self.params, false))
     }
 
+    /// One in-network operation ([`Via::InNetwork`]): every sender's data
+    /// up its route to the aggregation root, then the result down to every
+    /// receiver. A link shared by several routes (a leaf's link to the
+    /// spine) carries the range once, when every route into its start has
+    /// delivered (the switch reduces, then forwards one copy); going down, a
+    /// shared link's copy is forwarded once to every route below it. Each
+    /// stretch of links with the same routes through it is one transfer
+    /// (cut through its switches, as a point-to-point route). Returns the
+    /// transfers added.
+    fn add_in_network<S: TaskSink>(
+        &mut self,
+        sched: &mut S,
+        (dst, len): (u64, u64),
+        senders: &[(usize, u64, usize)],
+        receivers: &[usize],
+        sent: &mut Vec<(usize, u32, usize, TaskId)>,
+        writes: &mut Vec<(usize, u64, u64, TaskId, bool)>,
+    ) -> Result<usize, CollectiveError> {
+        let bytes = len * self.elem_bytes;
+        let topo: &Topology = self.routes.topo;
+        let links = topo.links();
+        let mut ups: Vec<Vec<usize>> = Vec::with_capacity(senders.len());
+        for &(from, _, _) in senders {
+            ups.push(self.routes.net_paths(from)?.0.to_vec());
+        }
+        let mut downs: Vec<Vec<usize>> = Vec::with_capacity(receivers.len());
+        for &to in receivers {
+            downs.push(self.routes.net_paths(to)?.1.to_vec());
+        }
+        let mut flows = 0;
+        // Up: stretches in order of how many routes share them (a route's
+        // stretches share more the nearer the root).
+        let up_stretches = stretches(&ups);
+        let mut into: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
+        let mut first_sent: Vec<Option<TaskId>> = vec![None; senders.len()];
+        for st in &up_stretches {
+            let start = links[st.links[0]].from.0 as usize;
+            let deps = match st.first_of {
+                Some(i) => {
+                    let (from, src, conn) = senders[i];
+                    let key = self.key(from);
+                    self.deps
+                        .gate(sched, from, (key, conn), src, len, hop(&self.params, true))?
+                }
+                None => into.get(&start).cloned().unwrap_or_default(),
+            };
+            let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
+            let t = sched.transfer(&route, bytes, &deps)?;
+            flows += 1;
+            if let Some(i) = st.first_of {
+                first_sent[i] = Some(t);
+            }
+            let end = links[*st.links.last().expect("a stretch has links")].to.0 as usize;
+            into.entry(end).or_default().push(t);
+        }
+        for (i, t) in first_sent.into_iter().enumerate() {
+            if let Some(t) = t {
+                let (from, _, conn) = senders[i];
+                sent.push((self.key(from), conn as u32, sent.len(), t));
+            }
+        }
+        // The root: where every route up ends.
+        let root = ups
+            .first()
+            .and_then(|u| u.last())
+            .map(|&l| links[l].to.0 as usize);
+        let at_root = root.and_then(|r| into.get(&r)).cloned().unwrap_or_default();
+        // Down: stretches nearest the root first.
+        let mut down_stretches = stretches(&downs);
+        down_stretches.reverse();
+        let mut out_of: BTreeMap<usize, TaskId> = BTreeMap::new();
+        for st in &down_stretches {
+            let start = links[st.links[0]].from.0 as usize;
+            let deps = match out_of.get(&start) {
+                Some(&t) => vec![t],
+                None => at_root.clone(),
+            };
+            let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
+            let t = sched.transfer(&route, bytes, &deps)?;
+            flows += 1;
+            let end = links[*st.links.last().expect("a stretch has links")].to.0 as usize;
+            out_of.insert(end, t);
+            if let Some(i) = st.last_of {
+                writes.push((receivers[i], dst, len, t, false));
+            }
+        }
+        Ok(flows)
+    }
+
     /// A move's slot among its sender's connections (0 unless
     /// [`Gating::per_conn`]).
     fn conn_slot(&self, m: &super::plan::Move) -> usize {
@@ -864,6 +1077,10 @@ impl StepCtx<'_, '_> {
         // Switch groups: (receiver, offset, len) for reduce; (sender, ...) for multicast.
         let mut reduce_groups: BTreeMap<(usize, u64, u64), Vec<SwitchLoad>> = BTreeMap::new();
         let mut multicast_groups: BTreeMap<(usize, u64, u64, usize), Vec<usize>> = BTreeMap::new();
+        // In-network operations by (receiver range, connection): senders
+        // (rank, offset, slot) and receivers, each once, in plan order.
+        type NetGroup = (Vec<(usize, u64, usize)>, Vec<usize>);
+        let mut net_groups: BTreeMap<(u64, u64, u32), NetGroup> = BTreeMap::new();
         for m in step {
             // Empty moves count for the slots: ring `j`'s send is a rank's
             // `j`-th whether or not an earlier ring's piece was empty.
@@ -926,7 +1143,19 @@ impl StepCtx<'_, '_> {
                     .entry((m.from, m.src, m.len, self.conn_slot(m)))
                     .or_default()
                     .push(m.to),
+                Via::InNetwork => {
+                    let g = net_groups.entry((m.dst, m.len, m.conn)).or_default();
+                    if !g.0.iter().any(|s: &(usize, u64, usize)| s.0 == m.from) {
+                        g.0.push((m.from, m.src, self.conn_slot(m)));
+                    }
+                    if !g.1.contains(&m.to) {
+                        g.1.push(m.to);
+                    }
+                }
             }
+        }
+        for ((dst, len, _), (senders, receivers)) in net_groups {
+            flows += self.add_in_network(sched, (dst, len), &senders, &receivers, sent, writes)?;
         }
         for ((to, dst, len), senders) in reduce_groups {
             let bytes = len * elem_bytes;
@@ -982,6 +1211,53 @@ impl StepCtx<'_, '_> {
         self.scratch = scratch;
         Ok(flows)
     }
+}
+
+/// A run of links that the same routes of an in-network operation share.
+struct Stretch {
+    links: Vec<usize>,
+    /// How many routes take it.
+    shared: usize,
+    /// The route it starts (its first links), if any.
+    first_of: Option<usize>,
+    /// The route it ends, if any.
+    last_of: Option<usize>,
+}
+
+/// `routes` cut into stretches of links taken by the same number of routes
+/// (each stretch once), fewest sharers first, ties in route order. Up an
+/// aggregation tree the sharers only grow, so a stretch's inputs come
+/// before it; down it (the routes reversed in order) they only shrink.
+fn stretches(routes: &[Vec<usize>]) -> Vec<Stretch> {
+    let mut count: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in routes {
+        for &l in r {
+            *count.entry(l).or_default() += 1;
+        }
+    }
+    let mut seen: BTreeMap<usize, ()> = BTreeMap::new();
+    let mut out: Vec<Stretch> = Vec::new();
+    for (i, r) in routes.iter().enumerate() {
+        let mut k = 0;
+        while k < r.len() {
+            let shared = count[&r[k]];
+            let mut e = k + 1;
+            while e < r.len() && count[&r[e]] == shared {
+                e += 1;
+            }
+            if seen.insert(r[k], ()).is_none() {
+                out.push(Stretch {
+                    links: r[k..e].to_vec(),
+                    shared,
+                    first_of: (k == 0).then_some(i),
+                    last_of: (e == r.len()).then_some(i),
+                });
+            }
+            k = e;
+        }
+    }
+    out.sort_by_key(|s| s.shared);
+    out
 }
 
 /// [`simulate_with_faults`], optionally on a quotient (no faults then);

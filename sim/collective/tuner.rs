@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use crate::engine::Time;
 use crate::topology::{LinkClass, Topology};
 
-use super::algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
+use super::algorithms::{algorithms_for, auto_algorithms_on, build, PlanOptions};
 use super::calibration::Calibration;
 use super::channels::{rotation_quotient_cached, TreeSpec};
 use super::critical::{pipelined_path, streamed_chain_bound, streamed_path};
@@ -108,6 +108,7 @@ impl<'t> CostWalk<'t> {
         let links = self.topo.links();
         let mut c = StepCost::default();
         let mut down_done: BTreeSet<(usize, u64, u64, bool)> = BTreeSet::new();
+        let mut net_done: BTreeSet<(usize, u64, u64)> = BTreeSet::new();
         for m in step {
             let bytes = m.len * elem_bytes;
             if bytes == 0 {
@@ -146,6 +147,21 @@ impl<'t> CostWalk<'t> {
                         self.add(down, bytes);
                     }
                     let lat = links[up].latency_ps() + links[down].latency_ps();
+                    c.route_latency_ps = c.route_latency_ps.max(lat);
+                }
+                Via::InNetwork => {
+                    // Each link of the aggregation tree once per range.
+                    let up = routes.net_paths(m.from)?.0.to_vec();
+                    let down = routes.net_paths(m.to)?.1.to_vec();
+                    let mut lat = 0;
+                    for l in up.into_iter().chain(down) {
+                        let l = classes.map_or(l, |c| c[l]);
+                        lat += links[l].latency_ps();
+                        if net_done.insert((l, m.dst, bytes)) {
+                            self.add(l, bytes);
+                        }
+                    }
+                    c.crosses_network = true;
                     c.route_latency_ps = c.route_latency_ps.max(lat);
                 }
             }
@@ -502,9 +518,13 @@ impl TreePeriod {
     }
 }
 
-/// Protocols an algorithm runs with (NVLS and NVLS-tree only on Simple).
+/// Protocols an algorithm runs with (NVLS, NVLS-tree and CollNet only on
+/// Simple).
 pub fn protocols_for(algo: Algorithm) -> &'static [Protocol] {
-    if matches!(algo, Algorithm::Nvls | Algorithm::NvlsTree) {
+    if matches!(
+        algo,
+        Algorithm::Nvls | Algorithm::NvlsTree | Algorithm::CollNet
+    ) {
         &[Protocol::Simple]
     } else {
         &Protocol::ALL
@@ -702,9 +722,16 @@ fn choose_candidate_with(
     policy.check_explicit(op, algo, proto)?;
     let mut proto = proto;
     let tuned = match algo {
-        None if !policy.rows.is_empty() => {
-            tuner_pick(&policy, group, routes, &opts, op, total * elem_bytes, proto)
-        }
+        None if !policy.rows.is_empty() => tuner_pick(
+            topo,
+            &policy,
+            group,
+            routes,
+            &opts,
+            op,
+            total * elem_bytes,
+            proto,
+        ),
         _ => None,
     };
     // The chooser (`collective.chooser`; `nccl` by default): NCCL's
@@ -742,9 +769,8 @@ fn choose_candidate_with(
                 proto = Some(t.proto);
                 vec![t.algo]
             }
-            None => auto_algorithms(op)
-                .iter()
-                .copied()
+            None => auto_algorithms_on(topo, op)
+                .into_iter()
                 .filter(|&a| {
                     policy.algo_allowed(op, a)
                         && protocols_for(a)
@@ -755,7 +781,10 @@ fn choose_candidate_with(
         },
     };
     if algos.is_empty() {
-        let ours: Vec<&str> = auto_algorithms(op).iter().map(|a| a.name()).collect();
+        let ours: Vec<&str> = auto_algorithms_on(topo, op)
+            .iter()
+            .map(|a| a.name())
+            .collect();
         return Err(policy.nothing_left(
             op,
             &format!("its algorithms in the simulator: {}", ours.join(", ")),
@@ -921,6 +950,7 @@ fn choose_candidate_with(
                     let check = match a {
                         Algorithm::Nvls => routes.check_nvls(),
                         Algorithm::NvlsTree => routes.check_switch_reduce(),
+                        Algorithm::CollNet => routes.net_paths(0).map(|_| ()),
                         _ => Ok(()),
                     };
                     if let Err(e) = check {
@@ -1131,6 +1161,7 @@ fn choose_candidate_with(
 /// and, with `--proto`, that protocol.
 #[allow(clippy::too_many_arguments)]
 fn tuner_pick(
+    topo: &Topology,
     policy: &Policy,
     group: &Group,
     routes: &mut Routes,
@@ -1142,15 +1173,18 @@ fn tuner_pick(
     let nodes = opts.nodes.len();
     let mut nvls_ok = None;
     let mut tree_ok = None;
+    let mut net_ok = None;
+    let enabled = auto_algorithms_on(topo, op);
     policy.tuned(op, bytes, nodes, group.len(), |a, p| {
         let runs = match a {
             Algorithm::Nvls => *nvls_ok.get_or_insert_with(|| routes.check_nvls().is_ok()),
             Algorithm::NvlsTree => {
                 nodes > 1 && *tree_ok.get_or_insert_with(|| routes.check_switch_reduce().is_ok())
             }
+            Algorithm::CollNet => *net_ok.get_or_insert_with(|| routes.net_paths(0).is_ok()),
             _ => true,
         };
-        runs && auto_algorithms(op).contains(&a)
+        runs && enabled.contains(&a)
             && protocols_for(a).contains(&p)
             && proto.map_or(true, |q| q == p)
     })

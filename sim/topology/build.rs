@@ -46,6 +46,7 @@ pub fn build(f: &TopologyFile) -> Result<Topology, SemanticError> {
     check_figures(f)?;
     check_chooser(f)?;
     check_nccl_version(f)?;
+    check_collnet(f)?;
     let mut b = Builder::default();
     let routing = match f.layout {
         Layout::NvswitchNode | Layout::PcieNode => build_nodes(f, &mut b)?,
@@ -100,6 +101,27 @@ fn check_nccl_version(f: &TopologyFile) -> Result<(), SemanticError> {
                 v.to_string().trim()
             ),
         ),
+    }
+}
+
+/// `[collective] collnet`, if given, is a boolean, and true only over a
+/// network whose switches reduce.
+fn check_collnet(f: &TopologyFile) -> Result<(), SemanticError> {
+    use super::spec::COLLNET_KEY;
+    let Some(v) = f.collective.as_ref().and_then(|t| t.get(COLLNET_KEY)) else {
+        return Ok(());
+    };
+    let field = format!("collective.{COLLNET_KEY}");
+    match v.as_bool() {
+        None => fail(
+            &field,
+            format!("expected true or false (NCCL_COLLNET_ENABLE), got {}", v.to_string().trim()),
+        ),
+        Some(true) if !f.network.as_ref().is_some_and(|n| n.in_switch_reduction) => fail(
+            &field,
+            "CollNet needs a network whose switches reduce (network.in_switch_reduction = true, SHARP)",
+        ),
+        Some(_) => Ok(()),
     }
 }
 

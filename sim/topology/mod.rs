@@ -24,8 +24,9 @@ pub use mesh_map::MeshMapping;
 pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
 pub use settings::{CollectiveSettings, Origin, Setting};
 pub use spec::{
-    nccl_release, DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec, TopologyFile, CHOOSERS,
-    CHOOSER_KEY, FORMAT_VERSION, NCCL_VERSIONS, NCCL_VERSION_KEY,
+    collnet_enabled, nccl_release, DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec,
+    TopologyFile, CHOOSERS, CHOOSER_KEY, COLLNET_KEY, FORMAT_VERSION, NCCL_VERSIONS,
+    NCCL_VERSION_KEY,
 };
 pub use summary::{NeighbourClass, Summary};
 pub use units::{Bandwidth, ByteSize, Duration, FlopRate, UnitError};

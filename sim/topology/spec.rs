@@ -78,6 +78,20 @@ pub const CHOOSERS: [&str; 3] = ["model", "nccl", "nccl-algo"];
 /// the collectives layer: NCCL's model's tables, NCCL 2.19's tree chunks);
 /// checked when a file is built.
 pub const NCCL_VERSION_KEY: &str = "nccl_version";
+/// The `[collective]` key that enables CollNet (NCCL_COLLNET_ENABLE): a
+/// boolean, false by default as in NCCL; true only where the network's
+/// switches reduce (`network.in_switch_reduction`, SHARP). Checked when a
+/// file is built.
+pub const COLLNET_KEY: &str = "collnet";
+
+/// Is CollNet enabled in a `[collective]` table?
+pub fn collnet_enabled(collective: Option<&toml::Table>) -> bool {
+    collective
+        .and_then(|t| t.get(COLLNET_KEY))
+        .and_then(toml::Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// The releases whose tables the collectives layer has.
 pub const NCCL_VERSIONS: [&str; 3] = ["2.19", "2.21", "2.23"];
 

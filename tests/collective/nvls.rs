@@ -69,6 +69,9 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
                         l.up[m.from] += m.len;
                     }
                 }
+                Via::InNetwork => {
+                    unreachable!("NVLS-tree moves no data through the network's switches")
+                }
                 Via::P2p => {
                     if node_of(m.from) == node_of(m.to) {
                         l.local_p2p += 1;

@@ -272,10 +272,11 @@ fn empty_checks_the_memory_scope() {
     ));
 }
 
-/// A setting the collectives cannot use says so: where the network reduces
+/// A setting the collectives do not use says so: where the network reduces
 /// (`network.in_switch_reduction`, SHARP on the DGX presets) and the ranks
-/// span nodes, the sweep notes that no CollNet algorithm uses it (text and
-/// JSON); not on one node, nor with the setting off.
+/// span nodes, the sweep notes that CollNet is off (NCCL_COLLNET_ENABLE),
+/// text and JSON; not on one node, nor with the setting off, nor with
+/// CollNet enabled.
 #[test]
 fn an_unused_in_network_reduction_is_noted() {
     let run = |extra: &[&str], format: &str| {
@@ -291,13 +292,17 @@ fn an_unused_in_network_reduction_is_noted() {
         args.extend_from_slice(extra);
         shardsim_stdout(&args)
     };
-    let noted = |text: &str| text.contains("no CollNet algorithm");
+    let noted = |text: &str| text.contains("CollNet only where it is enabled");
     assert!(noted(&run(&["--nodes", "2"], "text")));
     let json: serde_json::Value = serde_json::from_str(&run(&["--nodes", "2"], "json")).unwrap();
     assert_eq!(json["notes"].as_array().unwrap().len(), 1, "{json}");
     assert!(!noted(&run(&[], "text")));
     assert!(!noted(&run(
         &["--nodes", "2", "--set", "network.in_switch_reduction=false"],
+        "text"
+    )));
+    assert!(!noted(&run(
+        &["--nodes", "2", "--set", "collective.collnet=true"],
         "text"
     )));
 }

@@ -1,0 +1,150 @@
+//! CollNet Direct (NCCL's `COLLNET_DIRECT`): the network's switches reduce
+//! and multicast (SHARP), so the nodes exchange each byte once each way
+//! instead of a ring's `n - 1` steps.
+//!
+//! Every node has `m` ranks, each with its own NIC (a head, as on DGX and
+//! HGX nodes). Allreduce: local rank `j` owns part `j` of the message; per
+//! pipeline chunk of a part, every other local rank sends it to the head
+//! over NVLink (the head reduces), the heads of part `j` (one per node, all
+//! on rail `j`) reduce it in the network, which multicasts the sum back to
+//! them, and each head copies it to its node's other ranks. Reduce-scatter:
+//! head `j` collects (reduces) the pieces of every rank with local index
+//! `j`, and the network reduces each piece into its owner. All-gather: each
+//! rank's piece goes up once and the network multicasts it to the heads of
+//! its rail, which copy it to their nodes. So a NIC carries `S / m` each way
+//! (allreduce), `S / m` up and `S / n` down (reduce-scatter), the reverse
+//! for all-gather; NCCL's tuning has the same shape (`tuning.cc`:
+//! allreduce through the heads, reduce-scatter and all-gather at `ppn`
+//! times a NIC's rate, only where every rank has its own NIC).
+//!
+//! The legs (scatter, network, gather) are connections of their own and
+//! chunk `c`'s network leg runs a step after its scatter, so NVLink and NIC
+//! traffic of different chunks overlap, as NCCL's separate warps do.
+
+use super::kinds::CollectiveOp;
+use super::plan::{push_at, split_range, Move, Via};
+
+/// A leg's connection: the scatter to the heads, the network's reduction,
+/// the gather from the heads.
+const SCATTER_CONN: u32 = 0;
+const NET_CONN: u32 = 1;
+const GATHER_CONN: u32 = 2;
+
+/// The plan's steps of `op` over `nodes` (the group's ranks by node, at
+/// least two nodes of `m` each), `pieces` each rank's piece of `total`
+/// elements, `chunks` pipeline chunks per part (allreduce) or piece.
+pub fn collnet_steps(
+    op: &CollectiveOp,
+    nodes: &[Vec<usize>],
+    total: u64,
+    pieces: &[(u64, u64)],
+    chunks: usize,
+) -> Vec<Vec<Move>> {
+    let m = nodes.first().map_or(0, Vec::len);
+    let mut steps = Vec::new();
+    let chunks = chunks.max(1);
+    match op {
+        CollectiveOp::AllReduce => {
+            for (j, &(plo, phi)) in split_range(0, total, m).iter().enumerate() {
+                let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
+                for (c, (lo, hi)) in split_range(plo, phi, chunks).into_iter().enumerate() {
+                    if hi <= lo {
+                        continue;
+                    }
+                    for g in nodes {
+                        for &r in g.iter().filter(|&&r| r != g[j]) {
+                            let mv = Move::reduce(r, g[j], lo, hi);
+                            push_at(&mut steps, c, on(mv, Via::P2p, SCATTER_CONN));
+                        }
+                    }
+                    network_reduce(&mut steps, c + 1, &heads, &heads, lo, hi);
+                    for g in nodes {
+                        for &r in g.iter().filter(|&&r| r != g[j]) {
+                            let mv = Move::copy(g[j], r, lo, hi);
+                            push_at(&mut steps, c + 2, on(mv, Via::P2p, GATHER_CONN));
+                        }
+                    }
+                }
+            }
+        }
+        CollectiveOp::ReduceScatter => {
+            for j in 0..m {
+                let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
+                for &owner in &heads {
+                    let (plo, phi) = pieces[owner];
+                    for (c, (lo, hi)) in split_range(plo, phi, chunks).into_iter().enumerate() {
+                        if hi <= lo {
+                            continue;
+                        }
+                        for g in nodes {
+                            for &r in g.iter().filter(|&&r| r != g[j]) {
+                                let mv = Move::reduce(r, g[j], lo, hi);
+                                push_at(&mut steps, c, on(mv, Via::P2p, SCATTER_CONN));
+                            }
+                        }
+                        network_reduce(&mut steps, c + 1, &heads, &[owner], lo, hi);
+                    }
+                }
+            }
+        }
+        CollectiveOp::AllGather => {
+            for j in 0..m {
+                let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
+                for &owner in &heads {
+                    let (plo, phi) = pieces[owner];
+                    for (c, (lo, hi)) in split_range(plo, phi, chunks).into_iter().enumerate() {
+                        if hi <= lo {
+                            continue;
+                        }
+                        for &h in heads.iter().filter(|&&h| h != owner) {
+                            let mv = Move::copy(owner, h, lo, hi);
+                            push_at(&mut steps, c, on(mv, Via::InNetwork, NET_CONN));
+                        }
+                        for g in nodes {
+                            for &r in g.iter().filter(|&&r| r != g[j]) {
+                                let mv = Move::copy(g[j], r, lo, hi);
+                                push_at(&mut steps, c + 1, on(mv, Via::P2p, GATHER_CONN));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    steps.retain(|s| !s.is_empty());
+    steps
+}
+
+fn on(mv: Move, via: Via, conn: u32) -> Move {
+    Move { via, conn, ..mv }
+}
+
+/// One in-network reduction at step `k`: every sender's `[lo, hi)` summed
+/// into every receiver's. Each receiver takes the other senders' values
+/// (its own is already in place); a sender that is the only receiver
+/// states its own contribution with a move to itself.
+fn network_reduce(
+    steps: &mut Vec<Vec<Move>>,
+    k: usize,
+    senders: &[usize],
+    receivers: &[usize],
+    lo: u64,
+    hi: u64,
+) {
+    for &to in receivers {
+        for &from in senders.iter().filter(|&&s| s != to) {
+            push_at(
+                steps,
+                k,
+                on(Move::reduce(from, to, lo, hi), Via::InNetwork, NET_CONN),
+            );
+        }
+    }
+    if let [only] = receivers {
+        if senders.contains(only) {
+            let own = Move::reduce(*only, *only, lo, hi);
+            push_at(steps, k, on(own, Via::InNetwork, NET_CONN));
+        }
+    }
+}
