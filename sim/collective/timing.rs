@@ -148,8 +148,11 @@ pub(crate) struct Routes<'a> {
     /// three routes.
     switch: Vec<(u32, u32)>,
     /// [`Self::net_paths`] by rank (empty: not yet asked).
-    net: Vec<(Vec<usize>, Vec<usize>)>,
+    net: Vec<NetPath>,
 }
+
+/// A rank's links up to its aggregation root and down from it.
+type NetPath = (Vec<usize>, Vec<usize>);
 
 const NEAR: usize = 8;
 
@@ -184,7 +187,7 @@ impl<'a> Routes<'a> {
         Ok((up, down))
     }
 
-    fn find_net_paths(&mut self) -> Result<Vec<(Vec<usize>, Vec<usize>)>, CollectiveError> {
+    fn find_net_paths(&mut self) -> Result<Vec<NetPath>, CollectiveError> {
         let no = |why: &str| CollectiveError::NotApplicable {
             op: "collective",
             algo: "collnet",

@@ -6,6 +6,7 @@ mod bounds;
 mod calibration;
 mod channels;
 mod chooser;
+mod collnet;
 mod groups;
 mod multinode;
 mod nics;
