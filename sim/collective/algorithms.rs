@@ -39,6 +39,11 @@ pub struct PlanOptions {
     /// more than `chunks`): NCCL keeps a channel only while it has enough
     /// work (`computeColl`'s thread threshold, [`tree_channel_cap`]).
     pub tree_channel_cap: usize,
+    /// CollNet's reduce-scatter and all-gather: the message's chunks of
+    /// NCCL's step, each rail's pieces streamed through the switches one
+    /// chunk after another (0: `chunks`). Their plans grow with ranks, not
+    /// ranks squared, per chunk, so they take more than the trees' budget.
+    pub collnet_chunks: usize,
 }
 
 impl PlanOptions {
@@ -184,6 +189,10 @@ pub fn build(
                 };
             }
             let (nodes, _) = check_nodes(op, algo, n, opts)?;
+            let chunks = match (op, opts.collnet_chunks) {
+                (CollectiveOp::AllReduce, _) | (_, 0) => chunks,
+                (_, c) => c,
+            };
             collnet_steps(op, &nodes, total, &pieces, chunks)
         }
         (CollectiveOp::AllReduce, _) => {

@@ -70,12 +70,8 @@ pub fn collnet_steps(
         CollectiveOp::ReduceScatter => {
             for j in 0..m {
                 let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
-                for &owner in &heads {
-                    let (plo, phi) = pieces[owner];
-                    for (c, (lo, hi)) in split_range(plo, phi, chunks).into_iter().enumerate() {
-                        if hi <= lo {
-                            continue;
-                        }
+                for (c, owner, lo, hi) in piece_chunks(&heads, pieces, total, chunks) {
+                    {
                         for g in nodes {
                             for &r in g.iter().filter(|&&r| r != g[j]) {
                                 let mv = Move::reduce(r, g[j], lo, hi);
@@ -90,12 +86,8 @@ pub fn collnet_steps(
         CollectiveOp::AllGather => {
             for j in 0..m {
                 let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
-                for &owner in &heads {
-                    let (plo, phi) = pieces[owner];
-                    for (c, (lo, hi)) in split_range(plo, phi, chunks).into_iter().enumerate() {
-                        if hi <= lo {
-                            continue;
-                        }
+                for (c, owner, lo, hi) in piece_chunks(&heads, pieces, total, chunks) {
+                    {
                         for &h in heads.iter().filter(|&&h| h != owner) {
                             let mv = Move::copy(owner, h, lo, hi);
                             push_at(&mut steps, c, on(mv, Via::InNetwork, NET_CONN));
@@ -114,6 +106,30 @@ pub fn collnet_steps(
     }
     steps.retain(|s| !s.is_empty());
     steps
+}
+
+/// The chunks of a rail's pieces (each head's), one after another: `(step,
+/// owner, lo, hi)`, each piece in chunks of about `total / chunks` elements (at
+/// least one per piece), so the pipeline runs over the pieces in turn with
+/// the chunk size of the whole message.
+fn piece_chunks(
+    heads: &[usize],
+    pieces: &[(u64, u64)],
+    total: u64,
+    chunks: usize,
+) -> Vec<(usize, usize, u64, u64)> {
+    let chunk = total.div_ceil(chunks as u64).max(1);
+    let mut out = Vec::new();
+    for &h in heads {
+        let (plo, phi) = pieces[h];
+        let k = usize::try_from((phi - plo).div_ceil(chunk).max(1)).unwrap_or(usize::MAX);
+        for (lo, hi) in split_range(plo, phi, k) {
+            if hi > lo {
+                out.push((out.len(), h, lo, hi));
+            }
+        }
+    }
+    out
 }
 
 fn on(mv: Move, via: Via, conn: u32) -> Move {

@@ -651,7 +651,10 @@ impl Gating {
     pub(crate) fn of(algo: Algorithm, cal: &Calibration) -> Gating {
         Gating {
             pipelined: algo.pipelines_hops(),
-            departed: algo.pipelines_hops() && cal.send_on_departure,
+            // CollNet's latency is NCCL's own figure, fitted to nothing
+            // under delivery gating: its sends keep NCCL's FIFO of slots.
+            departed: algo.pipelines_hops()
+                && (cal.send_on_departure || algo == Algorithm::CollNet),
             per_channel: algo.per_channel_slots(),
             per_conn: algo.per_connection_slots(),
         }
@@ -881,6 +884,10 @@ pub(crate) struct StepScratch {
     writes: Vec<(usize, u64, u64, TaskId, bool)>,
     /// A sliced step's second slice.
     second: Vec<super::plan::Move>,
+    /// In-network operations: the transfers of the last step that used
+    /// each switch-to-switch stretch (by its first link), and this step's.
+    net_fifo: BTreeMap<usize, Vec<TaskId>>,
+    net_fresh: BTreeMap<usize, Vec<TaskId>>,
 }
 
 impl StepCtx<'_, '_> {
@@ -923,8 +930,14 @@ impl StepCtx<'_, '_> {
     /// delivered (the switch reduces, then forwards one copy); going down, a
     /// shared link's copy is forwarded once to every route below it. Each
     /// stretch of links with the same routes through it is one transfer
-    /// (cut through its switches, as a point-to-point route). Returns the
-    /// transfers added.
+    /// (cut through, as a point-to-point route, up to the next network
+    /// switch). A stretch out of a network switch starts once the last
+    /// step's transfers over it have left (`fifo`; this step's go to
+    /// `fresh`): the
+    /// switches forward operations in order, so the chunks stream through
+    /// them (transfers sharing a link evenly would all finish at the end and
+    /// the legs below would wait for them). Returns the transfers added.
+    #[allow(clippy::too_many_arguments)]
     fn add_in_network<S: TaskSink>(
         &mut self,
         sched: &mut S,
@@ -933,6 +946,10 @@ impl StepCtx<'_, '_> {
         receivers: &[usize],
         sent: &mut Vec<(usize, u32, usize, TaskId)>,
         writes: &mut Vec<(usize, u64, u64, TaskId, bool)>,
+        (fifo, fresh): (
+            &BTreeMap<usize, Vec<TaskId>>,
+            &mut BTreeMap<usize, Vec<TaskId>>,
+        ),
     ) -> Result<usize, CollectiveError> {
         let bytes = len * self.elem_bytes;
         let topo: &Topology = self.routes.topo;
@@ -948,7 +965,13 @@ impl StepCtx<'_, '_> {
         let mut flows = 0;
         // Up: stretches in order of how many routes share them (a route's
         // stretches share more the nearer the root).
-        let up_stretches = stretches(&ups);
+        let at_switch = |l: usize| {
+            matches!(
+                topo.component(links[l].from).kind,
+                ComponentKind::NetworkSwitch { .. }
+            )
+        };
+        let up_stretches = stretches(&ups, at_switch, false);
         let mut into: BTreeMap<usize, Vec<TaskId>> = BTreeMap::new();
         let mut first_sent: Vec<Option<TaskId>> = vec![None; senders.len()];
         for st in &up_stretches {
@@ -962,11 +985,24 @@ impl StepCtx<'_, '_> {
                 }
                 None => into.get(&start).cloned().unwrap_or_default(),
             };
+            let switched = at_switch(st.links[0]);
+            let mut deps = deps;
+            if switched {
+                deps.extend(
+                    fifo.get(&st.links[0])
+                        .into_iter()
+                        .flatten()
+                        .map(|&t| net::departure(t)),
+                );
+            }
             let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
             let t = sched.transfer(&route, bytes, &deps)?;
             flows += 1;
             if let Some(i) = st.first_of {
                 first_sent[i] = Some(t);
+            }
+            if switched {
+                fresh.entry(st.links[0]).or_default().push(t);
             }
             let end = links[*st.links.last().expect("a stretch has links")].to.0 as usize;
             into.entry(end).or_default().push(t);
@@ -984,18 +1020,29 @@ impl StepCtx<'_, '_> {
             .map(|&l| links[l].to.0 as usize);
         let at_root = root.and_then(|r| into.get(&r)).cloned().unwrap_or_default();
         // Down: stretches nearest the root first.
-        let mut down_stretches = stretches(&downs);
-        down_stretches.reverse();
+        let down_stretches = stretches(&downs, at_switch, true);
         let mut out_of: BTreeMap<usize, TaskId> = BTreeMap::new();
         for st in &down_stretches {
             let start = links[st.links[0]].from.0 as usize;
-            let deps = match out_of.get(&start) {
+            let mut deps = match out_of.get(&start) {
                 Some(&t) => vec![t],
                 None => at_root.clone(),
             };
+            let switched = at_switch(st.links[0]);
+            if switched {
+                deps.extend(
+                    fifo.get(&st.links[0])
+                        .into_iter()
+                        .flatten()
+                        .map(|&t| net::departure(t)),
+                );
+            }
             let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
             let t = sched.transfer(&route, bytes, &deps)?;
             flows += 1;
+            if switched {
+                fresh.entry(st.links[0]).or_default().push(t);
+            }
             let end = links[*st.links.last().expect("a stretch has links")].to.0 as usize;
             out_of.insert(end, t);
             if let Some(i) = st.last_of {
@@ -1069,7 +1116,13 @@ impl StepCtx<'_, '_> {
         let elem_bytes = self.elem_bytes;
         let mut flows = 0usize;
         let mut scratch = std::mem::take(&mut self.scratch);
-        let StepScratch { sent, writes, .. } = &mut scratch;
+        let StepScratch {
+            sent,
+            writes,
+            net_fifo,
+            net_fresh,
+            ..
+        } = &mut scratch;
         sent.clear();
         writes.clear();
         let per_channel = self.deps.gating.per_channel;
@@ -1157,8 +1210,14 @@ impl StepCtx<'_, '_> {
                 }
             }
         }
+        let net = !net_groups.is_empty();
         for ((dst, len, _), (senders, receivers)) in net_groups {
-            flows += self.add_in_network(sched, (dst, len), &senders, &receivers, sent, writes)?;
+            let fifo = (&*net_fifo, &mut *net_fresh);
+            flows +=
+                self.add_in_network(sched, (dst, len), &senders, &receivers, sent, writes, fifo)?;
+        }
+        if net {
+            net_fifo.append(net_fresh);
         }
         for ((to, dst, len), senders) in reduce_groups {
             let bytes = len * elem_bytes;
@@ -1216,22 +1275,26 @@ impl StepCtx<'_, '_> {
     }
 }
 
-/// A run of links that the same routes of an in-network operation share.
+/// A run of links that the same routes of an in-network operation share,
+/// within one switch's reach (a stretch never passes a network switch).
 struct Stretch {
     links: Vec<usize>,
     /// How many routes take it.
     shared: usize,
+    /// Its first link's place on the route that found it.
+    depth: usize,
     /// The route it starts (its first links), if any.
     first_of: Option<usize>,
     /// The route it ends, if any.
     last_of: Option<usize>,
 }
 
-/// `routes` cut into stretches of links taken by the same number of routes
-/// (each stretch once), fewest sharers first, ties in route order. Up an
-/// aggregation tree the sharers only grow, so a stretch's inputs come
-/// before it; down it (the routes reversed in order) they only shrink.
-fn stretches(routes: &[Vec<usize>]) -> Vec<Stretch> {
+/// `routes` cut into stretches (each once): where the number of routes
+/// taking the next link changes, and at every network switch (`at_switch`:
+/// does a link leave one?). Up an aggregation tree (`down` false) the
+/// sharers only grow: fewest first, then nearest the route's start, so a
+/// stretch's inputs come before it; down it the reverse order of sharers.
+fn stretches(routes: &[Vec<usize>], at_switch: impl Fn(usize) -> bool, down: bool) -> Vec<Stretch> {
     let mut count: BTreeMap<usize, usize> = BTreeMap::new();
     for r in routes {
         for &l in r {
@@ -1245,13 +1308,14 @@ fn stretches(routes: &[Vec<usize>]) -> Vec<Stretch> {
         while k < r.len() {
             let shared = count[&r[k]];
             let mut e = k + 1;
-            while e < r.len() && count[&r[e]] == shared {
+            while e < r.len() && count[&r[e]] == shared && !at_switch(r[e]) {
                 e += 1;
             }
             if seen.insert(r[k], ()).is_none() {
                 out.push(Stretch {
                     links: r[k..e].to_vec(),
                     shared,
+                    depth: k,
                     first_of: (k == 0).then_some(i),
                     last_of: (e == r.len()).then_some(i),
                 });
@@ -1259,7 +1323,11 @@ fn stretches(routes: &[Vec<usize>]) -> Vec<Stretch> {
             k = e;
         }
     }
-    out.sort_by_key(|s| s.shared);
+    if down {
+        out.sort_by_key(|s| (std::cmp::Reverse(s.shared), s.depth));
+    } else {
+        out.sort_by_key(|s| (s.shared, s.depth));
+    }
     out
 }
 

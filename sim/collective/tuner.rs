@@ -266,6 +266,10 @@ pub fn tree_chunk_bytes(topo: &Topology, group: &Group, cal: &Calibration, bytes
 }
 
 /// Plan options for a message of `bytes` on `group`.
+/// The most chunks of a CollNet reduce-scatter or all-gather (a 2 GiB
+/// message in NCCL's 512 KiB steps; beyond it the chunks grow).
+const COLLNET_MAX_CHUNKS: usize = 4096;
+
 pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
     let nodes = group.nodes(topo);
     // A tree channel per local rank carries 1/m of the message in its own
@@ -312,6 +316,9 @@ pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u6
         lanes,
         nodes,
         tree_channel_cap: super::algorithms::tree_channel_cap(bytes),
+        collnet_chunks: usize::try_from(bytes.div_ceil(cal.chunk_bytes.max(1)))
+            .unwrap_or(usize::MAX)
+            .clamp(1, COLLNET_MAX_CHUNKS),
     }
 }
 

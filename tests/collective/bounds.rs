@@ -27,6 +27,7 @@ fn chunked(t: &Topology, g: &Group, chunks: usize) -> PlanOptions {
         nodes: g.nodes(t),
         lanes: 1,
         tree_channel_cap: 0,
+        collnet_chunks: 0,
         channel_chunks: 0,
         nvls_chunks: 0,
         tree_chunks: 0,

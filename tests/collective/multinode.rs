@@ -840,6 +840,7 @@ fn plans_over_two_nics_per_gpu_compute_the_same_and_use_both_lanes() {
                 nodes: nodes.clone(),
                 lanes,
                 tree_channel_cap: 0,
+                collnet_chunks: 0,
             };
             let plan = build(&op, algo, n, total, &opts).unwrap();
             let mut bufs: Vec<Tensor> = (0..n)

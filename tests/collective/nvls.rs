@@ -34,6 +34,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
         nodes: nodes.to_vec(),
         lanes: 1,
         tree_channel_cap: 0,
+        collnet_chunks: 0,
     };
     let plan = build(
         &CollectiveOp::AllReduce,

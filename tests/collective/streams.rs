@@ -67,6 +67,7 @@ fn tree_stream_steps_equal_the_built_plan() {
                             nodes: nodes_of(layout),
                             lanes: 1,
                             tree_channel_cap,
+                            collnet_chunks: 0,
                         };
                         same_steps(n, total, &opts);
                     }
@@ -90,7 +91,7 @@ proptest! {
     ) {
         let layout = vec![per; nodes];
         let n = if nodes == 0 { flat } else { nodes * per };
-        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1, tree_channel_cap: 0 };
+        let opts = PlanOptions { chunks, channel_chunks, nvls_chunks: 0, tree_chunks: 0, nodes: nodes_of(&layout), lanes: 1, tree_channel_cap: 0, collnet_chunks: 0 };
         let plan = build(&CollectiveOp::AllReduce, Algorithm::Tree, n, total, &opts).unwrap();
         prop_assert_eq!(TreeStream::allreduce(n, total, &opts).steps(), plan.steps);
     }
