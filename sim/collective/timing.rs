@@ -154,6 +154,9 @@ pub(crate) struct Routes<'a> {
 /// A rank's links up to its aggregation root and down from it.
 type NetPath = (Vec<usize>, Vec<usize>);
 
+/// Transfers by the first link of their stretch (`StepScratch::net_fifo`).
+type LinkTasks = BTreeMap<usize, Vec<TaskId>>;
+
 const NEAR: usize = 8;
 
 const NO_SWITCH: (u32, u32) = (u32::MAX, u32::MAX);
@@ -886,8 +889,8 @@ pub(crate) struct StepScratch {
     second: Vec<super::plan::Move>,
     /// In-network operations: the transfers of the last step that used
     /// each switch-to-switch stretch (by its first link), and this step's.
-    net_fifo: BTreeMap<usize, Vec<TaskId>>,
-    net_fresh: BTreeMap<usize, Vec<TaskId>>,
+    net_fifo: LinkTasks,
+    net_fresh: LinkTasks,
 }
 
 impl StepCtx<'_, '_> {
@@ -946,10 +949,7 @@ impl StepCtx<'_, '_> {
         receivers: &[usize],
         sent: &mut Vec<(usize, u32, usize, TaskId)>,
         writes: &mut Vec<(usize, u64, u64, TaskId, bool)>,
-        (fifo, fresh): (
-            &BTreeMap<usize, Vec<TaskId>>,
-            &mut BTreeMap<usize, Vec<TaskId>>,
-        ),
+        (fifo, fresh): (&LinkTasks, &mut LinkTasks),
     ) -> Result<usize, CollectiveError> {
         let bytes = len * self.elem_bytes;
         let topo: &Topology = self.routes.topo;
