@@ -130,9 +130,11 @@ fn quotient_key(plan0: &Plan) -> QuotientKey {
         match mv.via {
             Via::P2p if mv.from != mv.to => pairs.push((mv.from, mv.to, mv.lane)),
             Via::P2p => {}
-            Via::SwitchReduce | Via::SwitchMulticast | Via::InNetwork => {
-                switched.extend([mv.from, mv.to])
-            }
+            Via::SwitchReduce
+            | Via::SwitchMulticast
+            | Via::InNetwork
+            | Via::NetworkReduce
+            | Via::NetworkMulticast => switched.extend([mv.from, mv.to]),
         }
     }
     pairs.sort_unstable();

@@ -6,8 +6,11 @@
 //! HGX nodes). Allreduce: local rank `j` owns part `j` of the message; per
 //! pipeline chunk of a part, every other local rank sends it to the head
 //! over NVLink (the head reduces), the heads of part `j` (one per node, all
-//! on rail `j`) reduce it in the network, which multicasts the sum back to
-//! them, and each head copies it to its node's other ranks. Reduce-scatter:
+//! on rail `j`) reduce it in the network into one of them (in turn per
+//! chunk) and multicasts the sum from the switch to them all
+//! ([`Via::NetworkReduce`], [`Via::NetworkMulticast`]: one SHARP operation
+//! as two steps of moves, `2 N` moves, not every head's to every other),
+//! and each head copies it to its node's other ranks. Reduce-scatter:
 //! head `j` collects (reduces) the pieces of every rank with local index
 //! `j`, and the network reduces each piece into its owner. All-gather: each
 //! rank's piece goes up once and the network multicasts it to the heads of
@@ -29,6 +32,8 @@ use super::plan::{push_at, split_range, Move, Via};
 const SCATTER_CONN: u32 = 0;
 const NET_CONN: u32 = 1;
 const GATHER_CONN: u32 = 2;
+/// The network's multicast of an allreduce's sum.
+const NET_DOWN_CONN: u32 = 3;
 
 /// The plan's steps of `op` over `nodes` (the group's ranks by node, at
 /// least two nodes of `m` each), `pieces` each rank's piece of `total`
@@ -57,11 +62,31 @@ pub fn collnet_steps(
                             push_at(&mut steps, c, on(mv, Via::P2p, SCATTER_CONN));
                         }
                     }
-                    network_reduce(&mut steps, c + 1, &heads, &heads, lo, hi);
+                    // Reduced into one head (in turn), multicast from the
+                    // switch to the others.
+                    let root = heads[c % heads.len()];
+                    for &h in heads.iter().filter(|&&h| h != root) {
+                        let mv = Move::reduce(h, root, lo, hi);
+                        push_at(&mut steps, c + 1, on(mv, Via::NetworkReduce, NET_CONN));
+                        let mv = Move::copy(root, h, lo, hi);
+                        push_at(
+                            &mut steps,
+                            c + 2,
+                            on(mv, Via::NetworkMulticast, NET_DOWN_CONN),
+                        );
+                    }
+                    let own = Move::reduce(root, root, lo, hi);
+                    push_at(&mut steps, c + 1, on(own, Via::NetworkReduce, NET_CONN));
+                    let own = Move::copy(root, root, lo, hi);
+                    push_at(
+                        &mut steps,
+                        c + 2,
+                        on(own, Via::NetworkMulticast, NET_DOWN_CONN),
+                    );
                     for g in nodes {
                         for &r in g.iter().filter(|&&r| r != g[j]) {
                             let mv = Move::copy(g[j], r, lo, hi);
-                            push_at(&mut steps, c + 2, on(mv, Via::P2p, GATHER_CONN));
+                            push_at(&mut steps, c + 3, on(mv, Via::P2p, GATHER_CONN));
                         }
                     }
                 }

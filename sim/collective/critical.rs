@@ -218,15 +218,17 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
                 }
                 false
             }
-            Via::InNetwork => {
+            Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
                 // Every link of the aggregation tree carries the range
-                // once: the sender's route up, the receiver's down.
-                let (up, down) = self.routes.net_paths(m.from)?;
-                let up = up.to_vec();
-                let down = if m.to == m.from {
-                    down.to_vec()
-                } else {
-                    self.routes.net_paths(m.to)?.1.to_vec()
+                // once: the sender's route up (not for a result held at
+                // the root), the receiver's down (not while held).
+                let up = match m.via {
+                    Via::NetworkMulticast => Vec::new(),
+                    _ => self.routes.net_paths(m.from)?.0.to_vec(),
+                };
+                let down = match m.via {
+                    Via::NetworkReduce => Vec::new(),
+                    _ => self.routes.net_paths(m.to)?.1.to_vec(),
                 };
                 for l in up.into_iter().chain(down) {
                     let l = class(l);
@@ -548,6 +550,8 @@ fn move_links<'a>(
             links.extend_from_slice(routes.net_paths(m.to)?.1);
             (links, None)
         }
+        Via::NetworkReduce => (routes.net_paths(m.from)?.0.to_vec(), None),
+        Via::NetworkMulticast => (routes.net_paths(m.to)?.1.to_vec(), None),
     };
     Ok(route
         .into_iter()

@@ -362,9 +362,15 @@ fn shape_of(
                     link(up, &mut out);
                     link(down, &mut out);
                 }
-                Via::InNetwork => {
-                    let up = routes.net_paths(m.from)?.0.to_vec();
-                    let down = routes.net_paths(m.to)?.1.to_vec();
+                Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
+                    let up = match m.via {
+                        Via::NetworkMulticast => Vec::new(),
+                        _ => routes.net_paths(m.from)?.0.to_vec(),
+                    };
+                    let down = match m.via {
+                        Via::NetworkReduce => Vec::new(),
+                        _ => routes.net_paths(m.to)?.1.to_vec(),
+                    };
                     out.push((up.len() + down.len()) as u64);
                     for l in up.into_iter().chain(down) {
                         link(l, &mut out);
@@ -526,10 +532,17 @@ fn route_bytes(
                     let (_, down) = routes.switch_links(m.to)?;
                     add(down, b);
                 }
-                Via::InNetwork => {
-                    // Each link of the aggregation tree once per range.
-                    let up = routes.net_paths(m.from)?.0.to_vec();
-                    let down = routes.net_paths(m.to)?.1.to_vec();
+                Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
+                    // Each link of the aggregation tree once per range
+                    // (nothing up for a result held at the root).
+                    let up = match m.via {
+                        Via::NetworkMulticast => Vec::new(),
+                        _ => routes.net_paths(m.from)?.0.to_vec(),
+                    };
+                    let down = match m.via {
+                        Via::NetworkReduce => Vec::new(),
+                        _ => routes.net_paths(m.to)?.1.to_vec(),
+                    };
                     for l in up.into_iter().chain(down) {
                         if net_once.insert((l, m.dst, m.len)) {
                             add(l, b);

@@ -31,6 +31,17 @@ pub enum Via {
     /// sender's own contribution (timing only). A plan puts one such
     /// operation per range and connection in a step.
     InNetwork,
+    /// As [`Via::InNetwork`] up to the aggregation root, where the result
+    /// stays for a [`Via::NetworkMulticast`] of a later step to deliver
+    /// (the receiver of these moves included): nothing comes down. With it,
+    /// SHARP's allreduce is two steps of moves into one receiver and out of
+    /// it, `2 (N - 1)` moves, not every sender's to every receiver.
+    NetworkReduce,
+    /// The result a [`Via::NetworkReduce`] left at the sender's aggregation
+    /// root (the sender's range) multicast from there down to every receiver
+    /// of the step's moves over the same range, the sender itself by a move
+    /// to itself: nothing goes up.
+    NetworkMulticast,
 }
 
 /// One point-to-point chunk movement.

@@ -891,6 +891,10 @@ pub(crate) struct StepScratch {
     /// each switch-to-switch stretch (by its first link), and this step's.
     net_fifo: LinkTasks,
     net_fresh: LinkTasks,
+    /// In-network reductions into one receiver: `(receiver, offset, len)`
+    /// -> the transfers that brought the sum to the root, where a
+    /// [`Via::NetworkMulticast`] of it starts.
+    net_held: BTreeMap<(usize, u64, u64), Vec<TaskId>>,
 }
 
 impl StepCtx<'_, '_> {
@@ -945,17 +949,22 @@ impl StepCtx<'_, '_> {
         &mut self,
         sched: &mut S,
         (dst, len): (u64, u64),
-        senders: &[(usize, u64, usize)],
+        (senders, kind): (&[(usize, u64, usize)], Via),
         receivers: &[usize],
-        sent: &mut Vec<(usize, u32, usize, TaskId)>,
-        writes: &mut Vec<(usize, u64, u64, TaskId, bool)>,
+        (sent, writes): (
+            &mut Vec<(usize, u32, usize, TaskId)>,
+            &mut Vec<(usize, u64, u64, TaskId, bool)>,
+        ),
         (fifo, fresh): (&LinkTasks, &mut LinkTasks),
+        net_held: &mut BTreeMap<(usize, u64, u64), Vec<TaskId>>,
     ) -> Result<usize, CollectiveError> {
         let bytes = len * self.elem_bytes;
         let topo: &Topology = self.routes.topo;
         let links = topo.links();
+        // A held result goes nowhere up: it is at the root already.
+        let held = kind == Via::NetworkMulticast;
         let mut ups: Vec<Vec<usize>> = Vec::with_capacity(senders.len());
-        for &(from, _, _) in senders {
+        for &(from, _, _) in senders.iter().filter(|_| !held) {
             ups.push(self.routes.net_paths(from)?.0.to_vec());
         }
         let mut downs: Vec<Vec<usize>> = Vec::with_capacity(receivers.len());
@@ -1018,7 +1027,32 @@ impl StepCtx<'_, '_> {
             .first()
             .and_then(|u| u.last())
             .map(|&l| links[l].to.0 as usize);
-        let at_root = root.and_then(|r| into.get(&r)).cloned().unwrap_or_default();
+        let mut at_root = root.and_then(|r| into.get(&r)).cloned().unwrap_or_default();
+        if held {
+            // Where the reduction that left it there arrived (else, the
+            // sender's own copy of the range: as late, never earlier).
+            for &(from, src, conn) in senders {
+                match net_held.get(&(from, src, len)) {
+                    Some(t) => at_root.extend_from_slice(t),
+                    None => {
+                        let key = self.key(from);
+                        let gate =
+                            self.deps
+                                .gate(sched, from, (key, conn), src, len, Time::ZERO)?;
+                        at_root.extend(gate);
+                    }
+                }
+            }
+        } else if kind == Via::NetworkReduce {
+            // The sum stays at the root: the receivers' ranges are written
+            // (for reads' dependencies) when it got there.
+            for &to in receivers {
+                net_held.insert((to, dst, len), at_root.clone());
+                let t = sched.compute(to as u64, Time::ZERO, &at_root)?;
+                writes.push((to, dst, len, t, false));
+            }
+            return Ok(flows);
+        }
         // Down: stretches nearest the root first.
         let down_stretches = stretches(&downs, at_switch, true);
         let mut out_of: BTreeMap<usize, TaskId> = BTreeMap::new();
@@ -1121,6 +1155,7 @@ impl StepCtx<'_, '_> {
             writes,
             net_fifo,
             net_fresh,
+            net_held,
             ..
         } = &mut scratch;
         sent.clear();
@@ -1135,7 +1170,8 @@ impl StepCtx<'_, '_> {
         let mut multicast_groups: BTreeMap<(usize, u64, u64, usize), Vec<usize>> = BTreeMap::new();
         // In-network operations by (receiver range, connection): senders
         // (rank, offset, slot) and receivers, each once, in plan order.
-        type NetGroup = (Vec<(usize, u64, usize)>, Vec<usize>);
+        // (senders, receivers, which kind of in-network move).
+        type NetGroup = (Vec<(usize, u64, usize)>, Vec<usize>, Via);
         let mut net_groups: BTreeMap<(u64, u64, u32), NetGroup> = BTreeMap::new();
         for m in step {
             // Empty moves count for the slots: ring `j`'s send is a rank's
@@ -1199,8 +1235,10 @@ impl StepCtx<'_, '_> {
                     .entry((m.from, m.src, m.len, self.conn_slot(m)))
                     .or_default()
                     .push(m.to),
-                Via::InNetwork => {
-                    let g = net_groups.entry((m.dst, m.len, m.conn)).or_default();
+                Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
+                    let g = net_groups
+                        .entry((m.dst, m.len, m.conn))
+                        .or_insert_with(|| (Vec::new(), Vec::new(), m.via));
                     if !g.0.iter().any(|s: &(usize, u64, usize)| s.0 == m.from) {
                         g.0.push((m.from, m.src, self.conn_slot(m)));
                     }
@@ -1211,10 +1249,17 @@ impl StepCtx<'_, '_> {
             }
         }
         let net = !net_groups.is_empty();
-        for ((dst, len, _), (senders, receivers)) in net_groups {
+        for ((dst, len, _), (senders, receivers, kind)) in net_groups {
             let fifo = (&*net_fifo, &mut *net_fresh);
-            flows +=
-                self.add_in_network(sched, (dst, len), &senders, &receivers, sent, writes, fifo)?;
+            flows += self.add_in_network(
+                sched,
+                (dst, len),
+                (&senders, kind),
+                &receivers,
+                (sent, writes),
+                fifo,
+                net_held,
+            )?;
         }
         if net {
             net_fifo.append(net_fresh);

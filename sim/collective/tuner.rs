@@ -149,10 +149,17 @@ impl<'t> CostWalk<'t> {
                     let lat = links[up].latency_ps() + links[down].latency_ps();
                     c.route_latency_ps = c.route_latency_ps.max(lat);
                 }
-                Via::InNetwork => {
-                    // Each link of the aggregation tree once per range.
-                    let up = routes.net_paths(m.from)?.0.to_vec();
-                    let down = routes.net_paths(m.to)?.1.to_vec();
+                Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
+                    // Each link of the aggregation tree once per range
+                    // (nothing up for a result held at the root).
+                    let up = match m.via {
+                        Via::NetworkMulticast => Vec::new(),
+                        _ => routes.net_paths(m.from)?.0.to_vec(),
+                    };
+                    let down = match m.via {
+                        Via::NetworkReduce => Vec::new(),
+                        _ => routes.net_paths(m.to)?.1.to_vec(),
+                    };
                     let mut lat = 0;
                     for l in up.into_iter().chain(down) {
                         let l = classes.map_or(l, |c| c[l]);

@@ -70,7 +70,7 @@ fn loads(nodes: &[Vec<usize>], total: u64, chunks: usize) -> Loads {
                         l.up[m.from] += m.len;
                     }
                 }
-                Via::InNetwork => {
+                Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
                     unreachable!("NVLS-tree moves no data through the network's switches")
                 }
                 Via::P2p => {
