@@ -154,6 +154,11 @@ pub(crate) struct Routes<'a> {
 /// A rank's links up to its aggregation root and down from it.
 type NetPath = (Vec<usize>, Vec<usize>);
 
+/// A send of a step: `(sender key, connection, order sent, task)`.
+type SentTask = (usize, u32, usize, TaskId);
+/// A receipt of a step: `(receiver, offset, len, task, reduces)`.
+type WriteTask = (usize, u64, u64, TaskId, bool);
+
 /// Transfers by the first link of their stretch (`StepScratch::net_fifo`).
 type LinkTasks = BTreeMap<usize, Vec<TaskId>>;
 
@@ -951,10 +956,7 @@ impl StepCtx<'_, '_> {
         (dst, len): (u64, u64),
         (senders, kind): (&[(usize, u64, usize)], Via),
         receivers: &[usize],
-        (sent, writes): (
-            &mut Vec<(usize, u32, usize, TaskId)>,
-            &mut Vec<(usize, u64, u64, TaskId, bool)>,
-        ),
+        (sent, writes): (&mut Vec<SentTask>, &mut Vec<WriteTask>),
         (fifo, fresh): (&LinkTasks, &mut LinkTasks),
         net_held: &mut BTreeMap<(usize, u64, u64), Vec<TaskId>>,
     ) -> Result<usize, CollectiveError> {
