@@ -223,11 +223,15 @@ impl<'a> Routes<'a> {
         for r in 0..n {
             // A peer on another node, on the same rail where there is one.
             let apart = |q: &usize| node_of(*q) != node_of(r);
+            if !(0..n).any(|q| apart(&q)) {
+                return Err(no("needs ranks on at least two nodes"));
+            }
             let q = (0..n)
                 .filter(apart)
                 .find(|&q| rail_of(q) == rail_of(r))
-                .or_else(|| (0..n).find(apart))
-                .ok_or_else(|| no("needs ranks on at least two nodes"))?;
+                .ok_or_else(|| {
+                    no("needs a rank of the same local index (rail) on another node for every rank")
+                })?;
             let there = self.get(r, q)?.to_vec();
             let back = self.get(q, r)?.to_vec();
             let links = topo.links();

@@ -964,7 +964,8 @@ fn choose_candidate_with(
                     let check = match a {
                         Algorithm::Nvls => routes.check_nvls(),
                         Algorithm::NvlsTree => routes.check_switch_reduce(),
-                        Algorithm::CollNet => routes.net_paths(0).map(|_| ()),
+                        Algorithm::CollNet => build(op, a, group.len(), 0, &opts)
+                            .and_then(|_| routes.net_paths(0).map(|_| ())),
                         _ => Ok(()),
                     };
                     if let Err(e) = check {
@@ -1090,6 +1091,16 @@ fn choose_candidate_with(
             }
         };
         if protos.is_empty() {
+            // A protocol asked for that the algorithm does not run: say so
+            // where nothing else failed.
+            if let (Some(p), None) = (proto, &last_err) {
+                let runs: Vec<&str> = protocols_for(a).iter().map(|p| p.name()).collect();
+                last_err = Some(CollectiveError::NotApplicable {
+                    op: op.name(),
+                    algo: a.name(),
+                    why: format!("runs {} only, not {p}", runs.join(", ")),
+                });
+            }
             continue;
         }
         // This algorithm's cheapest protocol (the first of equal ones), then

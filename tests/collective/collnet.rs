@@ -157,12 +157,12 @@ fn auto_takes_collnet_only_where_the_run_enables_it() {
     assert_eq!(pick("false"), Algorithm::Ring);
 }
 
-/// CollNet where the network does not reduce, on one node, or a setting
-/// that is not a boolean or asks for it over such a network: clear errors,
-/// exit code 2.
+/// CollNet where the network does not reduce, on one node, on LL, over
+/// nodes with different numbers of ranks, or a setting that is not a
+/// boolean or asks for it over such a network: clear errors, exit code 2.
 #[test]
 fn collnet_without_a_reducing_network_is_a_clear_error() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "--nodes",
@@ -174,7 +174,15 @@ fn collnet_without_a_reducing_network_is_a_clear_error() {
             ],
             "do not reduce",
         ),
-        (&["--algo", "collnet"], "at least two nodes"),
+        (&["--algo", "collnet"], "needs at least 2 nodes"),
+        (
+            &["--nodes", "2", "--algo", "collnet", "--proto", "LL"],
+            "runs Simple only, not LL",
+        ),
+        (
+            &["--nodes", "2", "--ranks", "0,1,8", "--algo", "collnet"],
+            "the same number of consecutive ranks",
+        ),
         (
             &["--nodes", "2", "--set", "collective.collnet=yes"],
             "expected true or false",
