@@ -56,39 +56,18 @@ pub fn collnet_steps(
                     if hi <= lo {
                         continue;
                     }
-                    for g in nodes {
-                        for &r in g.iter().filter(|&&r| r != g[j]) {
-                            let mv = Move::reduce(r, g[j], lo, hi);
-                            push_at(&mut steps, c, on(mv, Via::P2p, SCATTER_CONN));
-                        }
-                    }
-                    // Reduced into one head (in turn), multicast from the
-                    // switch to the others.
+                    node_leg(&mut steps, c, nodes, (j, true), (lo, hi));
+                    // Reduced into one head (in turn, its own share by a
+                    // move to itself), multicast from the switch to all.
                     let root = heads[c % heads.len()];
-                    for &h in heads.iter().filter(|&&h| h != root) {
-                        let mv = Move::reduce(h, root, lo, hi);
-                        push_at(&mut steps, c + 1, on(mv, Via::NetworkReduce, NET_CONN));
-                        let mv = Move::copy(root, h, lo, hi);
-                        push_at(
-                            &mut steps,
-                            c + 2,
-                            on(mv, Via::NetworkMulticast, NET_DOWN_CONN),
-                        );
+                    for &h in &heads {
+                        let up = on(Move::reduce(h, root, lo, hi), Via::NetworkReduce, NET_CONN);
+                        push_at(&mut steps, c + 1, up);
+                        let down = Move::copy(root, h, lo, hi);
+                        let down = on(down, Via::NetworkMulticast, NET_DOWN_CONN);
+                        push_at(&mut steps, c + 2, down);
                     }
-                    let own = Move::reduce(root, root, lo, hi);
-                    push_at(&mut steps, c + 1, on(own, Via::NetworkReduce, NET_CONN));
-                    let own = Move::copy(root, root, lo, hi);
-                    push_at(
-                        &mut steps,
-                        c + 2,
-                        on(own, Via::NetworkMulticast, NET_DOWN_CONN),
-                    );
-                    for g in nodes {
-                        for &r in g.iter().filter(|&&r| r != g[j]) {
-                            let mv = Move::copy(g[j], r, lo, hi);
-                            push_at(&mut steps, c + 3, on(mv, Via::P2p, GATHER_CONN));
-                        }
-                    }
+                    node_leg(&mut steps, c + 3, nodes, (j, false), (lo, hi));
                 }
             }
         }
@@ -97,12 +76,7 @@ pub fn collnet_steps(
                 let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
                 for (c, owner, lo, hi) in piece_chunks(&heads, pieces, total, chunks) {
                     {
-                        for g in nodes {
-                            for &r in g.iter().filter(|&&r| r != g[j]) {
-                                let mv = Move::reduce(r, g[j], lo, hi);
-                                push_at(&mut steps, c, on(mv, Via::P2p, SCATTER_CONN));
-                            }
-                        }
+                        node_leg(&mut steps, c, nodes, (j, true), (lo, hi));
                         network_reduce(&mut steps, c + 1, &heads, &[owner], lo, hi);
                     }
                 }
@@ -117,12 +91,7 @@ pub fn collnet_steps(
                             let mv = Move::copy(owner, h, lo, hi);
                             push_at(&mut steps, c, on(mv, Via::InNetwork, NET_CONN));
                         }
-                        for g in nodes {
-                            for &r in g.iter().filter(|&&r| r != g[j]) {
-                                let mv = Move::copy(g[j], r, lo, hi);
-                                push_at(&mut steps, c + 1, on(mv, Via::P2p, GATHER_CONN));
-                            }
-                        }
+                        node_leg(&mut steps, c + 1, nodes, (j, false), (lo, hi));
                     }
                 }
             }
@@ -155,6 +124,27 @@ fn piece_chunks(
         }
     }
     out
+}
+
+/// At step `k`, every node's other ranks reduce `[lo, hi)` into their head
+/// `j` over NVLink (`into_head`), or the head copies it to them.
+fn node_leg(
+    steps: &mut Vec<Vec<Move>>,
+    k: usize,
+    nodes: &[Vec<usize>],
+    (j, into_head): (usize, bool),
+    (lo, hi): (u64, u64),
+) {
+    for g in nodes {
+        for &r in g.iter().filter(|&&r| r != g[j]) {
+            let mv = if into_head {
+                on(Move::reduce(r, g[j], lo, hi), Via::P2p, SCATTER_CONN)
+            } else {
+                on(Move::copy(g[j], r, lo, hi), Via::P2p, GATHER_CONN)
+            };
+            push_at(steps, k, mv);
+        }
+    }
 }
 
 fn on(mv: Move, via: Via, conn: u32) -> Move {

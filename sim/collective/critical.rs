@@ -222,14 +222,7 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
                 // Every link of the aggregation tree carries the range
                 // once: the sender's route up (not for a result held at
                 // the root), the receiver's down (not while held).
-                let up = match m.via {
-                    Via::NetworkMulticast => Vec::new(),
-                    _ => self.routes.net_paths(m.from)?.0.to_vec(),
-                };
-                let down = match m.via {
-                    Via::NetworkReduce => Vec::new(),
-                    _ => self.routes.net_paths(m.to)?.1.to_vec(),
-                };
+                let (up, down) = self.routes.net_move_links(m)?;
                 for l in up.into_iter().chain(down) {
                     let l = class(l);
                     if self.net_done.insert((l, m.dst, bytes)) {
@@ -545,13 +538,11 @@ fn move_links<'a>(
             let (_, down) = routes.switch_links(m.to)?;
             (Vec::new(), Some([up, down]))
         }
-        Via::InNetwork => {
-            let mut links = routes.net_paths(m.from)?.0.to_vec();
-            links.extend_from_slice(routes.net_paths(m.to)?.1);
+        Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
+            let (mut links, down) = routes.net_move_links(m)?;
+            links.extend(down);
             (links, None)
         }
-        Via::NetworkReduce => (routes.net_paths(m.from)?.0.to_vec(), None),
-        Via::NetworkMulticast => (routes.net_paths(m.to)?.1.to_vec(), None),
     };
     Ok(route
         .into_iter()

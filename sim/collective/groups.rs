@@ -363,14 +363,7 @@ fn shape_of(
                     link(down, &mut out);
                 }
                 Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
-                    let up = match m.via {
-                        Via::NetworkMulticast => Vec::new(),
-                        _ => routes.net_paths(m.from)?.0.to_vec(),
-                    };
-                    let down = match m.via {
-                        Via::NetworkReduce => Vec::new(),
-                        _ => routes.net_paths(m.to)?.1.to_vec(),
-                    };
+                    let (up, down) = routes.net_move_links(m)?;
                     out.push((up.len() + down.len()) as u64);
                     for l in up.into_iter().chain(down) {
                         link(l, &mut out);
@@ -535,14 +528,7 @@ fn route_bytes(
                 Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
                     // Each link of the aggregation tree once per range
                     // (nothing up for a result held at the root).
-                    let up = match m.via {
-                        Via::NetworkMulticast => Vec::new(),
-                        _ => routes.net_paths(m.from)?.0.to_vec(),
-                    };
-                    let down = match m.via {
-                        Via::NetworkReduce => Vec::new(),
-                        _ => routes.net_paths(m.to)?.1.to_vec(),
-                    };
+                    let (up, down) = routes.net_move_links(m)?;
                     for l in up.into_iter().chain(down) {
                         if net_once.insert((l, m.dst, m.len)) {
                             add(l, b);

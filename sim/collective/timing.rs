@@ -195,6 +195,24 @@ impl<'a> Routes<'a> {
         Ok((up, down))
     }
 
+    /// The links an in-network move loads: its sender's route up (not for a
+    /// multicast of a result held at the root) and its receiver's down (not
+    /// for a reduction left at the root); none for other moves.
+    pub fn net_move_links(
+        &mut self,
+        m: &super::plan::Move,
+    ) -> Result<(Vec<usize>, Vec<usize>), CollectiveError> {
+        let up = match m.via {
+            Via::InNetwork | Via::NetworkReduce => self.net_paths(m.from)?.0.to_vec(),
+            _ => Vec::new(),
+        };
+        let down = match m.via {
+            Via::InNetwork | Via::NetworkMulticast => self.net_paths(m.to)?.1.to_vec(),
+            _ => Vec::new(),
+        };
+        Ok((up, down))
+    }
+
     fn find_net_paths(&mut self) -> Result<Vec<NetPath>, CollectiveError> {
         let no = |why: &str| CollectiveError::NotApplicable {
             op: "collective",
@@ -1003,12 +1021,7 @@ impl StepCtx<'_, '_> {
             let switched = at_switch(st.links[0]);
             let mut deps = deps;
             if switched {
-                deps.extend(
-                    fifo.get(&st.links[0])
-                        .into_iter()
-                        .flatten()
-                        .map(|&t| net::departure(t)),
-                );
+                deps.extend(departed(fifo, st.links[0]));
             }
             let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
             let t = sched.transfer(&route, bytes, &deps)?;
@@ -1070,12 +1083,7 @@ impl StepCtx<'_, '_> {
             };
             let switched = at_switch(st.links[0]);
             if switched {
-                deps.extend(
-                    fifo.get(&st.links[0])
-                        .into_iter()
-                        .flatten()
-                        .map(|&t| net::departure(t)),
-                );
+                deps.extend(departed(fifo, st.links[0]));
             }
             let route: Vec<usize> = st.links.iter().map(|&l| self.class(l)).collect();
             let t = sched.transfer(&route, bytes, &deps)?;
@@ -1324,6 +1332,14 @@ impl StepCtx<'_, '_> {
         self.scratch = scratch;
         Ok(flows)
     }
+}
+
+/// The departures of the last step's transfers over `link`'s stretch.
+fn departed(fifo: &LinkTasks, link: usize) -> impl Iterator<Item = TaskId> + '_ {
+    fifo.get(&link)
+        .into_iter()
+        .flatten()
+        .map(|&t| net::departure(t))
 }
 
 /// A run of links that the same routes of an in-network operation share,

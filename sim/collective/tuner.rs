@@ -152,14 +152,7 @@ impl<'t> CostWalk<'t> {
                 Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
                     // Each link of the aggregation tree once per range
                     // (nothing up for a result held at the root).
-                    let up = match m.via {
-                        Via::NetworkMulticast => Vec::new(),
-                        _ => routes.net_paths(m.from)?.0.to_vec(),
-                    };
-                    let down = match m.via {
-                        Via::NetworkReduce => Vec::new(),
-                        _ => routes.net_paths(m.to)?.1.to_vec(),
-                    };
+                    let (up, down) = routes.net_move_links(m)?;
                     let mut lat = 0;
                     for l in up.into_iter().chain(down) {
                         let l = classes.map_or(l, |c| c[l]);
