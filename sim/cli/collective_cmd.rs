@@ -88,7 +88,8 @@ pub struct CollectiveArgs {
     /// scatter, gather; nccl-tests' spellings (allreduce, ...) work too.
     #[arg(long, default_value = "all_reduce")]
     pub op: String,
-    /// ring, tree, nvls, nvls-tree, halving-doubling, recursive-doubling, direct, pairwise, hierarchical, auto.
+    /// ring, tree, nvls, nvls-tree, halving-doubling, recursive-doubling, direct, pairwise, hierarchical, collnet
+    /// (where the network reduces), auto.
     #[arg(long, default_value = "auto")]
     pub algo: String,
     /// LL, LL128, Simple or auto.

@@ -1048,6 +1048,42 @@ mod tests {
         *t.iter().find(|e| e.algo == a && e.proto == p).unwrap()
     }
 
+    /// NCCL's CollNet Direct entries (tuning.cc at v2.21.5-1), worked by
+    /// hand: one GPU per node on 48 H100 nodes with a 400 Gb/s NIC each,
+    /// reduce-scatter at `ppn x` one NIC x 0.95 and one 31 us network step
+    /// (no intra-node hop at one rank per node; the plugin reports no
+    /// latency here); eight per node, allreduce pays two intra-node hops of
+    /// 3.7 us, 7 x 0.4 us of arity and the network step: 44.0 us. One
+    /// node has no CollNet entry; only Simple has one.
+    #[test]
+    fn collnet_entries_follow_nccls_tuning() {
+        let v = NcclVersion::V2_21;
+        let one_per_node = NcclSystem {
+            gpus_per_node: 1,
+            ..dgx(90, 48, 50.0, false)
+        };
+        let g = one_per_node.graphs(v).unwrap();
+        let t = one_per_node.table(v, &g, &CollectiveOp::ReduceScatter);
+        let e = entry(&t, Algorithm::CollNet, Protocol::Simple);
+        assert!((e.bw_gbs - 50.0 * 0.95).abs() < 1e-9, "{e:?}");
+        assert!((e.lat_us - 31.0).abs() < 1e-9, "{e:?}");
+        assert!(!t
+            .iter()
+            .any(|e| e.algo == Algorithm::CollNet && e.proto != Protocol::Simple));
+        let eight = dgx(90, 2, 50.0, false);
+        let g = eight.graphs(v).unwrap();
+        let t = eight.table(v, &g, &CollectiveOp::AllReduce);
+        let e = entry(&t, Algorithm::CollNet, Protocol::Simple);
+        assert!(
+            (e.lat_us - (2.0 * (3.7 + 7.0 * 0.4) + 31.0)).abs() < 1e-9,
+            "{e:?}"
+        );
+        let single = dgx(90, 1, 50.0, false);
+        let g = single.graphs(v).unwrap();
+        let t = single.table(v, &g, &CollectiveOp::AllReduce);
+        assert!(!t.iter().any(|e| e.algo == Algorithm::CollNet));
+    }
+
     /// README's hand-worked figures (NCCL 2.23 tables, two nodes of 8,
     /// Simple, Intel hosts): tree 8.4 + 2 (7 x 4.0 + 1 x 14) = 92.4 us,
     /// ring (8.4 + 28 x 3.4 + 2 x 14) x 1.4 = 184.2 us at a large size.
