@@ -265,11 +265,11 @@ pub fn tree_chunk_bytes(topo: &Topology, group: &Group, cal: &Calibration, bytes
         .max(1)
 }
 
-/// Plan options for a message of `bytes` on `group`.
 /// The most chunks of a CollNet reduce-scatter or all-gather (a 2 GiB
 /// message in NCCL's 512 KiB steps; beyond it the chunks grow).
 const COLLNET_MAX_CHUNKS: usize = 4096;
 
+/// Plan options for a message of `bytes` on `group`.
 pub fn plan_options(topo: &Topology, group: &Group, cal: &Calibration, bytes: u64) -> PlanOptions {
     let nodes = group.nodes(topo);
     // A tree channel per local rank carries 1/m of the message in its own
