@@ -221,10 +221,23 @@ impl<'a> Routes<'a> {
         };
         let topo = self.topo;
         let n = self.devices.len();
-        let node_of = |r: usize| {
-            topo.device(self.devices[r])
-                .and_then(|c| topo.component(c).node)
+        let place = |r: usize| {
+            let c = topo.device(self.devices[r]).map(|c| topo.component(c));
+            (c.and_then(|c| c.node), c.and_then(|c| c.rail))
         };
+        let places: Vec<_> = (0..n).map(place).collect();
+        // Per rail, its first rank and its first on another node than that:
+        // every rank's peer across the network on its own rail.
+        let mut firsts: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
+        for (r, &(node, rail)) in places.iter().enumerate() {
+            let f = firsts.entry(rail).or_default();
+            if f.len() < 2 && f.iter().all(|&q| places[q].0 != node) {
+                f.push(r);
+            }
+        }
+        if places.iter().all(|p| p.0 == places[0].0) {
+            return Err(no("needs ranks on at least two nodes"));
+        }
         let leaf = |c: crate::topology::ComponentId| match topo.component(c).kind {
             ComponentKind::NetworkSwitch {
                 level: 0,
@@ -234,19 +247,12 @@ impl<'a> Routes<'a> {
         };
         // Each rank's links to its leaf and from it, through its own NIC.
         let mut legs: Vec<(Vec<usize>, Vec<usize>, crate::topology::ComponentId)> = Vec::new();
-        let rail_of = |r: usize| {
-            topo.device(self.devices[r])
-                .and_then(|c| topo.component(c).rail)
-        };
         for r in 0..n {
-            // A peer on another node, on the same rail where there is one.
-            let apart = |q: &usize| node_of(*q) != node_of(r);
-            if !(0..n).any(|q| apart(&q)) {
-                return Err(no("needs ranks on at least two nodes"));
-            }
-            let q = (0..n)
-                .filter(apart)
-                .find(|&q| rail_of(q) == rail_of(r))
+            let (node, rail) = places[r];
+            let q = firsts[&rail]
+                .iter()
+                .copied()
+                .find(|&q| places[q].0 != node)
                 .ok_or_else(|| {
                     no("needs a rank of the same local index (rail) on another node for every rank")
                 })?;
@@ -909,9 +915,9 @@ pub(crate) struct StepCtx<'r, 'a> {
 pub(crate) struct StepScratch {
     /// `(sender key, connection, order sent, task)` (connection 0 unless
     /// [`Gating::per_conn`]).
-    sent: Vec<(usize, u32, usize, TaskId)>,
+    sent: Vec<SentTask>,
     /// `(receiver, offset, len, task, reduces)`.
-    writes: Vec<(usize, u64, u64, TaskId, bool)>,
+    writes: Vec<WriteTask>,
     /// A sliced step's second slice.
     second: Vec<super::plan::Move>,
     /// In-network operations: the transfers of the last step that used
