@@ -75,10 +75,8 @@ pub fn collnet_steps(
             for j in 0..m {
                 let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
                 for (c, owner, lo, hi) in piece_chunks(&heads, pieces, total, chunks) {
-                    {
-                        node_leg(&mut steps, c, nodes, (j, true), (lo, hi));
-                        network_reduce(&mut steps, c + 1, &heads, &[owner], lo, hi);
-                    }
+                    node_leg(&mut steps, c, nodes, (j, true), (lo, hi));
+                    network_reduce(&mut steps, c + 1, &heads, &[owner], lo, hi);
                 }
             }
         }
@@ -86,13 +84,11 @@ pub fn collnet_steps(
             for j in 0..m {
                 let heads: Vec<usize> = nodes.iter().map(|g| g[j]).collect();
                 for (c, owner, lo, hi) in piece_chunks(&heads, pieces, total, chunks) {
-                    {
-                        for &h in heads.iter().filter(|&&h| h != owner) {
-                            let mv = Move::copy(owner, h, lo, hi);
-                            push_at(&mut steps, c, on(mv, Via::InNetwork, NET_CONN));
-                        }
-                        node_leg(&mut steps, c + 1, nodes, (j, false), (lo, hi));
+                    for &h in heads.iter().filter(|&&h| h != owner) {
+                        let mv = Move::copy(owner, h, lo, hi);
+                        push_at(&mut steps, c, on(mv, Via::InNetwork, NET_CONN));
                     }
+                    node_leg(&mut steps, c + 1, nodes, (j, false), (lo, hi));
                 }
             }
         }
