@@ -531,21 +531,29 @@ fn move_links<'a>(
     m: &Move,
     quotient: Option<&'a Quotient>,
 ) -> Result<impl Iterator<Item = usize> + 'a, CollectiveError> {
-    let (route, pair): (Vec<usize>, Option<[usize; 2]>) = match m.via {
-        Via::P2p => (routes.get_lane(m.from, m.to, m.lane)?.to_vec(), None),
+    // A route is borrowed from the cache (this runs per move of a walk);
+    // only an in-network move's two legs are put together.
+    let mut joined = Vec::new();
+    let mut pair = None;
+    let route: &[usize] = match m.via {
+        Via::P2p => routes.get_lane(m.from, m.to, m.lane)?,
         Via::SwitchReduce | Via::SwitchMulticast => {
             let (up, _) = routes.switch_links(m.from)?;
             let (_, down) = routes.switch_links(m.to)?;
-            (Vec::new(), Some([up, down]))
+            pair = Some([up, down]);
+            &[]
         }
         Via::InNetwork | Via::NetworkReduce | Via::NetworkMulticast => {
-            let (mut links, down) = routes.net_move_links(m)?;
-            links.extend(down);
-            (links, None)
+            let (up, down) = routes.net_move_links(m)?;
+            joined = up;
+            joined.extend(down);
+            &[]
         }
     };
     Ok(route
-        .into_iter()
+        .iter()
+        .copied()
+        .chain(joined)
         .chain(pair.into_iter().flatten())
         .map(move |l| quotient.map_or(l, |q| q.link_class[l])))
 }

@@ -662,25 +662,25 @@ impl NcclSystem {
                     };
                     bw = graph.bw_intra.min(inter);
                 }
+                // CollNet: allreduce at the graph's intra-node rate;
+                // all-gather and reduce-scatter at one channel's rate of
+                // its own graph (not searched here), taken as a NIC's
+                // speed, one NIC per rank.
+                let collnet_split = a == Algorithm::CollNet
+                    && matches!(op, CollectiveOp::AllGather | CollectiveOp::ReduceScatter);
                 if a == Algorithm::CollNet {
-                    bw = graph.bw_intra;
-                }
-                // CollNet's all-gather and reduce-scatter: one channel's
-                // rate of its own graph (not searched here), taken as a
-                // NIC's speed, one NIC per rank.
-                if a == Algorithm::CollNet
-                    && matches!(op, CollectiveOp::AllGather | CollectiveOp::ReduceScatter)
-                {
-                    bw = self.nic_gbs;
+                    bw = if collnet_split {
+                        self.nic_gbs
+                    } else {
+                        graph.bw_intra
+                    };
                 }
                 let mut bus = ch * bw;
                 // CollNet Direct (tuning.cc): all-gather and reduce-scatter
-                // at `ppn` times the graph's rate with a corrective 0.95 at
-                // one rank per node down to 0.85 at eight; allreduce through
-                // the heads, slower where ranks outnumber channels, and 0.85
-                // on Hopper.
-                let collnet_split = a == Algorithm::CollNet
-                    && matches!(op, CollectiveOp::AllGather | CollectiveOp::ReduceScatter);
+                // at `ppn` times that rate with a corrective 0.95 at one
+                // rank per node down to 0.85 at eight; allreduce through the
+                // heads, slower where ranks outnumber channels, and 0.85 on
+                // Hopper.
                 if collnet_split {
                     let w = (ppn - 1.0) / 7.0;
                     bus = ppn * bw * (w * 0.85 + (1.0 - w) * 0.95);
