@@ -164,13 +164,15 @@ fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
 fn print_text(out: &mut String, t: &Topology, s: &topology::Summary) -> std::fmt::Result {
     writeln!(out, "{}: {}", t.name, t.description)?;
     let routing = match t.routing() {
-        topology::RoutingPolicy::ShortestPath { ecmp } => {
+        topology::RoutingPolicy::ShortestPath { ecmp, spines } => {
+            use topology::NetworkRouting::*;
             format!(
                 "least cost (a link costs 1e15/bandwidth), ties by {}",
-                if *ecmp {
-                    "flow hash (ECMP)"
-                } else {
-                    "lowest link id"
+                match (*ecmp, *spines) {
+                    (true, Adaptive) => "flow hash (ECMP); adaptive routing over the spines (one spine stands for the layer)",
+                    (true, Destination) => "the destination's node from a leaf to a spine (static routing, D-mod-k), else flow hash (ECMP)",
+                    (true, Ecmp) => "flow hash (ECMP)",
+                    (false, _) => "lowest link id",
                 }
             )
         }

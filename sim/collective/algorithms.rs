@@ -723,8 +723,10 @@ impl TreeChannels {
         let shared = (chunks / channels).max(1);
         // A channel per local rank cuts its share in its own chunks
         // (`channel_chunks`: each of its two trees is an NCCL channel with
-        // chunks of `chunk_bytes`, fewer than the shared count would give).
-        let per = if channels == m && m > 1 && channel_chunks > 0 {
+        // chunks of `chunk_bytes`, fewer than the shared count would give);
+        // one GPU per node too (the message's count would halve its trees'
+        // chunks).
+        let per = if channels == m && channel_chunks > 0 {
             channel_chunks
         } else {
             shared

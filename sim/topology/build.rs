@@ -489,7 +489,10 @@ fn build_nodes(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Seman
     if f.nodes > 1 {
         build_fat_tree(f, b, &nics)?;
     }
-    Ok(RoutingPolicy::ShortestPath { ecmp: f.nodes > 1 })
+    Ok(RoutingPolicy::ShortestPath {
+        ecmp: f.nodes > 1,
+        spines: f.network.as_ref().map(|n| n.routing).unwrap_or_default(),
+    })
 }
 
 /// Most NICs one node may have.
@@ -672,11 +675,28 @@ fn build_fat_tree(
         }
     }
     if total_leaves > 1 {
-        let spine_ids: Vec<ComponentId> = (0..spines)
-            .map(|s| b.add(format!("spine{s}"), switch(1), "spine switch", None, true))
-            .collect();
+        let adaptive = net.routing == super::spec::NetworkRouting::Adaptive;
+        // Adaptive routing spreads every leaf's traffic over all its
+        // uplinks: one switch stands for the spine layer, its link to each
+        // leaf as wide as the leaf's uplinks together.
+        let spine_ids: Vec<ComponentId> = if adaptive {
+            vec![b.add(
+                "spine".to_string(),
+                switch(1),
+                &format!("spine layer ({spines} switches, adaptive routing)"),
+                None,
+                true,
+            )]
+        } else {
+            (0..spines)
+                .map(|s| b.add(format!("spine{s}"), switch(1), "spine switch", None, true))
+                .collect()
+        };
+        let width = if adaptive { spines } else { 1 };
         let up = LinkParams {
             latency: net.latency,
+            bandwidth: Bandwidth(edge.bandwidth.0.saturating_mul(u64::from(width))),
+            lanes: width,
             ..edge
         };
         for &leaf in leaves.values() {
@@ -738,7 +758,10 @@ fn build_direct(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Sema
         for &d in &devs {
             b.connect(d, sw, params);
         }
-        RoutingPolicy::ShortestPath { ecmp: false }
+        RoutingPolicy::ShortestPath {
+            ecmp: false,
+            spines: Default::default(),
+        }
     } else {
         let wrap = f.layout != Layout::Mesh2d;
         let strides = strides(&f.dims);
@@ -889,5 +912,8 @@ fn build_explicit(f: &TopologyFile, b: &mut Builder) -> Result<RoutingPolicy, Se
             },
         );
     }
-    Ok(RoutingPolicy::ShortestPath { ecmp: false })
+    Ok(RoutingPolicy::ShortestPath {
+        ecmp: false,
+        spines: Default::default(),
+    })
 }

@@ -151,8 +151,14 @@ impl Link {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "policy")]
 pub enum RoutingPolicy {
-    /// Least cost (a link costs 1e15 / bandwidth); ties broken by lowest link id, or by flow hash when `ecmp`.
-    ShortestPath { ecmp: bool },
+    /// Least cost (a link costs 1e15 / bandwidth); ties broken by lowest
+    /// link id, or by flow hash when `ecmp`, except that a leaf climbing to
+    /// a spine picks by the destination's node under `destination` routing
+    /// (`spines`, as the fat tree was built: adaptive has one spine).
+    ShortestPath {
+        ecmp: bool,
+        spines: super::spec::NetworkRouting,
+    },
     /// Devices on a grid of `dims` (device id = row-major coordinates): correct
     /// dimension 0 first, then 1, ...; on a torus the shorter way round, ties going up.
     DimensionOrder { dims: Vec<u32>, wrap: bool },

@@ -25,8 +25,8 @@ pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
 pub use settings::{CollectiveSettings, Origin, Setting};
 pub use spec::{
     collnet_enabled, nccl_release, DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec,
-    TopologyFile, CHOOSERS, CHOOSER_KEY, COLLNET_KEY, FORMAT_VERSION, NCCL_VERSIONS,
-    NCCL_VERSION_KEY,
+    NetworkRouting, TopologyFile, CHOOSERS, CHOOSER_KEY, COLLNET_KEY, FORMAT_VERSION,
+    NCCL_VERSIONS, NCCL_VERSION_KEY,
 };
 pub use summary::{NeighbourClass, Summary};
 pub use units::{Bandwidth, ByteSize, Duration, FlopRate, UnitError};

@@ -28,6 +28,7 @@ use petgraph::graph::NodeIndex;
 use petgraph::Direction;
 
 use super::graph::{ComponentId, ComponentKind, LinkClass, LinkId, RoutingPolicy, Topology};
+use super::spec::NetworkRouting;
 use super::TopologyError;
 
 impl Topology {
@@ -66,7 +67,7 @@ impl Topology {
                 return self.dimension_order(a, b, dims, *wrap);
             }
         }
-        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
+        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true, .. });
         // Without ECMP the flow id picks nothing.
         // A lane past a device's NICs is the same as its remainder.
         let lane = self.lane_of(src, dst, lane);
@@ -308,8 +309,11 @@ impl Topology {
                 .collect();
             let candidates = self.rail_preferred(all, src, dst, lane);
             let pick = if ecmp && candidates.len() > 1 {
-                let h = mix(flow_id ^ key ^ mix(path.len() as u64 + 1));
-                candidates[(h % candidates.len() as u64) as usize]
+                let i = match self.spine_by_destination(cur, &candidates, dst) {
+                    Some(i) => i,
+                    None => mix(flow_id ^ key ^ mix(path.len() as u64 + 1)),
+                };
+                candidates[(i % candidates.len() as u64) as usize]
             } else {
                 *candidates.first().ok_or_else(no_route)?
             };
@@ -317,6 +321,40 @@ impl Topology {
             cur = self.link(pick).to;
         }
         Ok(path)
+    }
+
+    /// Destination-based up-routing in a fat tree (`network.routing =
+    /// "destination"`: InfiniBand's static routing, OpenSM's fat-tree /
+    /// D-mod-k engines): from a leaf, the
+    /// spine is the destination's port on its own leaf (its node) modulo
+    /// the spines, so every spine-to-leaf link carries the traffic of one
+    /// destination and flows never collide on the way down. `None` where
+    /// the hop is not a leaf's choice of spine or `dst` is in no node.
+    fn spine_by_destination(
+        &self,
+        cur: ComponentId,
+        candidates: &[LinkId],
+        dst: ComponentId,
+    ) -> Option<u64> {
+        if !matches!(
+            self.routing,
+            RoutingPolicy::ShortestPath {
+                spines: NetworkRouting::Destination,
+                ..
+            }
+        ) {
+            return None;
+        }
+        let level = |c: ComponentId| match self.component(c).kind {
+            ComponentKind::NetworkSwitch { level, .. } => Some(level),
+            _ => None,
+        };
+        let leaf = level(cur)?;
+        let up = candidates
+            .iter()
+            .all(|&l| level(self.link(l).to).is_some_and(|s| s > leaf));
+        let node = self.component(dst).node?;
+        up.then_some(u64::from(node))
     }
 
     /// The endpoints' part of the ECMP hash, the same for every rotation of
@@ -469,7 +507,7 @@ impl Topology {
                 return self.dimension_order(a, b, dims, *wrap);
             }
         }
-        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true });
+        let ecmp = matches!(self.routing, RoutingPolicy::ShortestPath { ecmp: true, .. });
         let dist = self.costs_to_until(dst, src);
         self.shortest_with(
             src,

@@ -264,6 +264,39 @@ pub struct NetworkSpec {
     /// Switches reduce in the network (SHARP).
     #[serde(default)]
     pub in_switch_reduction: bool,
+    /// How routes spread over the spines (`adaptive` by default).
+    #[serde(default, skip_serializing_if = "NetworkRouting::is_default")]
+    pub routing: NetworkRouting,
+}
+
+/// How a fat tree spreads routes over its spines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkRouting {
+    /// Adaptive routing: switches send each packet up the least-loaded of
+    /// the spines (InfiniBand with AR, which OpenSM's default `ar_updn`
+    /// engine configures and NCCL turns on for IB by default, `net_ib.cc`
+    /// at v2.21.5-1; EFA's SRD sprays packets over many paths alike). The
+    /// spine layer is built as one switch whose link to each leaf carries
+    /// the bandwidth of all the leaf's uplinks: flows between leaves share
+    /// the whole layer and never collide on one spine.
+    #[default]
+    Adaptive,
+    /// InfiniBand's static routing (adaptive routing off; OpenSM's
+    /// fat-tree and D-mod-k engines): the spine is the destination's port
+    /// on its leaf modulo the spines, so each spine-to-leaf link carries
+    /// one destination's traffic; flows from one leaf to destinations of
+    /// the same port meet on its uplink.
+    Destination,
+    /// Ethernet's per-flow hash (ECMP, as RoCE fabrics route): flows to
+    /// one destination may meet on a spine's down-link.
+    Ecmp,
+}
+
+impl NetworkRouting {
+    fn is_default(&self) -> bool {
+        *self == NetworkRouting::default()
+    }
 }
 
 /// A component of an explicit layout.

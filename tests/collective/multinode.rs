@@ -615,6 +615,60 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
     }
 }
 
+/// One GPU per node (a data-parallel group under tensor parallelism over
+/// the node): each tree of the double binary tree cuts its half of the
+/// message in NCCL's 512 KiB chunks, as with more GPUs per node (it had cut
+/// it in the whole message's chunk count, so its chunks were 256 KiB and
+/// the period, read as one 512 KiB chunk per step off a run of twice the
+/// steps, made 2 nodes x 1 GiB 59 GB/s, past the 50 GB/s NIC). The period
+/// agrees with the run of every chunk within 1%, and the time respects the
+/// NIC: a rank sends (and receives) the whole message over its one NIC on 2
+/// nodes (the root of one tree, a leaf of the other), twice that on more
+/// (an inner rank of one tree: two children up, its parent down), at
+/// Simple's 0.94 of the 400 Gb/s port.
+#[test]
+fn one_gpu_per_node_trees_keep_nccls_chunks_and_the_nics_rate() {
+    let op = CollectiveOp::AllReduce;
+    let nic = 0.94 * 50e9;
+    for (nodes, per_nic) in [("2", 1.0), ("16", 2.0)] {
+        let t = super::load("dgx-h100", &[("nodes", nodes)]);
+        let n: u32 = nodes.parse().unwrap();
+        let g = Group::new(&t, (0..n).map(|k| 8 * k).collect()).unwrap();
+        let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+        let mut every = cal;
+        every.max_chunks = 1 << 20;
+        for s in [256u64 << 20, 1 << 30] {
+            let time = |c: &Calibration| {
+                time_collective(
+                    &t,
+                    &g,
+                    &op,
+                    s / 2,
+                    2,
+                    c,
+                    Some(Algorithm::Tree),
+                    Some(Protocol::Simple),
+                )
+                .unwrap()
+                .time
+                .ps() as f64
+                    * 1e-12
+            };
+            let (ours, full) = (time(&cal), time(&every));
+            let err = ours / full - 1.0;
+            assert!(
+                err.abs() < 0.01,
+                "{nodes} nodes, {s} B: by period {ours:.6} s, chunk by chunk {full:.6} s"
+            );
+            let floor = per_nic * s as f64 / nic;
+            assert!(
+                ours >= floor,
+                "{nodes} nodes, {s} B: {ours:.6} s under the NIC's {floor:.6} s"
+            );
+        }
+    }
+}
+
 /// NVLS-tree past the chunk budget is timed by its period as trees are
 /// (`tuner::TreePeriod` with `Algorithm::NvlsTree`: parts of NCCL's
 /// pipeline chunks, 16 x its NVLS chunk, from one run of `M` of them whose

@@ -125,15 +125,33 @@ fn node_presets_match_hardware_md() {
             .filter(|c| c.kind == ComponentKind::Nic)
             .collect();
         assert_eq!(nics.len(), 8, "{}: 8 compute NICs", f.preset);
-        // With two nodes, each NIC's network link runs at the port speed.
+        // With two nodes, each NIC's network link runs at the port speed;
+        // the spine layer (adaptive routing: one switch for it) meets each
+        // leaf with both spines' ports.
         let two = load_nodes(f.preset, 2);
-        let net: Vec<_> = two
+        let (to_nics, to_spine): (Vec<_>, Vec<_>) = two
             .links()
             .iter()
             .filter(|l| l.class == LinkClass::Network)
-            .collect();
-        assert!(!net.is_empty());
-        assert!(net.iter().all(|l| l.bandwidth.0 == f.nic), "{}", f.preset);
+            .partition(|l| {
+                [l.from, l.to]
+                    .iter()
+                    .any(|&c| two.component(c).kind == ComponentKind::Nic)
+            });
+        assert_eq!(to_nics.len(), 2 * 2 * 8, "{}", f.preset);
+        assert!(
+            to_nics.iter().all(|l| l.bandwidth.0 == f.nic),
+            "{}",
+            f.preset
+        );
+        assert_eq!(to_spine.len(), 2 * 8, "{}: a leaf per rail", f.preset);
+        assert!(
+            to_spine
+                .iter()
+                .all(|l| l.bandwidth.0 == 2 * f.nic && l.lanes == 2),
+            "{}",
+            f.preset
+        );
     }
 }
 
@@ -362,11 +380,19 @@ fn aws_presets_describe_their_efa_fabric() {
             .collect();
         assert_eq!(node_nics.len(), nics, "{name}");
         assert_eq!(nics * gpus_per_nic, 8, "{name}");
+        // The NICs' links (the spine layer's are as wide as a leaf's
+        // uplinks together).
         let net: Vec<_> = t
             .links()
             .iter()
-            .filter(|l| l.class == LinkClass::Network)
+            .filter(|l| {
+                l.class == LinkClass::Network
+                    && [l.from, l.to]
+                        .iter()
+                        .any(|&c| t.component(c).kind == ComponentKind::Nic)
+            })
             .collect();
+        assert_eq!(net.len(), 2 * 2 * nics, "{name}");
         assert!(
             net.iter().all(|l| l.bandwidth.0 == nic_bits * GB / 8),
             "{name}"

@@ -178,10 +178,16 @@ proptest! {
 fn ecmp_spreads_flows_over_spines_but_keeps_each_flow_on_one_path() {
     let t = topology::load(
         "dgx-h100",
-        &[Override {
-            key: "nodes".into(),
-            value: "4".into(),
-        }],
+        &[
+            Override {
+                key: "nodes".into(),
+                value: "4".into(),
+            },
+            Override {
+                key: "network.routing".into(),
+                value: "ecmp".into(),
+            },
+        ],
     )
     .unwrap();
     // GPU 0 of node 0 to GPU 5 of node 1 changes rail, so it climbs to a spine.
@@ -210,6 +216,12 @@ fn ecmp_spreads_flows_over_spines_but_keeps_each_flow_on_one_path() {
 /// channels are timed once on that symmetry (`collective::channels`).
 #[test]
 fn ecmp_routes_of_rotated_rails_are_rotated() {
+    for routing in ["destination", "ecmp"] {
+        routes_of_rotated_rails_are_rotated(routing);
+    }
+}
+
+fn routes_of_rotated_rails_are_rotated(routing: &str) {
     let t = topology::load(
         "dgx-h100",
         &[
@@ -220,6 +232,10 @@ fn ecmp_routes_of_rotated_rails_are_rotated() {
             Override {
                 key: "network.switch_radix".into(),
                 value: "16".into(),
+            },
+            Override {
+                key: "network.routing".into(),
+                value: routing.into(),
             },
         ],
     )
@@ -260,8 +276,93 @@ fn ecmp_routes_of_rotated_rails_are_rotated() {
     }
     assert!(
         spines.len() >= 4,
-        "pairs still spread over spines: {spines:?}"
+        "{routing}: pairs still spread over spines: {spines:?}"
     );
+}
+
+/// Static InfiniBand routing (`network.routing = "destination"`, adaptive
+/// routing off): a leaf sends a climbing route up the spine of the
+/// destination's port on its own leaf, so on 64 DGX H100 nodes (two leaves
+/// per rail, 32 spines) every spine-to-leaf link carries the routes of one
+/// destination NIC whoever sends, and the 32 nodes of one leaf reach the
+/// other leaf through 32 different uplinks. Per-flow hashing (`ecmp`)
+/// puts several destinations on one down-link; adaptive routing
+/// (the default) builds one spine whose link to a leaf is as wide as the
+/// leaf's 32 uplinks.
+#[test]
+fn destination_routing_gives_each_spine_down_link_one_destination() {
+    let load = |routing: &str| {
+        topology::load(
+            "dgx-h100",
+            &[
+                Override {
+                    key: "nodes".into(),
+                    value: "64".into(),
+                },
+                Override {
+                    key: "network.routing".into(),
+                    value: routing.into(),
+                },
+            ],
+        )
+        .unwrap()
+    };
+    // Down-link -> destinations, and uplinks used, for every pair of rail-0
+    // GPUs on different leaves (nodes 0-31 against 32-63).
+    let links = |t: &topology::Topology| {
+        let mut down: std::collections::BTreeMap<String, std::collections::BTreeSet<u32>> =
+            Default::default();
+        let mut up = std::collections::BTreeSet::new();
+        for a in 0..32u32 {
+            for b in 32..64u32 {
+                for (src, dst) in [(a, b), (b, a)] {
+                    for &l in &t.route_devices(src * 8, dst * 8, u64::from(a)).unwrap() {
+                        let link = t.link(l);
+                        let (f, to) = (t.component(link.from), t.component(link.to));
+                        match (&f.kind, &to.kind) {
+                            (
+                                ComponentKind::NetworkSwitch { level: 1, .. },
+                                ComponentKind::NetworkSwitch { .. },
+                            ) => {
+                                down.entry(format!("{} -> {}", f.name, to.name))
+                                    .or_default()
+                                    .insert(dst);
+                            }
+                            (
+                                ComponentKind::NetworkSwitch { level: 0, .. },
+                                ComponentKind::NetworkSwitch { level: 1, .. },
+                            ) if src == a => {
+                                up.insert(to.name.clone());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        (down, up)
+    };
+    let (down, up) = links(&load("destination"));
+    assert_eq!(down.len(), 64, "32 spines x 2 leaves");
+    assert!(
+        down.values().all(|d| d.len() == 1),
+        "{:?}",
+        down.iter().find(|(_, d)| d.len() > 1)
+    );
+    assert_eq!(up.len(), 32);
+    let (down, _) = links(&load("ecmp"));
+    assert!(down.values().any(|d| d.len() > 1), "hashing collides");
+    let t = load("adaptive");
+    let (down, up) = links(&t);
+    assert_eq!((down.len(), up.len()), (2, 1));
+    let spine = t
+        .components()
+        .iter()
+        .find(|c| matches!(c.kind, ComponentKind::NetworkSwitch { level: 1, .. }))
+        .unwrap();
+    for l in t.links().iter().filter(|l| l.to == spine.id) {
+        assert_eq!((l.bandwidth.0, l.lanes), (32 * 50_000_000_000, 32));
+    }
 }
 
 #[test]
