@@ -19,10 +19,13 @@ use crate::topology::Topology;
 use super::algorithms::build;
 use super::calibration::Calibration;
 use super::kinds::{Algorithm, CollectiveOp, Protocol};
+use super::path_cache::PathCache;
 use super::plan::{Plan, Via};
 use super::ring_groups::time_ring_groups;
 use super::timing::{simulate_with_faults, Group, Routes};
-use super::tuner::{choose, choose_candidate, plan_options, Candidate};
+use super::tuner::{
+    choose, choose_candidate_with, plan_options, time_collective, Candidate, TimedChoice,
+};
 use super::CollectiveError;
 
 /// What a multi-group collective costs.
@@ -51,8 +54,52 @@ pub fn time_groups(
     faults: &[LinkFault],
 ) -> Result<GroupsTiming, CollectiveError> {
     time_groups_with(
-        topo, groups, ops, total, elem_bytes, cal, faults, true, None,
+        topo, groups, ops, total, elem_bytes, cal, faults, true, None, None,
     )
+}
+
+/// [`time_groups`] (no faults) or [`time_groups_using`] (`algo`) for one
+/// of a series of rounds over the same groups and operations: `cache`
+/// keeps what a `collective` sweep keeps between sizes (a tree's period
+/// run serves every later size past the chunk budget). The same figures as
+/// with a fresh cache.
+#[allow(clippy::too_many_arguments)]
+pub fn time_groups_cached(
+    topo: &Topology,
+    groups: &[Vec<u32>],
+    ops: &[CollectiveOp],
+    total: u64,
+    elem_bytes: u64,
+    cal: &Calibration,
+    algo: Option<Algorithm>,
+    cache: &mut PathCache,
+) -> Result<GroupsTiming, CollectiveError> {
+    match time_groups_with(
+        topo,
+        groups,
+        ops,
+        total,
+        elem_bytes,
+        cal,
+        &[],
+        true,
+        algo,
+        Some(&mut *cache),
+    ) {
+        Err(CollectiveError::NotApplicable { .. }) if algo.is_some() => time_groups_with(
+            topo,
+            groups,
+            ops,
+            total,
+            elem_bytes,
+            cal,
+            &[],
+            true,
+            None,
+            Some(cache),
+        ),
+        other => other,
+    }
 }
 
 /// [`time_groups`] (no faults) with `algo` asked for by name where it
@@ -79,6 +126,7 @@ pub fn time_groups_using(
         &[],
         true,
         Some(algo),
+        None,
     ) {
         Err(CollectiveError::NotApplicable { .. }) => {
             time_groups(topo, groups, ops, total, elem_bytes, cal, &[])
@@ -131,7 +179,18 @@ pub fn time_groups_merged(
     elem_bytes: u64,
     cal: &Calibration,
 ) -> Result<GroupsTiming, CollectiveError> {
-    time_groups_with(topo, groups, ops, total, elem_bytes, cal, &[], false, None)
+    time_groups_with(
+        topo,
+        groups,
+        ops,
+        total,
+        elem_bytes,
+        cal,
+        &[],
+        false,
+        None,
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -145,6 +204,7 @@ fn time_groups_with(
     faults: &[LinkFault],
     decompose: bool,
     algo: Option<Algorithm>,
+    cache: Option<&mut PathCache>,
 ) -> Result<GroupsTiming, CollectiveError> {
     if groups.is_empty() || groups.len() != ops.len() {
         return Err(CollectiveError::EmptyGroup);
@@ -154,7 +214,12 @@ fn time_groups_with(
         .map(|g| Group::new(topo, g.clone()))
         .collect::<Result<_, _>>()?;
     let mut routes = Routes::new(topo, &groups[0]);
-    let (choice, cand) = choose_candidate(
+    // Groups that run apart (no faults) are each timed as `collective`
+    // times one group alone: `auto` ranks by times where a tree is past the
+    // chunk budget, and such a tree is timed by its period, not by the
+    // budget's larger chunks.
+    let alone = decompose && faults.is_empty();
+    let (choice, cand) = choose_candidate_with(
         topo,
         &groups[0],
         &mut routes,
@@ -164,7 +229,16 @@ fn time_groups_with(
         cal,
         algo,
         None,
+        true,
+        alone,
+        cache,
     )?;
+    // Group 0's time alone where the choice timed it.
+    let timed_alone = match &cand {
+        Candidate::Period(t) => Some(**t),
+        Candidate::Timed(b) => Some(b.0),
+        _ => None,
+    };
     // A candidate timed for the ranking is timed here with the others.
     let cand = match cand {
         Candidate::Timed(b) => b.1,
@@ -199,8 +273,13 @@ fn time_groups_with(
             Err(_) => return time_apart(topo, &groups, ops, total, elem_bytes, cal, faults),
         }
     }
-    if decompose && faults.is_empty() && groups.len() > 1 {
-        if let Some(t) = time_independent(topo, &groups, &plans, elem_bytes, &choice, cal)? {
+    if alone {
+        let alone = Alone {
+            ops,
+            total,
+            first: timed_alone,
+        };
+        if let Some(t) = time_independent(topo, &groups, &plans, elem_bytes, &choice, cal, alone)? {
             return Ok(t);
         }
     }
@@ -236,6 +315,15 @@ fn time_groups_with(
     })
 }
 
+/// What timing a group alone needs: the groups' operations, the elements
+/// per rank, and group 0's time where the choice already took it.
+#[derive(Clone, Copy)]
+struct Alone<'a> {
+    ops: &'a [CollectiveOp],
+    total: u64,
+    first: Option<TimedChoice>,
+}
+
 /// When no link carries traffic of two groups, the groups do not interact:
 /// the merged run is the groups' runs side by side, so its time is the
 /// slowest group's. Groups whose runs are the same up to renaming links (same
@@ -249,6 +337,7 @@ fn time_independent(
     elem_bytes: u64,
     choice: &super::tuner::Choice,
     cal: &Calibration,
+    alone: Alone,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
     // Per link: (the group whose moves use it, their bytes on it); `used`
     // lists the links set.
@@ -281,16 +370,20 @@ fn time_independent(
     let mut time = Time::ZERO;
     let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
     for &g in classes.values() {
-        let t = simulate_with_faults(
-            topo,
-            &groups[g],
-            &plans[g],
-            elem_bytes,
-            choice.algo,
-            choice.proto,
-            cal,
-            &[],
-        )?;
+        // Each class's representative timed alone, as `collective` times it.
+        let t = match (g, alone.first) {
+            (0, Some(t)) => t,
+            _ => time_collective(
+                topo,
+                &groups[g],
+                &alone.ops[g],
+                alone.total,
+                elem_bytes,
+                cal,
+                Some(choice.algo),
+                Some(choice.proto),
+            )?,
+        };
         time = time.max(t.time);
         flows_of.insert(g, t.flows);
     }

@@ -37,7 +37,10 @@ pub mod tuner;
 pub use algorithms::{algorithms_for, auto_algorithms, build, PlanOptions};
 pub use calibration::{Calibration, ProtocolParams};
 pub use channels::{nvls_tree_on_quotient, tree_on_quotient, TreeSpec};
-pub use groups::{group_links, time_groups, time_groups_merged, time_groups_using, GroupsTiming};
+pub use groups::{
+    group_links, time_groups, time_groups_cached, time_groups_merged, time_groups_using,
+    GroupsTiming,
+};
 pub use kinds::{Algorithm, CollectiveOp, Protocol};
 pub use nccl_model::{nccl_choice, Chooser, NcclSystem, NcclVersion};
 pub use path_cache::PathCache;

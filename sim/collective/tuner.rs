@@ -408,7 +408,15 @@ impl TreePeriod {
                 // chain in each node. Each tree of a (sub-)channel: half of
                 // its share.
                 let height = nodes.ilog2() as usize + m - 1;
-                let k = opts.tree_channel_chunks().max(height);
+                // The budget in rank-chunks bounds the run too, down to
+                // 3h (M = 6h): one GPU per node gets the budget's floor of
+                // a whole channel's chunks (`plan_options`), 64, which on
+                // 256 nodes ran 128 chunks of 256 ranks per period run.
+                let ranks = cal.max_chunks.saturating_mul(16) / group.len().max(1);
+                let k = opts
+                    .tree_channel_chunks()
+                    .min(ranks.max(3 * height))
+                    .max(height);
                 (
                     (bytes / m as u64 / subs as u64).div_ceil(2),
                     cb,
@@ -646,25 +654,6 @@ fn choose_inner(
     Ok((choice, plan))
 }
 
-/// [`choose`] without building a ring's plan ([`RingSpec`]): its estimate
-/// is one step's cost repeated, which equals the plan's step by step.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn choose_candidate(
-    topo: &Topology,
-    group: &Group,
-    routes: &mut Routes,
-    op: &CollectiveOp,
-    total: u64,
-    elem_bytes: u64,
-    cal: &Calibration,
-    algo: Option<Algorithm>,
-    proto: Option<Protocol>,
-) -> Result<(Choice, Candidate), CollectiveError> {
-    choose_candidate_with(
-        topo, group, routes, op, total, elem_bytes, cal, algo, proto, true, false, None,
-    )
-}
-
 /// How close a runner-up's estimate must be to the best's for both to be
 /// timed (`auto` across nodes): the tree's and NVLS-tree's estimates miss
 /// their times by amounts up to 4.8% apart where they are close (16 DGX
@@ -699,17 +688,21 @@ fn rank(best: &mut Option<Ranked>, second: &mut Option<Ranked>, r: Ranked) {
     }
 }
 
-/// [`choose_candidate`]; `prune`: skip a candidate whose lower bound is
+/// [`choose`] without building a ring's plan ([`RingSpec`]: its estimate
+/// is one step's cost repeated, which equals the plan's step by step);
+/// `prune`: skip a candidate whose lower bound is
 /// above the best estimate so far (`false` for the checks that it changes
-/// nothing); `timed`: the choice is for a single group's timing, so a tree
+/// nothing); `timed`: the choice is for a group timed alone (a sweep's, or
+/// each of groups that share no link, `groups.rs`), so a tree
 /// past the chunk budget is timed by its period and `auto` ranks by times
 /// where it must ([`TreePeriod`], near ties); `false` where the budgeted
-/// plan itself is then timed (`groups.rs`, with other groups at once): the
+/// plan itself is then timed (`groups.rs`, groups at once over shared
+/// links or faults): the
 /// estimates of the plans that run rank them; `cache`: a sweep's earlier
 /// walks, for bounds from them (`path_cache.rs`), and where this call's
 /// walks and period runs go.
 #[allow(clippy::too_many_arguments)]
-fn choose_candidate_with(
+pub(crate) fn choose_candidate_with(
     topo: &Topology,
     group: &Group,
     routes: &mut Routes,

@@ -2,7 +2,10 @@
 //! per class of equivalent groups), which must equal timing them all on one
 //! network.
 
-use shardsim::collective::{time_groups, time_groups_merged, Calibration, CollectiveOp};
+use shardsim::collective::{
+    time_collective, time_groups, time_groups_cached, time_groups_merged, Algorithm, Calibration,
+    CollectiveOp, Group, PathCache,
+};
 use shardsim::topology::{self, Override};
 
 #[test]
@@ -34,4 +37,43 @@ fn disjoint_groups_timed_apart_equal_the_merged_run() {
             }
         }
     }
+}
+
+/// Groups that share no link are each timed as `collective` times a group
+/// alone: one GPU per node on each of the 8 rails of 64 DGX H100 nodes
+/// (a data-parallel group under tensor parallelism over the node), a
+/// 32 MiB to 512 MiB allreduce (trees past the chunk budget, timed by their
+/// period, then a ring) takes what `time_collective` gives rail 0 alone,
+/// algorithm and protocol included (the training step's rounds had been timed on the budget's
+/// larger chunks: +24 to +63% on 16-64 full nodes at 256 MiB-1 GiB, and
+/// another algorithm). A series of rounds sharing one cache (as a training
+/// step's memo keeps it) gives the fresh cache's figures.
+#[test]
+fn disjoint_groups_take_their_time_alone_as_collective_gives_it() {
+    let topo = topology::load_nodes("dgx-h100", 64, &[]).unwrap();
+    let cal = Calibration::for_model("H100 SXM5 80GB").unwrap();
+    let per_rail: Vec<Vec<u32>> = (0..8)
+        .map(|g| (0..64).map(|n| n * 8 + g).collect())
+        .collect();
+    let ops = vec![CollectiveOp::AllReduce; 8];
+    let alone = Group::new(&topo, per_rail[0].clone()).unwrap();
+    let mut cache = PathCache::new();
+    let mut algos: Vec<Algorithm> = Vec::new();
+    for elems in [16u64 << 20, 64 << 20, 256 << 20] {
+        let t = time_groups(&topo, &per_rail, &ops, elems, 2, &cal, &[]).unwrap();
+        let one = time_collective(&topo, &alone, &ops[0], elems, 2, &cal, None, None).unwrap();
+        assert_eq!(
+            (t.time, t.algo, t.proto),
+            (one.time, one.algo, one.proto),
+            "{elems} elements"
+        );
+        let cached =
+            time_groups_cached(&topo, &per_rail, &ops, elems, 2, &cal, None, &mut cache).unwrap();
+        assert_eq!(
+            cached, t,
+            "{elems} elements, cache shared with smaller sizes"
+        );
+        algos.push(t.algo);
+    }
+    assert!(algos.contains(&Algorithm::Tree), "{algos:?}");
 }

@@ -621,7 +621,8 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
 /// it in the whole message's chunk count, so its chunks were 256 KiB and
 /// the period, read as one 512 KiB chunk per step off a run of twice the
 /// steps, made 2 nodes x 1 GiB 59 GB/s, past the 50 GB/s NIC). The period
-/// agrees with the run of every chunk within 1%, and the time respects the
+/// agrees with the run of every chunk (within 1% on 2 and 16 nodes), and
+/// the time respects the
 /// NIC: a rank sends (and receives) the whole message over its one NIC on 2
 /// nodes (the root of one tree, a leaf of the other), twice that on more
 /// (an inner rank of one tree: two children up, its parent down), at
@@ -630,14 +631,23 @@ fn tree_past_the_chunk_budget_is_timed_by_its_period_within_one_percent() {
 fn one_gpu_per_node_trees_keep_nccls_chunks_and_the_nics_rate() {
     let op = CollectiveOp::AllReduce;
     let nic = 0.94 * 50e9;
-    for (nodes, per_nic) in [("2", 1.0), ("16", 2.0)] {
+    // (nodes, the message's multiple through each NIC, period's error
+    // bound, sizes): the period run is M = 6h chunks at most where the
+    // rank-chunk budget is small (64 nodes: -1.1% at 256 MiB, -1.7% at
+    // 1 GiB; 256 nodes -0.3% / -1.8%), as 64 full nodes are held to 2.5%.
+    let cases: [(&str, f64, f64, &[u64]); 3] = [
+        ("2", 1.0, 0.01, &[256 << 20, 1 << 30]),
+        ("16", 2.0, 0.01, &[256 << 20, 1 << 30]),
+        ("64", 2.0, 0.025, &[256 << 20]),
+    ];
+    for (nodes, per_nic, within, sizes) in cases {
         let t = super::load("dgx-h100", &[("nodes", nodes)]);
         let n: u32 = nodes.parse().unwrap();
         let g = Group::new(&t, (0..n).map(|k| 8 * k).collect()).unwrap();
         let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
         let mut every = cal;
         every.max_chunks = 1 << 20;
-        for s in [256u64 << 20, 1 << 30] {
+        for &s in sizes {
             let time = |c: &Calibration| {
                 time_collective(
                     &t,
@@ -657,7 +667,7 @@ fn one_gpu_per_node_trees_keep_nccls_chunks_and_the_nics_rate() {
             let (ours, full) = (time(&cal), time(&every));
             let err = ours / full - 1.0;
             assert!(
-                err.abs() < 0.01,
+                err.abs() < within,
                 "{nodes} nodes, {s} B: by period {ours:.6} s, chunk by chunk {full:.6} s"
             );
             let floor = per_nic * s as f64 / nic;

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::collective::{
-    group_links, time_groups, time_groups_using, Algorithm, Calibration, CollectiveError,
-    CollectiveOp, GroupsTiming,
+    group_links, time_groups, time_groups_cached, Algorithm, Calibration, CollectiveError,
+    CollectiveOp, GroupsTiming, PathCache,
 };
 use crate::engine::{LinkFault, Time};
 use crate::partition::{window, Collective, CollectiveKind, SpmdProgram, Traffic};
@@ -115,7 +115,16 @@ type Round = (Vec<Vec<u32>>, Vec<CollectiveOp>, u64);
 /// round's groups, operations, element count and element size, so a hit is
 /// the very computation it replaces. Only looked up, never iterated.
 #[derive(Default)]
-pub struct CommMemo(std::sync::Mutex<BTreeMap<MemoKey, GroupsTiming>>);
+pub struct CommMemo(std::sync::Mutex<Memo>);
+
+#[derive(Default)]
+struct Memo {
+    times: BTreeMap<MemoKey, GroupsTiming>,
+    /// Per groups and operations, what `collective`'s sweeps keep between
+    /// sizes (a tree's period run serves every size past the chunk budget;
+    /// the figures are those of a fresh cache).
+    sweeps: BTreeMap<(Vec<Vec<u32>>, String), PathCache>,
+}
 
 /// Groups, operations, the algorithm asked for and whether the round ran
 /// latency-free (as printed), elements per rank, bytes per element.
@@ -144,12 +153,28 @@ impl CommMemo {
             total,
             elem_bytes,
         );
-        if let Some(t) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        if let Some(t) = self.0.lock().ok().and_then(|m| m.times.get(&key).cloned()) {
             return Ok(t);
         }
-        let t = time_round(topo, (groups, ops, total), elem_bytes, cal, algo)?;
+        // Taken out while in use (another thread starts its own).
+        let sweep = (key.0.clone(), key.1.clone());
+        let mut cache = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut m| m.sweeps.remove(&sweep))
+            .unwrap_or_default();
+        let t = time_round(
+            topo,
+            (groups, ops, total),
+            elem_bytes,
+            cal,
+            algo,
+            &mut cache,
+        )?;
         if let Ok(mut m) = self.0.lock() {
-            m.insert(key, t.clone());
+            m.times.insert(key, t.clone());
+            m.sweeps.insert(sweep, cache);
         }
         Ok(t)
     }
@@ -546,7 +571,14 @@ impl<'t> CommModel<'t> {
             let round = (groups.as_slice(), ops.as_slice(), *total);
             let t = match &self.memo {
                 Some(memo) => memo.time(self.topo, round, elem_bytes, (cal, latency_free), algo)?,
-                None => time_round(self.topo, round, elem_bytes, cal, algo)?,
+                None => time_round(
+                    self.topo,
+                    round,
+                    elem_bytes,
+                    cal,
+                    algo,
+                    &mut PathCache::new(),
+                )?,
             };
             timing.time = timing.time.checked_add(t.time)?;
             labels.push(format!("{}/{}", t.algo.name(), t.proto.name()));
@@ -575,11 +607,9 @@ fn time_round(
     elem_bytes: u64,
     cal: &Calibration,
     algo: Option<Algorithm>,
+    cache: &mut PathCache,
 ) -> Result<GroupsTiming, CollectiveError> {
-    match algo {
-        Some(a) => time_groups_using(topo, groups, ops, total, elem_bytes, cal, a),
-        None => time_groups(topo, groups, ops, total, elem_bytes, cal, &[]),
-    }
+    time_groups_cached(topo, groups, ops, total, elem_bytes, cal, algo, cache)
 }
 
 /// A failure reported on a collective's clock, moved to the run's.
