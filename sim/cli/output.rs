@@ -87,15 +87,17 @@ pub fn load_topology(
         }
         overrides.push(o);
     }
-    let topo = shardsim::topology::load(name, &overrides).map_err(|e| match (e, nodes) {
-        // The override was `--nodes N` (the user gave no `--set nodes`).
-        (shardsim::topology::TopologyError::Override { key, message }, Some(n))
-            if key == format!("nodes={n}") =>
-        {
-            anyhow::anyhow!("--nodes {n}: {message}")
-        }
-        (e, _) => e.into(),
-    })?;
+    // Switches as large as the nodes need (`shardsim::topology::fit_radix`).
+    let topo = shardsim::topology::fit_radix(&overrides, |o| shardsim::topology::load(name, o))
+        .map_err(|e| match (e, nodes) {
+            // The override was `--nodes N` (the user gave no `--set nodes`).
+            (shardsim::topology::TopologyError::Override { key, message }, Some(n))
+                if key == format!("nodes={n}") =>
+            {
+                anyhow::anyhow!("--nodes {n}: {message}")
+            }
+            (e, _) => e.into(),
+        })?;
     // The run's collective settings, checked once before any work (each
     // collective reads them again).
     shardsim::collective::Policy::of(&topo)?;

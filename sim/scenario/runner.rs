@@ -104,11 +104,13 @@ pub fn load_topology(sc: &Scenario) -> Result<(Topology, Vec<Override>), Scenari
     for (key, value) in flatten_set(&t.set) {
         overrides.push(Override { key, value });
     }
+    // Switches as large as the nodes need, as `shardsim train --nodes` builds them.
+    use crate::topology::fit_radix;
     let topo = match (&t.preset, &t.file) {
-        (Some(p), None) => crate::topology::load(p, &overrides)?,
+        (Some(p), None) => fit_radix(&overrides, |o| crate::topology::load(p, o))?,
         (None, Some(f)) => {
             let path = sc.base.as_deref().unwrap_or(Path::new(".")).join(f);
-            crate::topology::load_path(&path, &overrides)?
+            fit_radix(&overrides, |o| crate::topology::load_path(&path, o))?
         }
         _ => {
             return Err(ScenarioError::Options(

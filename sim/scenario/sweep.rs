@@ -356,25 +356,39 @@ pub fn metric_cells(r: &ScenarioResult) -> Vec<String> {
         .filter(|c| !c.ok)
         .map(|c| c.what.as_str())
         .collect();
+    // A model's step (`[workload] model`) is timed per chunk, not as a
+    // timeline of kernels and collectives: its busy and communication
+    // columns are left empty rather than shown as zeros.
+    let timeline = s.model_step.is_none();
+    let traced = |v: String| if timeline { v } else { String::new() };
     vec![
         if t.stopped { "oom" } else { "ok" }.to_string(),
         t.devices.to_string(),
         s.mesh.clone(),
         s.overrides.join(" "),
         us(t.step_time_ps),
-        us(t.per_device.iter().map(|d| d.compute_busy_ps).sum::<u64>() / n),
-        us(t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n),
-        us(t.mean_exposed_comm_ps),
-        us(kind("all_reduce")),
-        us(kind("all_gather")),
-        us(kind("reduce_scatter")),
-        us(kind("all_to_all")),
-        us(kind("collective_permute")),
-        t.comm_by_kind
+        traced(us(t
+            .per_device
             .iter()
-            .map(|c| c.bytes)
+            .map(|d| d.compute_busy_ps)
             .sum::<u64>()
-            .to_string(),
+            / n)),
+        traced(us(
+            t.per_device.iter().map(|d| d.comm_busy_ps).sum::<u64>() / n
+        )),
+        traced(us(t.mean_exposed_comm_ps)),
+        traced(us(kind("all_reduce"))),
+        traced(us(kind("all_gather"))),
+        traced(us(kind("reduce_scatter"))),
+        traced(us(kind("all_to_all"))),
+        traced(us(kind("collective_permute"))),
+        traced(
+            t.comm_by_kind
+                .iter()
+                .map(|c| c.bytes)
+                .sum::<u64>()
+                .to_string(),
+        ),
         t.peak_memory
             .iter()
             .filter(|p| p.scope == "global")

@@ -21,7 +21,7 @@ pub use graph::{
 };
 pub use load::{load_path, load_text, parse_file_text, Override};
 pub use mesh_map::MeshMapping;
-pub use presets::{load, load_nodes, preset_names, preset_text, PRESETS};
+pub use presets::{fit_radix, load, load_nodes, preset_names, preset_text, PRESETS};
 pub use settings::{CollectiveSettings, Origin, Setting};
 pub use spec::{
     collnet_enabled, nccl_release, DeviceKind, DeviceSpec, FabricSpec, Layout, MemorySpec,

@@ -46,17 +46,28 @@ pub fn load_nodes(
         key: "nodes".into(),
         value: nodes.to_string(),
     });
-    let first = load(name_or_path, &all);
+    fit_radix(&all, |o| load(name_or_path, o))
+}
+
+/// `load` with `overrides`; where its fat tree's switches are too small
+/// for its nodes and the overrides set no radix, again with the smallest
+/// power-of-two `network.switch_radix` from 64 up that fits (as
+/// [`load_nodes`]; every command that takes a node count loads this way).
+pub fn fit_radix(
+    overrides: &[Override],
+    load: impl Fn(&[Override]) -> Result<Topology, TopologyError>,
+) -> Result<Topology, TopologyError> {
+    let first = load(overrides);
     let radix_set = overrides.iter().any(|o| o.key.ends_with("switch_radix"));
     match first {
         Err(e) if !radix_set && e.to_string().contains("larger switch_radix") => {
             for radix in [64u32, 128, 256, 512, 1024, 2048, 4096, 8192] {
-                let mut with = all.clone();
+                let mut with = overrides.to_vec();
                 with.push(Override {
                     key: "network.switch_radix".into(),
                     value: radix.to_string(),
                 });
-                if let Ok(t) = load(name_or_path, &with) {
+                if let Ok(t) = load(&with) {
                     return Ok(t);
                 }
             }
