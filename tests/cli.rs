@@ -762,3 +762,42 @@ fn every_preset_runs_auto_under_the_default_chooser() {
         }
     }
 }
+
+/// Every command that takes a node count builds the fat tree as `train`
+/// does: where the file's 64-port switches cannot join 512 DGX H100 nodes,
+/// with the smallest power-of-two radix that fits (`collective`, `topology`
+/// and `run` had refused it); a radix the user sets is kept, and one too
+/// small is still an error naming it.
+#[test]
+fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
+    let out = crate::common::shardsim_stdout(&["topology", "show", "dgx-h100", "--nodes", "512"]);
+    assert!(out.contains("4096 gpu"), "{out}");
+    let out = crate::common::shardsim_stdout(&[
+        "collective",
+        "--topology",
+        "dgx-h100",
+        "--nodes",
+        "512",
+        "--ranks",
+        "local:0",
+        "--sizes",
+        "1MiB",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    refused(
+        &[
+            "collective",
+            "--topology",
+            "dgx-h100",
+            "--nodes",
+            "512",
+            "--set",
+            "network.switch_radix=64",
+            "--sizes",
+            "1MiB",
+        ],
+        "switch_radix",
+    );
+}

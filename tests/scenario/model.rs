@@ -227,3 +227,33 @@ fn model_scenario_reads_a_strategy_file() {
     let err = run_scenario(&sc, &cache, cfg()).unwrap_err().to_string();
     assert!(err.contains("missing.toml"), "{err}");
 }
+
+/// A model step is timed per chunk, not as a timeline of kernels and
+/// collectives: its sweep row gives the step time, devices and memory, and
+/// leaves the busy and communication columns empty (they were zeros, which
+/// read as a step that communicates nothing).
+#[test]
+fn model_scenario_sweep_row_leaves_the_timeline_columns_empty() {
+    use shardsim::scenario::sweep::{metric_cells, METRICS};
+    let sc = Scenario::load(&path()).unwrap();
+    let r = run_scenario(&sc, &ProgramCache::new(), cfg()).unwrap();
+    let cells = metric_cells(&r);
+    let cell = |name: &str| &cells[METRICS.iter().position(|m| *m == name).unwrap()];
+    assert_eq!(cell("status"), "ok");
+    assert_eq!(cell("devices"), "8");
+    assert!(cell("step_time_us").parse::<f64>().unwrap() > 0.0);
+    assert!(cell("peak_memory_bytes").parse::<u64>().unwrap() > 0);
+    for name in [
+        "compute_busy_us",
+        "comm_us",
+        "exposed_comm_us",
+        "all_reduce_us",
+        "all_gather_us",
+        "reduce_scatter_us",
+        "all_to_all_us",
+        "collective_permute_us",
+        "comm_bytes",
+    ] {
+        assert_eq!(cell(name), "", "{name}");
+    }
+}
