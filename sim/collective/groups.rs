@@ -116,23 +116,17 @@ pub fn time_groups_using(
     cal: &Calibration,
     algo: Algorithm,
 ) -> Result<GroupsTiming, CollectiveError> {
-    match time_groups_with(
+    let mut cache = PathCache::new();
+    time_groups_cached(
         topo,
         groups,
         ops,
         total,
         elem_bytes,
         cal,
-        &[],
-        true,
         Some(algo),
-        None,
-    ) {
-        Err(CollectiveError::NotApplicable { .. }) => {
-            time_groups(topo, groups, ops, total, elem_bytes, cal, &[])
-        }
-        other => other,
-    }
+        &mut cache,
+    )
 }
 
 /// The links each group's moves use when every group runs `algo` (as
