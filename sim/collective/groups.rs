@@ -74,19 +74,8 @@ pub fn time_groups_cached(
     algo: Option<Algorithm>,
     cache: &mut PathCache,
 ) -> Result<GroupsTiming, CollectiveError> {
-    match time_groups_with(
-        topo,
-        groups,
-        ops,
-        total,
-        elem_bytes,
-        cal,
-        &[],
-        true,
-        algo,
-        Some(&mut *cache),
-    ) {
-        Err(CollectiveError::NotApplicable { .. }) if algo.is_some() => time_groups_with(
+    let run = |algo, cache: &mut PathCache| {
+        time_groups_with(
             topo,
             groups,
             ops,
@@ -95,9 +84,13 @@ pub fn time_groups_cached(
             cal,
             &[],
             true,
-            None,
+            algo,
             Some(cache),
-        ),
+        )
+    };
+    // An algorithm asked for that does not apply: NCCL's choice.
+    match run(algo, cache) {
+        Err(CollectiveError::NotApplicable { .. }) if algo.is_some() => run(None, cache),
         other => other,
     }
 }
