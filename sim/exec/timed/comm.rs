@@ -164,14 +164,7 @@ impl CommMemo {
             .ok()
             .and_then(|mut m| m.sweeps.remove(&sweep))
             .unwrap_or_default();
-        let t = time_round(
-            topo,
-            (groups, ops, total),
-            elem_bytes,
-            cal,
-            algo,
-            &mut cache,
-        )?;
+        let t = time_groups_cached(topo, groups, ops, total, elem_bytes, cal, algo, &mut cache)?;
         if let Ok(mut m) = self.0.lock() {
             m.times.insert(key, t.clone());
             m.sweeps.insert(sweep, cache);
@@ -571,9 +564,11 @@ impl<'t> CommModel<'t> {
             let round = (groups.as_slice(), ops.as_slice(), *total);
             let t = match &self.memo {
                 Some(memo) => memo.time(self.topo, round, elem_bytes, (cal, latency_free), algo)?,
-                None => time_round(
+                None => time_groups_cached(
                     self.topo,
-                    round,
+                    groups,
+                    ops,
+                    *total,
                     elem_bytes,
                     cal,
                     algo,
@@ -598,18 +593,6 @@ impl<'t> CommModel<'t> {
         self.cache.insert(key, timing.clone());
         Ok(timing)
     }
-}
-
-/// A round's fault-free time, with `algo` where asked for.
-fn time_round(
-    topo: &Topology,
-    (groups, ops, total): (&[Vec<u32>], &[CollectiveOp], u64),
-    elem_bytes: u64,
-    cal: &Calibration,
-    algo: Option<Algorithm>,
-    cache: &mut PathCache,
-) -> Result<GroupsTiming, CollectiveError> {
-    time_groups_cached(topo, groups, ops, total, elem_bytes, cal, algo, cache)
 }
 
 /// A failure reported on a collective's clock, moved to the run's.
