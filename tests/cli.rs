@@ -764,14 +764,17 @@ fn every_preset_runs_auto_under_the_default_chooser() {
 }
 
 /// Every command that takes a node count builds the fat tree as `train`
-/// does: where the file's 64-port switches cannot join 512 DGX H100 nodes,
-/// with the smallest power-of-two radix that fits (`collective`, `topology`
-/// and `run` had refused it); a radix the user sets is kept, and one too
-/// small is still an error naming it.
+/// does: 512 DGX H100 nodes on the file's 64-port switches in three levels
+/// (pods of 128 nodes under a core layer in 8 rail planes), the radix kept; where even
+/// three levels of the file's switches cannot join the nodes and the user
+/// set no radix, with the smallest power-of-two radix that fits
+/// (`collective`, `topology` and `run` had refused 512 nodes); a radix the
+/// user sets is kept, and one too small is an error naming the numbers.
 #[test]
 fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
     let out = crate::common::shardsim_stdout(&["topology", "show", "dgx-h100", "--nodes", "512"]);
     assert!(out.contains("4096 gpu"), "{out}");
+    assert!(out.contains("8 core-switch"), "{out}");
     let out = crate::common::shardsim_stdout(&[
         "collective",
         "--topology",
@@ -782,6 +785,8 @@ fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
         "local:0",
         "--sizes",
         "1MiB",
+        "--set",
+        "network.switch_radix=64",
         "--format",
         "csv",
     ]);
@@ -792,12 +797,34 @@ fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
             "--topology",
             "dgx-h100",
             "--nodes",
-            "512",
+            "129",
             "--set",
-            "network.switch_radix=64",
+            "network.switch_radix=16",
             "--sizes",
             "1MiB",
         ],
-        "switch_radix",
+        "129 nodes need 17 pods of 8 nodes but a core switch of radix 16 reaches at most 16",
     );
+    // A file of 16-port switches at 129 nodes: built with radix 64 (two
+    // levels: 256 nodes fit), as `train` would.
+    let dir = std::env::temp_dir().join(format!("shardsim-radix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("small-switches.toml");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/dgx-h100.toml"),
+    )
+    .unwrap()
+    .replace("switch_radix = 64", "switch_radix = 16");
+    assert!(text.contains("switch_radix = 16"));
+    std::fs::write(&file, text).unwrap();
+    let out = crate::common::shardsim_stdout(&[
+        "topology",
+        "show",
+        file.to_str().unwrap(),
+        "--nodes",
+        "129",
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.contains("1032 gpu"), "{out}");
+    assert!(!out.contains("core-switch"), "{out}");
 }

@@ -66,17 +66,6 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// The smallest switch radix (64 or a power of two above) whose two-level
-/// rail-optimized fat tree joins `nodes` nodes of 8 rails: leaves use half
-/// their ports for nodes, and the spine must reach every leaf.
-fn radix_for(nodes: u64) -> u64 {
-    let mut r = 64;
-    while 8 * nodes.div_ceil(r / 2) > r {
-        r *= 2;
-    }
-    r
-}
-
 pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
     let gpus = super::output::parse_u64_list(&args.gpus, "--gpus")?;
     let layers = super::output::parse_u64_list(&args.layers, "--layers")?;
@@ -122,11 +111,8 @@ pub fn run(args: BenchScaleArgs) -> anyhow::Result<()> {
             drop(text);
             let parse_s = t0.elapsed().as_secs_f64();
             let ops = module.num_ops();
-            let topo = super::output::load_topology(
-                "dgx-h100",
-                Some(n as u32 / 8),
-                &[format!("network.switch_radix={}", radix_for(n / 8))],
-            )?;
+            // The preset's 64-port switches, in three levels past 256 nodes.
+            let topo = super::output::load_topology("dgx-h100", Some(n as u32 / 8), &[])?;
             let opts = TimedOptions {
                 // GPT-3 175B with Adam does not fit 8-way tensor parallel in
                 // 80 GB: keep timing past the reports.

@@ -169,8 +169,8 @@ fn print_text(out: &mut String, t: &Topology, s: &topology::Summary) -> std::fmt
             format!(
                 "least cost (a link costs 1e15/bandwidth), ties by {}",
                 match (*ecmp, *spines) {
-                    (true, Adaptive) => "flow hash (ECMP); adaptive routing over the spines (one spine stands for the layer)",
-                    (true, Destination) => "the destination's node from a leaf to a spine (static routing, D-mod-k), else flow hash (ECMP)",
+                    (true, Adaptive) => "flow hash (ECMP); adaptive routing over the upper switches (one switch stands for each layer: the spines, of each pod where there are cores above them, and the cores)",
+                    (true, Destination) => "the destination's node from a leaf to a spine and from a spine to a core (static routing, D-mod-k), else flow hash (ECMP)",
                     (true, Ecmp) => "flow hash (ECMP)",
                     (false, _) => "lowest link id",
                 }

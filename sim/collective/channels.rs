@@ -102,7 +102,8 @@ impl TreeSpec {
 /// rotation, when the topology carries it: every route of an image pair
 /// (a switch move's up and down links included) the image of the route,
 /// link for link, with the same capacity, latency and class, and every
-/// orbit of links exactly `m` long (`None`: time the whole plan).
+/// orbit of links `m` long or a divisor of it (a link the rotation maps
+/// onto itself is shared: [`Quotient::share`]; `None`: time the whole plan).
 pub(crate) fn rotation_quotient(
     topo: &Topology,
     routes: &mut Routes,
@@ -219,8 +220,10 @@ fn quotient_of(
             (a, b, route) = (na, nb, next);
         }
     }
-    // Every orbit has exactly m links; its class is its smallest link id.
+    // Every orbit's length divides m (m: links of m copies; shorter: a
+    // link m / length copies share); its class is its smallest link id.
     let mut link_class: Vec<usize> = (0..links.len()).collect();
+    let mut share: Vec<u32> = Vec::new();
     for &l in phi.keys() {
         let mut orbit = vec![l];
         let mut k = phi[&l];
@@ -234,8 +237,14 @@ fn quotient_of(
                 None => return Ok(None),
             };
         }
-        if orbit.len() != m {
+        if m % orbit.len() != 0 {
             return Ok(None);
+        }
+        if orbit.len() < m {
+            if share.is_empty() {
+                share = vec![1; links.len()];
+            }
+            share[l] = u32::try_from(m / orbit.len()).unwrap_or(u32::MAX);
         }
         link_class[l] = orbit.iter().copied().min().unwrap_or(l);
     }
@@ -243,6 +252,7 @@ fn quotient_of(
         link_class,
         sender_class: node_of,
         copies: m,
+        share,
     }))
 }
 

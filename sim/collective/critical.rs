@@ -250,7 +250,7 @@ impl Fabric for RouteFabric<'_, '_, '_, '_> {
             lat += link.latency_ps();
             let g = (
                 link.class == LinkClass::Network,
-                link.bandwidth_bytes_per_s(),
+                super::timing::copy_bandwidth(self.topo, self.quotient, l),
             );
             match by_bw.iter_mut().find(|e| (e.0, e.1) == g) {
                 Some(e) => e.2 = e.2.max(self.load[l]),

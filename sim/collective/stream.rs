@@ -443,7 +443,10 @@ pub(crate) fn simulate_stream(
     };
     generate(lookahead.saturating_add(1), &mut ctx, &mut sched)?;
     sched.started = true;
-    let links = protocol_links(topo, cal, algo, proto);
+    let mut links = protocol_links(topo, cal, algo, proto);
+    if let Some(q) = quotient {
+        q.scale_links(&mut links);
+    }
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
     // Pipelined algorithms may gate a sender's next send on its last one's
     // departure (`timing::Deps::gate`).

@@ -185,7 +185,9 @@ impl<'a> Routes<'a> {
     /// and the root's links down to it ([`Via::InNetwork`], SHARP): the leaf
     /// switch its NIC hangs off where every rank of the group on that rail
     /// hangs off the same leaf, else a spine (the rail's, modulo the
-    /// spines), which aggregates the leaves. The switches must reduce
+    /// spines), which aggregates the leaves, or, where the rail's leaves
+    /// are in several pods of a three-level tree, a core above the pods'
+    /// spines (the rail's modulo a spine's cores). The switches must reduce
     /// (`network.in_switch_reduction`).
     pub fn net_paths(&mut self, r: usize) -> Result<(&[usize], &[usize]), CollectiveError> {
         if self.net.is_empty() {
@@ -288,30 +290,61 @@ impl<'a> Routes<'a> {
             }
         }
         let links = topo.links();
-        let mut out = Vec::with_capacity(n);
-        for (mut up, down, sw) in legs {
-            if leaves[&rail(sw)].len() == 1 {
-                out.push((up, down));
-                continue;
-            }
-            let spines: Vec<usize> = topo
+        // A switch's link up to a switch of `level`: of the rail's plane
+        // where the switches above are in rail planes (the first), else
+        // the rail's modulo their count; the same index in every pod, so
+        // the rail's spines of all pods reach the same core.
+        let climb = |sw: crate::topology::ComponentId, level: u32, rail: u32| {
+            let ups: Vec<usize> = topo
                 .out_links(sw)
                 .into_iter()
                 .map(|l| l.0 as usize)
                 .filter(|&l| {
                     matches!(
                         topo.component(links[l].to).kind,
-                        ComponentKind::NetworkSwitch { level: 1, .. }
+                        ComponentKind::NetworkSwitch { level: x, .. } if x == level
                     )
                 })
                 .collect();
-            if spines.is_empty() {
-                return Err(no("needs a spine switch above the leaves"));
+            let plane = ups
+                .iter()
+                .copied()
+                .find(|&l| topo.component(links[l].to).rail == Some(rail));
+            plane.or_else(|| (!ups.is_empty()).then(|| ups[rail as usize % ups.len()]))
+        };
+        let mut paths = Vec::with_capacity(n);
+        // Per rail, the spines its leaves climb to: more than one where the
+        // rail's leaves are in several pods (a three-level tree), and then
+        // the cores above them aggregate.
+        let mut rail_spines: BTreeMap<u32, Vec<crate::topology::ComponentId>> = BTreeMap::new();
+        for (up, down, sw) in legs {
+            if leaves[&rail(sw)].len() == 1 {
+                paths.push((up, down, None));
+                continue;
             }
-            let to_spine = spines[rail(sw) as usize % spines.len()];
-            let spine = links[to_spine].to;
+            let to_spine = climb(sw, 1, rail(sw))
+                .ok_or_else(|| no("needs a spine switch above the leaves"))?;
+            let v = rail_spines.entry(rail(sw)).or_default();
+            if !v.contains(&links[to_spine].to) {
+                v.push(links[to_spine].to);
+            }
+            paths.push((up, down, Some((rail(sw), to_spine))));
+        }
+        let mut out = Vec::with_capacity(n);
+        for (mut up, down, climbed) in paths {
+            let Some((r, to_spine)) = climbed else {
+                out.push((up, down));
+                continue;
+            };
+            let mut root_up = vec![to_spine];
+            if rail_spines[&r].len() > 1 {
+                let to_core = climb(links[to_spine].to, 2, r)
+                    .ok_or_else(|| no("needs a core switch above the pods' spines"))?;
+                root_up.push(to_core);
+            }
+            let root = links[*root_up.last().expect("one link")].to;
             if !matches!(
-                topo.component(spine).kind,
+                topo.component(root).kind,
                 ComponentKind::NetworkSwitch {
                     in_switch_reduction: true,
                     ..
@@ -321,9 +354,12 @@ impl<'a> Routes<'a> {
                     "the network's switches do not reduce (network.in_switch_reduction = false)",
                 ));
             }
-            let from_spine = links[to_spine].reverse.0 as usize;
-            up.push(to_spine);
-            let mut d = vec![from_spine];
+            let mut d: Vec<usize> = root_up
+                .iter()
+                .rev()
+                .map(|&l| links[l].reverse.0 as usize)
+                .collect();
+            up.extend(root_up);
             d.extend(down);
             out.push((up, d));
         }
@@ -881,12 +917,42 @@ pub fn simulate_with_faults(
 /// moves per class member; the plan's routes run on one link per class
 /// (`link_class`, a link id of the class) and a rank's sends of one step gate
 /// the next step of every rank of its class (`sender_class`), as the ranks of
-/// the whole run carry one move of each copy.
+/// the whole run carry one move of each copy. A link the symmetry maps onto
+/// itself (or an orbit shorter than `copies`: a pod's spines' one link to
+/// the cores of a three-level fat tree) carries the moves of `share` copies
+/// at once, so the plan's run gives it `1 / share` of its capacity: by
+/// symmetry the whole run's fair shares there are alike, and exactly that.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quotient {
     pub link_class: Vec<usize>,
     pub sender_class: Vec<usize>,
     pub copies: usize,
+    /// Per link, how many copies share it (empty: every orbit is `copies`
+    /// long, no link shared).
+    pub share: Vec<u32>,
+}
+
+impl Quotient {
+    /// How many copies' moves link `l` carries at once (1 but on shared links).
+    pub fn share_of(&self, l: usize) -> u32 {
+        self.share.get(l).copied().unwrap_or(1)
+    }
+
+    /// `links` as the plan's run sees them: shared links' capacity divided
+    /// among the copies that share them.
+    pub(crate) fn scale_links(&self, links: &mut [net::Link]) {
+        for (link, &s) in links.iter_mut().zip(&self.share) {
+            if s > 1 {
+                link.capacity /= f64::from(s);
+            }
+        }
+    }
+}
+
+/// Link `l`'s bandwidth as one copy of a quotient run has it (bytes/s).
+pub(crate) fn copy_bandwidth(topo: &Topology, quotient: Option<&Quotient>, l: usize) -> u64 {
+    let bw = topo.links()[l].bandwidth_bytes_per_s();
+    quotient.map_or(bw, |q| bw / u64::from(q.share_of(l)))
 }
 
 /// What adding a plan's step to a schedule needs: the group's routes, the
@@ -1456,7 +1522,10 @@ pub(crate) fn simulate_inner(
             ends.push(sched.len());
         }
     }
-    let links = protocol_links(topo, cal, algo, proto);
+    let mut links = protocol_links(topo, cal, algo, proto);
+    if let Some(q) = quotient {
+        q.scale_links(&mut links);
+    }
     let mut sim: NetSim<TaskId> = NetSim::new(&links, 0)?;
     if !faults.is_empty() {
         for f in faults {

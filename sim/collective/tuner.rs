@@ -58,19 +58,20 @@ struct StepCost {
     route_latency_ps: u64,
 }
 
-/// `classes`: link classes of a quotient plan (`channels.rs`), whose loads
-/// are those of every link of the class in the whole run.
+/// `quotient`: the link classes of a quotient plan (`channels.rs`), whose
+/// loads are those of every link of the class in the whole run (shared
+/// links at their copy's share of the bandwidth).
 fn step_costs(
     topo: &Topology,
     routes: &mut Routes,
     plan: &Plan,
     elem_bytes: u64,
-    classes: Option<&[usize]>,
+    quotient: Option<&Quotient>,
 ) -> Result<Vec<StepCost>, CollectiveError> {
     let mut walk = CostWalk::new(topo);
     plan.steps
         .iter()
-        .map(|step| walk.cost(routes, step, elem_bytes, classes))
+        .map(|step| walk.cost(routes, step, elem_bytes, quotient))
         .collect()
 }
 
@@ -103,8 +104,9 @@ impl<'t> CostWalk<'t> {
         routes: &mut Routes,
         step: &[super::plan::Move],
         elem_bytes: u64,
-        classes: Option<&[usize]>,
+        quotient: Option<&Quotient>,
     ) -> Result<StepCost, CollectiveError> {
+        let classes = quotient.map(|q| &q.link_class[..]);
         let links = self.topo.links();
         let mut c = StepCost::default();
         let mut down_done: BTreeSet<(usize, u64, u64, bool)> = BTreeSet::new();
@@ -168,7 +170,7 @@ impl<'t> CostWalk<'t> {
         }
         for l in self.touched.drain(..) {
             let b = std::mem::take(&mut self.load[l]);
-            let t = b as f64 / links[l].bandwidth_bytes_per_s() as f64;
+            let t = b as f64 / super::timing::copy_bandwidth(self.topo, quotient, l) as f64;
             if links[l].class == LinkClass::Network {
                 c.network = c.network.max(t);
             } else {
@@ -1221,9 +1223,8 @@ fn estimate_inputs(
     cache: Option<&mut PathCache>,
 ) -> Result<(Vec<StepCost>, Hops), CollectiveError> {
     if !a.estimated_by_path() {
-        let classes = quotient.map(|q| &q.link_class[..]);
         return Ok((
-            step_costs(topo, routes, plan, elem_bytes, classes)?,
+            step_costs(topo, routes, plan, elem_bytes, quotient)?,
             Hops::PerStep,
         ));
     }

@@ -613,9 +613,15 @@ fn nic_layout(nic: &super::spec::NicSpec, gpus: u32) -> Result<Vec<Vec<u32>>, Se
     Ok(layout)
 }
 
-/// Rail-optimized two-level fat tree: NIC `r` of every node goes to a leaf of
-/// rail `r` (half of a leaf's ports down, half up); every leaf connects once to
-/// every spine, all links at the NIC speed, so the tree is non-blocking.
+/// Rail-optimized fat tree: NIC `r` of every node goes to a leaf of rail `r`
+/// (half of a leaf's ports down, half up), all links at the NIC speed, so
+/// the tree is non-blocking. Two levels while one spine's ports reach every
+/// leaf (every leaf connects once to every spine: 256 DGX nodes at radix
+/// 64); beyond, three, as clusters of thousands of GPUs are built: pods of
+/// `radix / 2` leaves (every rail's share) under `radix / 2` spines each,
+/// spine `s` of every pod joined to core switches `(s, 0..radix / 2)`, one
+/// port per pod (at radix 64: pods of 128 DGX nodes, up to 64 pods), core
+/// `(s, j)` in rail plane `j mod rails`.
 fn build_fat_tree(
     f: &TopologyFile,
     b: &mut Builder,
@@ -629,21 +635,15 @@ fn build_fat_tree(
             "switch_radix must be an even number of at least 2",
         );
     }
-    let down = net.switch_radix / 2;
+    let radix = net.switch_radix;
+    let down = radix / 2;
     let nodes = nics.len() as u32;
     let rails = nics[0].len() as u32;
     let leaves_per_rail = nodes.div_ceil(down);
     let total_leaves = rails * leaves_per_rail;
-    let spines = nodes.min(down);
-    if total_leaves > 1 && total_leaves > net.switch_radix {
-        return fail(
-            "nodes",
-            format!(
-                "{nodes} nodes need {total_leaves} leaf switches but a spine of radix {} reaches at most {}: use fewer nodes or a larger switch_radix",
-                net.switch_radix, net.switch_radix
-            ),
-        );
-    }
+    let pods = (total_leaves > radix)
+        .then(|| pod_shape(nodes, rails, radix))
+        .transpose()?;
     let switch = |level| ComponentKind::NetworkSwitch {
         level,
         in_switch_reduction: net.in_switch_reduction,
@@ -674,11 +674,21 @@ fn build_fat_tree(
             b.connect(id, leaves[&(r as u32, n as u32 / down)], edge);
         }
     }
-    if total_leaves > 1 {
-        let adaptive = net.routing == super::spec::NetworkRouting::Adaptive;
-        // Adaptive routing spreads every leaf's traffic over all its
-        // uplinks: one switch stands for the spine layer, its link to each
-        // leaf as wide as the leaf's uplinks together.
+    if total_leaves <= 1 {
+        return Ok(());
+    }
+    // Adaptive routing spreads every switch's traffic over all its
+    // uplinks: one switch stands for a layer (a pod's spines, the cores),
+    // its link to each switch below as wide as that switch's uplinks.
+    let adaptive = net.routing == super::spec::NetworkRouting::Adaptive;
+    let wide = |width: u32| LinkParams {
+        latency: net.latency,
+        bandwidth: Bandwidth(edge.bandwidth.0.saturating_mul(u64::from(width))),
+        lanes: width,
+        ..edge
+    };
+    let Some(Pods { per_rail, count }) = pods else {
+        let spines = nodes.min(down);
         let spine_ids: Vec<ComponentId> = if adaptive {
             vec![b.add(
                 "spine".to_string(),
@@ -692,20 +702,117 @@ fn build_fat_tree(
                 .map(|s| b.add(format!("spine{s}"), switch(1), "spine switch", None, true))
                 .collect()
         };
-        let width = if adaptive { spines } else { 1 };
-        let up = LinkParams {
-            latency: net.latency,
-            bandwidth: Bandwidth(edge.bandwidth.0.saturating_mul(u64::from(width))),
-            lanes: width,
-            ..edge
-        };
+        let up = wide(if adaptive { spines } else { 1 });
         for &leaf in leaves.values() {
             for &s in &spine_ids {
                 b.connect(leaf, s, up);
             }
         }
+        return Ok(());
+    };
+    // Three levels: `down` spines per pod, each with `down` core uplinks.
+    let pod_spines: Vec<Vec<ComponentId>> = (0..count)
+        .map(|p| {
+            if adaptive {
+                vec![b.add(
+                    format!("pod{p}.spine"),
+                    switch(1),
+                    &format!("spine layer of pod {p} ({down} switches, adaptive routing)"),
+                    None,
+                    true,
+                )]
+            } else {
+                (0..down)
+                    .map(|s| {
+                        b.add(
+                            format!("pod{p}.spine{s}"),
+                            switch(1),
+                            "spine switch",
+                            None,
+                            true,
+                        )
+                    })
+                    .collect()
+            }
+        })
+        .collect();
+    let up = wide(if adaptive { down } else { 1 });
+    for (&(_, k), &leaf) in &leaves {
+        for &s in &pod_spines[(k / per_rail) as usize] {
+            b.connect(leaf, s, up);
+        }
+    }
+    // The core layer in rail planes where the rails split a spine's
+    // uplinks evenly: a flow climbs to a core of its rail's plane (routes
+    // prefer their rail), so each rail's traffic between pods keeps to its
+    // own cores, as rail-optimized clusters keep it to its own leaves.
+    let planes = if down % rails == 0 { rails } else { 1 };
+    if adaptive {
+        let pod_up = wide(down.saturating_mul(down) / planes);
+        for r in 0..planes {
+            let core = b.add(
+                format!("core.r{r}"),
+                switch(2),
+                &format!(
+                    "core layer, rail plane {r} ({} switches, adaptive routing)",
+                    down * down / planes
+                ),
+                None,
+                true,
+            );
+            if planes > 1 {
+                b.component_mut(core).rail = Some(r);
+            }
+            for spines in &pod_spines {
+                b.connect(spines[0], core, pod_up);
+            }
+        }
+    } else {
+        for s in 0..down as usize {
+            for j in 0..down {
+                let core = b.add(format!("core{s}.{j}"), switch(2), "core switch", None, true);
+                if planes > 1 {
+                    b.component_mut(core).rail = Some(j % planes);
+                }
+                for spines in &pod_spines {
+                    b.connect(spines[s], core, up);
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// A three-level fat tree's pods: leaves of each rail per pod and pods.
+struct Pods {
+    per_rail: u32,
+    count: u32,
+}
+
+/// The pods of a three-level tree of `radix`-port switches for `nodes`
+/// nodes of `rails` rails, or why it cannot be built.
+fn pod_shape(nodes: u32, rails: u32, radix: u32) -> Result<Pods, SemanticError> {
+    let down = radix / 2;
+    if rails > down {
+        return fail(
+            "nodes",
+            format!(
+                "{nodes} nodes need a three-level fat tree, whose pods of {down} leaves cannot hold the {rails} rails: use fewer nodes or a larger switch_radix"
+            ),
+        );
+    }
+    let per_rail = down / rails;
+    let pod_nodes = per_rail * down;
+    let count = nodes.div_ceil(pod_nodes);
+    if count > radix {
+        return fail(
+            "nodes",
+            format!(
+                "{nodes} nodes need {count} pods of {pod_nodes} nodes but a core switch of radix {radix} reaches at most {radix}: use fewer nodes or a larger switch_radix"
+            ),
+        );
+    }
+    Ok(Pods { per_rail, count })
 }
 
 /// Ring, switch, 2-D mesh and torus layouts of devices.

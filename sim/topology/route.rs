@@ -328,8 +328,10 @@ impl Topology {
     /// D-mod-k engines): from a leaf, the
     /// spine is the destination's port on its own leaf (its node) modulo
     /// the spines, so every spine-to-leaf link carries the traffic of one
-    /// destination and flows never collide on the way down. `None` where
-    /// the hop is not a leaf's choice of spine or `dst` is in no node.
+    /// destination and flows never collide on the way down; from a spine
+    /// up to the cores, the node divided by the spines, modulo the cores.
+    /// `None` where the hop is not a switch's choice of an upper switch or
+    /// `dst` is in no node.
     fn spine_by_destination(
         &self,
         cur: ComponentId,
@@ -349,12 +351,26 @@ impl Topology {
             ComponentKind::NetworkSwitch { level, .. } => Some(level),
             _ => None,
         };
-        let leaf = level(cur)?;
+        let here = level(cur)?;
         let up = candidates
             .iter()
-            .all(|&l| level(self.link(l).to).is_some_and(|s| s > leaf));
-        let node = self.component(dst).node?;
-        up.then_some(u64::from(node))
+            .all(|&l| level(self.link(l).to).is_some_and(|s| s > here));
+        let node = u64::from(self.component(dst).node?);
+        // From a spine up to the cores (three levels): the next digit of
+        // the destination, as D-mod-k takes it; the leaf took the node
+        // modulo the pod's spines, as many as a spine's core uplinks (the
+        // candidates are the route's rail plane of those).
+        let digit = if here == 0 {
+            node
+        } else {
+            let cores = self
+                .out_links(cur)
+                .into_iter()
+                .filter(|&l| level(self.link(l).to).is_some_and(|s| s > here))
+                .count();
+            node / cores.max(1) as u64
+        };
+        up.then_some(digit)
     }
 
     /// The endpoints' part of the ECMP hash, the same for every rotation of

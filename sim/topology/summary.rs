@@ -415,6 +415,7 @@ pub fn kind_name(k: &ComponentKind) -> &'static str {
         ComponentKind::PcieSwitch => "pcie-switch",
         ComponentKind::Nic => "nic",
         ComponentKind::NetworkSwitch { level: 0, .. } => "leaf-switch",
-        ComponentKind::NetworkSwitch { .. } => "spine-switch",
+        ComponentKind::NetworkSwitch { level: 1, .. } => "spine-switch",
+        ComponentKind::NetworkSwitch { .. } => "core-switch",
     }
 }

@@ -88,6 +88,18 @@ fn tree_channels_on_the_quotient_equal_the_whole_run() {
         &[("network.switch_radix", "16")],
         &sizes[..2],
     );
+    // Three levels (3 pods of 8 nodes): a pod's spine layer has one link
+    // to the cores, which every rail's copy crosses (a shared link of the
+    // quotient, at an eighth of its capacity per copy); static routing
+    // sends every rail of a pair through the same spine and core.
+    for routing in ["adaptive", "destination"] {
+        check_with(
+            "dgx-h100",
+            24,
+            &[("network.switch_radix", "16"), ("network.routing", routing)],
+            &sizes[..2],
+        );
+    }
 }
 
 #[test]

@@ -81,8 +81,9 @@ fn each_nic_carries_the_closed_form_bytes() {
 /// line rate at the protocol's network fraction (plus the chunks' fill and
 /// one network step) on 16 nodes (one leaf per rail) and on 48 (two leaves
 /// per rail under a spine: the leaf's link up carries one reduced copy and
-/// the spine's link down one multicast copy, else the time would multiply),
-/// while the ring pays a step per node.
+/// the spine's link down one multicast copy, else the time would multiply)
+/// and on 512 (three levels: the pods' spines reduce into a core), while
+/// the ring pays a step per node.
 #[test]
 fn collnet_runs_at_the_nics_line_rate_whatever_the_nodes() {
     let bytes: u64 = 96 << 20;
@@ -110,7 +111,7 @@ fn collnet_runs_at_the_nics_line_rate_whatever_the_nodes() {
         CollectiveOp::AllGather,
     ] {
         let mut times = Vec::new();
-        for nodes in [16u32, 48] {
+        for nodes in [16u32, 48, 512] {
             let share = if op == CollectiveOp::AllGather {
                 (nodes - 1) as f64 / nodes as f64
             } else {

@@ -306,6 +306,19 @@ fn nvls_tree_parts_on_the_quotient_equal_the_whole_run() {
         (5, &[], 32 * mib + 12, false),
         // Two leaves per rail under 8 spines (as dgx-h100 from 64 nodes).
         (9, &[("network.switch_radix", "16")], 16 * mib, true),
+        // Three levels (3 pods of 8 nodes): each pod's spine layer has one
+        // link to the cores, shared by every part (the quotient's shared
+        // links), or, routed statically, every rail through the same spine.
+        (24, &[("network.switch_radix", "16")], 16 * mib, true),
+        (
+            24,
+            &[
+                ("network.switch_radix", "16"),
+                ("network.routing", "destination"),
+            ],
+            16 * mib,
+            true,
+        ),
     ];
     let op = CollectiveOp::AllReduce;
     let algo = Some(Algorithm::NvlsTree);

@@ -365,6 +365,119 @@ fn destination_routing_gives_each_spine_down_link_one_destination() {
     }
 }
 
+/// Past what one spine's ports reach, the fat tree has three levels (24 DGX
+/// H100 nodes on 16-port switches: pods of 8 nodes, one leaf per rail and 8
+/// spines each, cores `(s, j)` joining spine `s` of every pod, in rail
+/// plane `j mod 8`): every link at the NIC speed or the width of the
+/// switches it stands for, the
+/// bisection full (half the NICs at 50 GB/s), a route between pods six
+/// network links (NIC, leaf, spine, core, spine, leaf, NIC), and static
+/// routing gives each core-to-spine and spine-to-leaf link one destination
+/// node (D-mod-k: spine = node mod 8, core = node / 8 mod 8).
+#[test]
+fn three_level_fat_tree_routes_between_pods_through_the_cores() {
+    let load = |routing: &str| {
+        topology::load(
+            "dgx-h100",
+            &[
+                Override {
+                    key: "nodes".into(),
+                    value: "24".into(),
+                },
+                Override {
+                    key: "network.switch_radix".into(),
+                    value: "16".into(),
+                },
+                Override {
+                    key: "network.routing".into(),
+                    value: routing.into(),
+                },
+            ],
+        )
+        .unwrap()
+    };
+    let level_count = |t: &topology::Topology, level: u32| {
+        t.components()
+            .iter()
+            .filter(
+                |c| matches!(c.kind, ComponentKind::NetworkSwitch { level: l, .. } if l == level),
+            )
+            .count()
+    };
+    for (routing, spines, cores) in [
+        ("adaptive", 3, 8),
+        ("destination", 24, 64),
+        ("ecmp", 24, 64),
+    ] {
+        let t = load(routing);
+        assert_eq!(
+            (level_count(&t, 0), level_count(&t, 1), level_count(&t, 2)),
+            (24, spines, cores),
+            "{routing}"
+        );
+        assert_eq!(t.bisection_bandwidth().0, 96 * 50_000_000_000, "{routing}");
+        for (a, b, want) in [(0u32, 8u32, 6usize), (0, 23, 6), (0, 7, 2)] {
+            let route = t.route_devices(a * 8, b * 8, 0).unwrap();
+            let net: Vec<_> = route
+                .iter()
+                .filter(|&&l| t.link(l).class == topology::LinkClass::Network)
+                .collect();
+            assert_eq!(net.len(), want, "{routing}: node {a} -> {b}");
+        }
+    }
+    // Adaptive: one spine per pod, its link to a leaf as wide as the leaf's
+    // 8 uplinks; one core per rail plane, its link to a pod's spine as wide
+    // as the rail's eighth of the pod's 64 uplinks; a route keeps to the
+    // core of its rail's plane.
+    let t = load("adaptive");
+    for l in t.links() {
+        let (f, to) = (t.component(l.from), t.component(l.to));
+        if let (ComponentKind::NetworkSwitch { .. }, ComponentKind::NetworkSwitch { .. }) =
+            (&f.kind, &to.kind)
+        {
+            assert_eq!((l.bandwidth.0, l.lanes), (8 * 50_000_000_000, 8));
+        }
+    }
+    for rail in 0..8u32 {
+        let route = t.route_devices(rail, 8 * 8 + rail, 0).unwrap();
+        let core = route
+            .iter()
+            .map(|&l| t.component(t.link(l).to))
+            .find(|c| matches!(c.kind, ComponentKind::NetworkSwitch { level: 2, .. }))
+            .unwrap();
+        assert_eq!(core.rail, Some(rail), "{}", core.name);
+    }
+    // Destination: every rail-0 pair between pods, both ways.
+    let t = load("destination");
+    let mut down: std::collections::BTreeMap<(u32, u32), std::collections::BTreeSet<u32>> =
+        Default::default();
+    for a in 0..24u32 {
+        for b in (0..24u32).filter(|b| b / 8 != a / 8) {
+            for &l in &t.route_devices(a * 8, b * 8, 0).unwrap() {
+                let link = t.link(l);
+                let (f, to) = (t.component(link.from), t.component(link.to));
+                if let (
+                    ComponentKind::NetworkSwitch { level: x, .. },
+                    ComponentKind::NetworkSwitch { level: y, .. },
+                ) = (&f.kind, &to.kind)
+                {
+                    if x > y {
+                        down.entry((link.from.0, link.to.0)).or_default().insert(b);
+                    }
+                }
+            }
+        }
+    }
+    // Each of the 24 destinations comes down one core-to-spine and one
+    // spine-to-leaf link of its own.
+    assert_eq!(down.len(), 48);
+    assert!(
+        down.values().all(|d| d.len() == 1),
+        "{:?}",
+        down.iter().find(|(_, d)| d.len() > 1)
+    );
+}
+
 #[test]
 fn ring_goes_the_short_way_and_ties_go_up() {
     let t = topology::load("ring:6", &[]).unwrap();
@@ -403,7 +516,7 @@ fn nvlink_is_preferred_over_pcie_inside_a_node() {
 /// of the machine: every device pair of a sample routes as the full search.
 #[test]
 fn goal_directed_routes_equal_the_full_search_on_fat_trees() {
-    for (nodes, radix) in [(24u32, 64u32), (40, 64), (72, 128), (9, 16)] {
+    for (nodes, radix) in [(24u32, 64u32), (40, 64), (72, 128), (9, 16), (24, 16)] {
         let t = topology::load(
             "dgx-h100",
             &[
