@@ -635,8 +635,19 @@ fn build_fat_tree(
             "switch_radix must be an even number of at least 2",
         );
     }
+    if !(net.oversubscription.is_finite() && net.oversubscription >= 1.0) {
+        return fail(
+            "network.oversubscription",
+            format!(
+                "oversubscription must be a number of at least 1 (downlinks per uplink: 2 for 2:1), not {}",
+                net.oversubscription
+            ),
+        );
+    }
     let radix = net.switch_radix;
     let down = radix / 2;
+    // A leaf's uplinks (and spines) for `n` downlinks under the taper.
+    let tapered = |n: u32| ((f64::from(n) / net.oversubscription).floor() as u32).max(1);
     let nodes = nics.len() as u32;
     let rails = nics[0].len() as u32;
     let leaves_per_rail = nodes.div_ceil(down);
@@ -688,7 +699,7 @@ fn build_fat_tree(
         ..edge
     };
     let Some(Pods { per_rail, count }) = pods else {
-        let spines = nodes.min(down);
+        let spines = tapered(nodes.min(down));
         let spine_ids: Vec<ComponentId> = if adaptive {
             vec![b.add(
                 "spine".to_string(),
@@ -710,19 +721,21 @@ fn build_fat_tree(
         }
         return Ok(());
     };
-    // Three levels: `down` spines per pod, each with `down` core uplinks.
+    // Three levels: a leaf's uplinks' worth of spines per pod, each with
+    // `down` core uplinks.
+    let per_pod = tapered(down);
     let pod_spines: Vec<Vec<ComponentId>> = (0..count)
         .map(|p| {
             if adaptive {
                 vec![b.add(
                     format!("pod{p}.spine"),
                     switch(1),
-                    &format!("spine layer of pod {p} ({down} switches, adaptive routing)"),
+                    &format!("spine layer of pod {p} ({per_pod} switches, adaptive routing)"),
                     None,
                     true,
                 )]
             } else {
-                (0..down)
+                (0..per_pod)
                     .map(|s| {
                         b.add(
                             format!("pod{p}.spine{s}"),
@@ -736,7 +749,7 @@ fn build_fat_tree(
             }
         })
         .collect();
-    let up = wide(if adaptive { down } else { 1 });
+    let up = wide(if adaptive { per_pod } else { 1 });
     for (&(_, k), &leaf) in &leaves {
         for &s in &pod_spines[(k / per_rail) as usize] {
             b.connect(leaf, s, up);
@@ -748,18 +761,21 @@ fn build_fat_tree(
     // own cores, as rail-optimized clusters keep it to its own leaves.
     let planes = if down % rails == 0 { rails } else { 1 };
     if adaptive {
-        let pod_up = wide(down.saturating_mul(down) / planes);
+        let pod_up = wide(per_pod.saturating_mul(down) / planes);
         for r in 0..planes {
-            let core = b.add(
-                format!("core.r{r}"),
-                switch(2),
-                &format!(
-                    "core layer, rail plane {r} ({} switches, adaptive routing)",
-                    down * down / planes
-                ),
-                None,
-                true,
-            );
+            let cores = per_pod * down / planes;
+            let (name, model) = if planes > 1 {
+                (
+                    format!("core.r{r}"),
+                    format!("core layer, rail plane {r} ({cores} switches, adaptive routing)"),
+                )
+            } else {
+                (
+                    "core".to_string(),
+                    format!("core layer ({cores} switches, adaptive routing)"),
+                )
+            };
+            let core = b.add(name, switch(2), &model, None, true);
             if planes > 1 {
                 b.component_mut(core).rail = Some(r);
             }
@@ -768,7 +784,7 @@ fn build_fat_tree(
             }
         }
     } else {
-        for s in 0..down as usize {
+        for s in 0..per_pod as usize {
             for j in 0..down {
                 let core = b.add(format!("core{s}.{j}"), switch(2), "core switch", None, true);
                 if planes > 1 {

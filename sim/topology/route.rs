@@ -358,17 +358,22 @@ impl Topology {
         let node = u64::from(self.component(dst).node?);
         // From a spine up to the cores (three levels): the next digit of
         // the destination, as D-mod-k takes it; the leaf took the node
-        // modulo the pod's spines, as many as a spine's core uplinks (the
-        // candidates are the route's rail plane of those).
+        // modulo the pod's spines, as many as a leaf below has uplinks.
         let digit = if here == 0 {
             node
         } else {
-            let cores = self
+            let leaf = self
                 .out_links(cur)
                 .into_iter()
-                .filter(|&l| level(self.link(l).to).is_some_and(|s| s > here))
-                .count();
-            node / cores.max(1) as u64
+                .map(|l| self.link(l).to)
+                .find(|&c| level(c) == Some(0));
+            let spines = leaf.map_or(1, |leaf| {
+                self.out_links(leaf)
+                    .into_iter()
+                    .filter(|&l| level(self.link(l).to) == Some(here))
+                    .count()
+            });
+            node / spines.max(1) as u64
         };
         up.then_some(digit)
     }

@@ -267,6 +267,20 @@ pub struct NetworkSpec {
     /// How routes spread over the spines (`adaptive` by default).
     #[serde(default, skip_serializing_if = "NetworkRouting::is_default")]
     pub routing: NetworkRouting,
+    /// A leaf's downlinks per uplink (`2`: a 2:1 taper, half the uplinks
+    /// and spines); 1, the default, is non-blocking. Only the leaves are
+    /// tapered: a three-level tree's spines keep as many core uplinks as
+    /// leaf downlinks.
+    #[serde(default = "non_blocking", skip_serializing_if = "is_non_blocking")]
+    pub oversubscription: f64,
+}
+
+fn non_blocking() -> f64 {
+    1.0
+}
+
+fn is_non_blocking(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// How a fat tree spreads routes over its spines.

@@ -478,6 +478,103 @@ fn three_level_fat_tree_routes_between_pods_through_the_cores() {
     );
 }
 
+/// `network.oversubscription` tapers the leaves: at 2 (2:1) a leaf has half
+/// the uplinks, so the spines (static routing) or the spine layer's width
+/// (adaptive) halve and so does the bisection, on two levels (64 DGX H100
+/// nodes) and three (512); a three-level tree's spines keep their core
+/// uplinks. A value under 1, or not a number, is refused naming the field.
+#[test]
+fn oversubscription_tapers_the_leaves_uplinks_and_the_bisection() {
+    let load = |nodes: u32, routing: &str, taper: &str| {
+        let over = [
+            ("nodes", nodes.to_string()),
+            ("network.routing", routing.to_string()),
+            ("network.oversubscription", taper.to_string()),
+        ]
+        .map(|(k, v)| Override {
+            key: k.into(),
+            value: v,
+        });
+        topology::load("dgx-h100", &over)
+    };
+    let spines = |t: &topology::Topology| {
+        t.components()
+            .iter()
+            .filter(|c| matches!(c.kind, ComponentKind::NetworkSwitch { level: 1, .. }))
+            .count()
+    };
+    let leaf_up_lanes = |t: &topology::Topology| -> u32 {
+        t.links()
+            .iter()
+            .filter(|l| {
+                matches!(
+                    t.component(l.from).kind,
+                    ComponentKind::NetworkSwitch { level: 0, .. }
+                ) && matches!(
+                    t.component(l.to).kind,
+                    ComponentKind::NetworkSwitch { level: 1, .. }
+                )
+            })
+            .map(|l| l.lanes)
+            .sum()
+    };
+    const NIC: u64 = 50_000_000_000;
+    for (nodes, leaves, static_spines) in [(64u32, 16u32, 32usize), (512, 128, 4 * 32)] {
+        for (taper, div) in [("1", 1u32), ("2", 2), ("4", 4)] {
+            let t = load(nodes, "adaptive", taper).unwrap();
+            let half_nics = u64::from(nodes) * 8 / 2;
+            assert_eq!(
+                t.bisection_bandwidth().0,
+                half_nics * NIC / u64::from(div),
+                "{nodes} nodes, {taper}:1"
+            );
+            assert_eq!(
+                leaf_up_lanes(&t),
+                leaves * 32 / div,
+                "{nodes} nodes, {taper}:1"
+            );
+            let t = load(nodes, "destination", taper).unwrap();
+            assert_eq!(
+                spines(&t),
+                static_spines / div as usize,
+                "{nodes} nodes, {taper}:1"
+            );
+            assert_eq!(
+                t.bisection_bandwidth().0,
+                half_nics * NIC / u64::from(div),
+                "{nodes} nodes, {taper}:1 static"
+            );
+        }
+    }
+    // An all-to-all of one GPU per node over both leaves (64 MiB bf16 per
+    // rank): a leaf's ranks send half their bytes across, 1 GiB per leaf,
+    // through 8 NICs' worth of uplinks at 4:1 (at least 2.68 ms at line
+    // rate), where the non-blocking tree is bound by each NIC (63 MiB).
+    let all_to_all = |taper: &str| {
+        let t = load(64, "adaptive", taper).unwrap();
+        let g = shardsim::collective::Group::new(&t, (0..64).map(|k| 8 * k).collect()).unwrap();
+        let cal = shardsim::collective::Calibration::for_model(&g.device_model(&t)).unwrap();
+        let op = shardsim::collective::CollectiveOp::AllToAll;
+        let r = shardsim::collective::time_collective(&t, &g, &op, 32 << 20, 2, &cal, None, None)
+            .unwrap();
+        r.time.0 as f64 * 1e-12
+    };
+    let (open, tapered) = (all_to_all("1"), all_to_all("4"));
+    let uplinks = (1u64 << 30) as f64 / (8.0 * NIC as f64);
+    assert!(
+        tapered >= uplinks,
+        "{tapered} s under the uplinks' {uplinks} s"
+    );
+    assert!(
+        tapered >= 1.5 * open,
+        "4:1 {tapered} s against 1:1 {open} s"
+    );
+    for bad in ["0.5", "0", "-2", "nan", "\"two\""] {
+        let err = load(64, "adaptive", bad).unwrap_err().to_string();
+        assert!(err.contains("network.oversubscription"), "{bad}: {err}");
+    }
+}
+
 #[test]
 fn ring_goes_the_short_way_and_ties_go_up() {
     let t = topology::load("ring:6", &[]).unwrap();
