@@ -122,6 +122,7 @@ fn auto_under_each_chooser_against_published_curves() {
             }
         }
     }
+    println!("{report}");
     assert!(failed.is_empty(), "{failed:#?}\n{report}");
 }
 
@@ -151,6 +152,7 @@ fn nccl_algorithm_against_the_measured_level() {
             ));
         }
     }
+    println!("{report}");
     assert!(failed.is_empty(), "{failed:#?}\n{report}");
 }
 
