@@ -775,6 +775,10 @@ fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
     let out = crate::common::shardsim_stdout(&["topology", "show", "dgx-h100", "--nodes", "512"]);
     assert!(out.contains("4096 gpu"), "{out}");
     assert!(out.contains("8 core-switch"), "{out}");
+    assert!(
+        out.contains("network: rail-optimized fat tree, three levels: 16 leaves per rail x 8 rails in 4 pods (4 leaves per rail and 32 spines each) under 1024 cores in 8 rail planes; non-blocking"),
+        "{out}"
+    );
     let out = crate::common::shardsim_stdout(&[
         "collective",
         "--topology",
@@ -827,4 +831,8 @@ fn node_counts_past_the_switch_radix_build_as_train_builds_them() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(out.contains("1032 gpu"), "{out}");
     assert!(!out.contains("core-switch"), "{out}");
+    assert!(
+        out.contains("network: rail-optimized fat tree, two levels: 5 leaves per rail x 8 rails under 32 spines; non-blocking"),
+        "{out}"
+    );
 }

@@ -134,6 +134,9 @@ struct ShowReport<'a> {
     description: &'a str,
     sources: &'a [String],
     routing: &'a topology::RoutingPolicy,
+    /// The fat tree joining the nodes, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fat_tree: Option<topology::FatTree>,
     summary: topology::Summary,
     components: &'a [topology::Component],
     links: &'a [topology::Link],
@@ -149,6 +152,7 @@ fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
                 description: &t.description,
                 sources: &t.sources,
                 routing: t.routing(),
+                fat_tree: t.fat_tree(),
                 summary,
                 components: t.components(),
                 links: t.links(),
@@ -159,6 +163,37 @@ fn show(t: &Topology, format: ShowFormat) -> anyhow::Result<()> {
         ShowFormat::Text => print_text(&mut out, t, &summary)?,
     }
     emit(&out)
+}
+
+/// A fat tree's shape in words: levels, pods, switches per layer, taper.
+fn fat_tree_line(tree: &topology::FatTree) -> String {
+    let leaves = format!(
+        "{} leaves per rail x {} rails",
+        tree.leaves_per_rail, tree.rails
+    );
+    let taper = if tree.oversubscription == 1.0 {
+        "non-blocking".to_string()
+    } else {
+        format!("leaves tapered {}:1", tree.oversubscription)
+    };
+    match tree.pods {
+        None => format!(
+            "rail-optimized fat tree, two levels: {leaves} under {} spines; {taper}",
+            tree.spines
+        ),
+        Some(p) => format!(
+            "rail-optimized fat tree, three levels: {leaves} in {} pods ({} leaves per rail and {} spines each) under {} cores{}; {taper}",
+            p.count,
+            p.per_rail,
+            tree.spines,
+            tree.cores,
+            if tree.planes > 1 {
+                format!(" in {} rail planes", tree.planes)
+            } else {
+                String::new()
+            }
+        ),
+    }
 }
 
 fn print_text(out: &mut String, t: &Topology, s: &topology::Summary) -> std::fmt::Result {
@@ -186,6 +221,9 @@ fn print_text(out: &mut String, t: &Topology, s: &topology::Summary) -> std::fmt
         ),
     };
     writeln!(out, "routing: {routing}")?;
+    if let Some(tree) = t.fat_tree() {
+        writeln!(out, "network: {}", fat_tree_line(&tree))?;
+    }
     let counts: Vec<String> = s
         .component_counts
         .iter()

@@ -629,32 +629,14 @@ fn build_fat_tree(
 ) -> Result<(), SemanticError> {
     let nic = f.nic.as_ref().expect("checked");
     let net = f.network.as_ref().expect("checked");
-    if net.switch_radix < 2 || net.switch_radix % 2 != 0 {
-        return fail(
-            "network.switch_radix",
-            "switch_radix must be an even number of at least 2",
-        );
-    }
-    if !(net.oversubscription.is_finite() && net.oversubscription >= 1.0) {
-        return fail(
-            "network.oversubscription",
-            format!(
-                "oversubscription must be a number of at least 1 (downlinks per uplink: 2 for 2:1), not {}",
-                net.oversubscription
-            ),
-        );
-    }
-    let radix = net.switch_radix;
-    let down = radix / 2;
-    // A leaf's uplinks (and spines) for `n` downlinks under the taper.
-    let tapered = |n: u32| ((f64::from(n) / net.oversubscription).floor() as u32).max(1);
     let nodes = nics.len() as u32;
     let rails = nics[0].len() as u32;
-    let leaves_per_rail = nodes.div_ceil(down);
+    let shape = FatTree::new(nodes, rails, net.switch_radix, net.oversubscription)?;
+    let radix = net.switch_radix;
+    let down = radix / 2;
+    let leaves_per_rail = shape.leaves_per_rail;
     let total_leaves = rails * leaves_per_rail;
-    let pods = (total_leaves > radix)
-        .then(|| pod_shape(nodes, rails, radix))
-        .transpose()?;
+    let pods = shape.pods;
     let switch = |level| ComponentKind::NetworkSwitch {
         level,
         in_switch_reduction: net.in_switch_reduction,
@@ -699,7 +681,7 @@ fn build_fat_tree(
         ..edge
     };
     let Some(Pods { per_rail, count }) = pods else {
-        let spines = tapered(nodes.min(down));
+        let spines = shape.spines;
         let spine_ids: Vec<ComponentId> = if adaptive {
             vec![b.add(
                 "spine".to_string(),
@@ -723,7 +705,7 @@ fn build_fat_tree(
     };
     // Three levels: a leaf's uplinks' worth of spines per pod, each with
     // `down` core uplinks.
-    let per_pod = tapered(down);
+    let per_pod = shape.spines;
     let pod_spines: Vec<Vec<ComponentId>> = (0..count)
         .map(|p| {
             if adaptive {
@@ -759,7 +741,7 @@ fn build_fat_tree(
     // uplinks evenly: a flow climbs to a core of its rail's plane (routes
     // prefer their rail), so each rail's traffic between pods keeps to its
     // own cores, as rail-optimized clusters keep it to its own leaves.
-    let planes = if down % rails == 0 { rails } else { 1 };
+    let planes = shape.planes;
     if adaptive {
         let pod_up = wide(per_pod.saturating_mul(down) / planes);
         for r in 0..planes {
@@ -799,10 +781,80 @@ fn build_fat_tree(
     Ok(())
 }
 
+/// A rail-optimized fat tree's shape, as [`build_fat_tree`] builds it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct FatTree {
+    pub rails: u32,
+    pub leaves_per_rail: u32,
+    /// Spines: all of them on two levels, per pod on three.
+    pub spines: u32,
+    /// Three levels: the pods (else `None`).
+    pub pods: Option<Pods>,
+    /// A three-level tree's core switches, all planes together.
+    pub cores: u32,
+    /// Rail planes of the cores (1: one core layer for every rail).
+    pub planes: u32,
+    /// A leaf's downlinks per uplink.
+    pub oversubscription: f64,
+}
+
 /// A three-level fat tree's pods: leaves of each rail per pod and pods.
-struct Pods {
-    per_rail: u32,
-    count: u32,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Pods {
+    pub per_rail: u32,
+    pub count: u32,
+}
+
+impl FatTree {
+    /// The tree joining `nodes` nodes of `rails` NICs on `radix`-port
+    /// switches with leaves tapered `oversubscription`:1, or why not.
+    pub fn new(
+        nodes: u32,
+        rails: u32,
+        radix: u32,
+        oversubscription: f64,
+    ) -> Result<FatTree, SemanticError> {
+        if radix < 2 || radix % 2 != 0 {
+            return fail(
+                "network.switch_radix",
+                "switch_radix must be an even number of at least 2",
+            );
+        }
+        if !(oversubscription.is_finite() && oversubscription >= 1.0) {
+            return fail(
+                "network.oversubscription",
+                format!(
+                    "oversubscription must be a number of at least 1 (downlinks per uplink: 2 for 2:1), not {oversubscription}"
+                ),
+            );
+        }
+        let down = radix / 2;
+        // A leaf's uplinks (and spines) for `n` downlinks under the taper.
+        let tapered = |n: u32| ((f64::from(n) / oversubscription).floor() as u32).max(1);
+        let leaves_per_rail = nodes.div_ceil(down);
+        let pods = (rails * leaves_per_rail > radix)
+            .then(|| pod_shape(nodes, rails, radix))
+            .transpose()?;
+        let planes = if pods.is_some() && down % rails == 0 {
+            rails
+        } else {
+            1
+        };
+        let spines = if pods.is_some() {
+            tapered(down)
+        } else {
+            tapered(nodes.min(down))
+        };
+        Ok(FatTree {
+            rails,
+            leaves_per_rail,
+            spines,
+            pods,
+            cores: if pods.is_some() { spines * down } else { 0 },
+            planes,
+            oversubscription,
+        })
+    }
 }
 
 /// The pods of a three-level tree of `radix`-port switches for `nodes`

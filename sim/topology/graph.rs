@@ -289,6 +289,16 @@ impl Topology {
     pub fn file(&self) -> Option<&super::spec::TopologyFile> {
         self.file.as_deref()
     }
+    /// The fat tree joining the nodes, as it was built (`None`: one node,
+    /// no network, or not built from a file).
+    pub fn fat_tree(&self) -> Option<super::FatTree> {
+        let f = self.file()?;
+        let net = f.network.as_ref()?;
+        if f.nodes < 2 || self.rails == 0 {
+            return None;
+        }
+        super::FatTree::new(f.nodes, self.rails, net.switch_radix, net.oversubscription).ok()
+    }
     /// The component of device `index` (device ids are 0..num_devices).
     pub fn device(&self, index: u32) -> Option<ComponentId> {
         self.devices.get(index as usize).copied()

@@ -14,7 +14,7 @@ mod spec;
 mod summary;
 pub mod units;
 
-pub use build::SemanticError;
+pub use build::{FatTree, Pods, SemanticError};
 pub use graph::{
     Component, ComponentId, ComponentKind, Link, LinkClass, LinkId, MemoryScope, RoutingPolicy,
     Topology,
