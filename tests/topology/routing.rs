@@ -365,6 +365,18 @@ fn destination_routing_gives_each_spine_down_link_one_destination() {
     }
 }
 
+/// `dgx-h100` with `sets` as `--set` gives them.
+fn dgx_h100(sets: &[(&str, &str)]) -> Result<Topology, topology::TopologyError> {
+    let over: Vec<Override> = sets
+        .iter()
+        .map(|&(k, v)| Override {
+            key: k.into(),
+            value: v.into(),
+        })
+        .collect();
+    topology::load("dgx-h100", &over)
+}
+
 /// Past what one spine's ports reach, the fat tree has three levels (24 DGX
 /// H100 nodes on 16-port switches: pods of 8 nodes, one leaf per rail and 8
 /// spines each, cores `(s, j)` joining spine `s` of every pod, in rail
@@ -377,23 +389,11 @@ fn destination_routing_gives_each_spine_down_link_one_destination() {
 #[test]
 fn three_level_fat_tree_routes_between_pods_through_the_cores() {
     let load = |routing: &str| {
-        topology::load(
-            "dgx-h100",
-            &[
-                Override {
-                    key: "nodes".into(),
-                    value: "24".into(),
-                },
-                Override {
-                    key: "network.switch_radix".into(),
-                    value: "16".into(),
-                },
-                Override {
-                    key: "network.routing".into(),
-                    value: routing.into(),
-                },
-            ],
-        )
+        dgx_h100(&[
+            ("nodes", "24"),
+            ("network.switch_radix", "16"),
+            ("network.routing", routing),
+        ])
         .unwrap()
     };
     let level_count = |t: &topology::Topology, level: u32| {
@@ -486,16 +486,12 @@ fn three_level_fat_tree_routes_between_pods_through_the_cores() {
 #[test]
 fn oversubscription_tapers_the_leaves_uplinks_and_the_bisection() {
     let load = |nodes: u32, routing: &str, taper: &str| {
-        let over = [
-            ("nodes", nodes.to_string()),
-            ("network.routing", routing.to_string()),
-            ("network.oversubscription", taper.to_string()),
-        ]
-        .map(|(k, v)| Override {
-            key: k.into(),
-            value: v,
-        });
-        topology::load("dgx-h100", &over)
+        let nodes = nodes.to_string();
+        dgx_h100(&[
+            ("nodes", &nodes),
+            ("network.routing", routing),
+            ("network.oversubscription", taper),
+        ])
     };
     let spines = |t: &topology::Topology| {
         t.components()
