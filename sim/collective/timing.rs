@@ -519,33 +519,55 @@ impl<'a> Routes<'a> {
     }
 }
 
-/// The network links of `topo` as the protocol sees them.
+/// The network links of `topo` as the protocol sees them. A link the
+/// topology marks never binding ([`Topology::never_binding`]: an adaptive
+/// fat tree's layer links) gets [`UNBOUND`] times its capacity, so the flow
+/// model's sharing never ties the flows that cross it together; their rates
+/// are what they were, set by the links that feed it.
 pub(crate) fn protocol_links(
     topo: &Topology,
     cal: &Calibration,
     algo: Algorithm,
     proto: Protocol,
 ) -> Vec<net::Link> {
+    (0..topo.links().len())
+        .map(|l| {
+            let mut link = protocol_link(topo, cal, algo, proto, l);
+            if topo.never_binding(crate::topology::LinkId(l as u32)) {
+                link.capacity *= UNBOUND;
+            }
+            link
+        })
+        .collect()
+}
+
+/// How much wider than it is a never-binding link runs in the flow model.
+const UNBOUND: f64 = 1e6;
+
+/// Link `l` as the protocol sees it, at its capacity.
+fn protocol_link(
+    topo: &Topology,
+    cal: &Calibration,
+    algo: Algorithm,
+    proto: Protocol,
+    l: usize,
+) -> net::Link {
     let p = cal.params(algo, proto);
     let payload = if algo == Algorithm::Nvls {
         1.0
     } else {
         proto.payload_fraction()
     };
-    topo.links()
-        .iter()
-        .map(|l| {
-            let f = if l.class == LinkClass::Network {
-                p.network_fraction
-            } else {
-                p.nvlink_fraction
-            };
-            net::Link::new(
-                l.bandwidth_bytes_per_s() as f64 * payload * f,
-                Time(l.latency_ps()),
-            )
-        })
-        .collect()
+    let l = &topo.links()[l];
+    let f = if l.class == LinkClass::Network {
+        p.network_fraction
+    } else {
+        p.nvlink_fraction
+    };
+    net::Link::new(
+        l.bandwidth_bytes_per_s() as f64 * payload * f,
+        Time(l.latency_ps()),
+    )
 }
 
 /// The protocol's per-hop latency of a send inside a node or across the network.
@@ -1523,6 +1545,12 @@ pub(crate) fn simulate_inner(
         }
     }
     let mut links = protocol_links(topo, cal, algo, proto);
+    // A failed or degraded link binds whatever it stood for.
+    for f in faults {
+        if f.link < links.len() {
+            links[f.link] = protocol_link(topo, cal, algo, proto, f.link);
+        }
+    }
     if let Some(q) = quotient {
         q.scale_links(&mut links);
     }

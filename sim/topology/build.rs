@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::graph::{
-    Builder, ComponentId, ComponentKind, LinkClass, LinkParams, MemoryScope, RoutingPolicy,
+    Builder, ComponentId, ComponentKind, LinkClass, LinkId, LinkParams, MemoryScope, RoutingPolicy,
     Topology,
 };
 use super::spec::{ComponentKindSpec, DeviceKind, FabricSpec, Layout, LinkClassSpec, TopologyFile};
@@ -698,7 +698,13 @@ fn build_fat_tree(
         let up = wide(if adaptive { spines } else { 1 });
         for &leaf in leaves.values() {
             for &s in &spine_ids {
-                b.connect(leaf, s, up);
+                let l = b.connect(leaf, s, up);
+                // A leaf's traffic up enters by its NICs' links and its
+                // traffic down leaves by them: as wide as they, untapered.
+                if adaptive && shape.oversubscription == 1.0 {
+                    b.mark_never_binding(l);
+                    b.mark_never_binding(LinkId(l.0 + 1));
+                }
             }
         }
         return Ok(());
@@ -734,7 +740,11 @@ fn build_fat_tree(
     let up = wide(if adaptive { per_pod } else { 1 });
     for (&(_, k), &leaf) in &leaves {
         for &s in &pod_spines[(k / per_rail) as usize] {
-            b.connect(leaf, s, up);
+            let l = b.connect(leaf, s, up);
+            if adaptive && shape.oversubscription == 1.0 {
+                b.mark_never_binding(l);
+                b.mark_never_binding(LinkId(l.0 + 1));
+            }
         }
     }
     // The core layer in rail planes where the rails split a spine's
@@ -762,7 +772,13 @@ fn build_fat_tree(
                 b.component_mut(core).rail = Some(r);
             }
             for spines in &pod_spines {
-                b.connect(spines[0], core, pod_up);
+                // Up into the rail's plane: only the pod's leaves of that
+                // rail feed it, their uplinks no wider than it. (Down from
+                // the core can bind: traffic of every pod may come down it.)
+                let l = b.connect(spines[0], core, pod_up);
+                if planes > 1 {
+                    b.mark_never_binding(l);
+                }
             }
         }
     } else {

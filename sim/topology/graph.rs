@@ -195,6 +195,10 @@ pub struct Topology {
     /// The file's name and text, when built from one (for errors found in
     /// it later, with their line and column).
     pub(crate) source: Option<std::sync::Arc<(String, String)>>,
+    /// Per directed link: whether no traffic can fill it before the links
+    /// that feed it or drain it are full (an adaptive fat tree's layer
+    /// links, as wide as the NIC links below them).
+    pub(crate) never_binding: Vec<bool>,
 }
 
 /// Routes by `(source, destination, ECMP flow id, NIC lane)`: a collective routes the
@@ -299,6 +303,17 @@ impl Topology {
         }
         super::FatTree::new(f.nodes, self.rails, net.switch_radix, net.oversubscription).ok()
     }
+    /// Whether directed link `l` can never bound a flow: every flow it
+    /// carries enters it from (or leaves it into) links whose capacities sum
+    /// to at most its own, so max-min sharing freezes those flows elsewhere
+    /// first (ties go to the lower link id, the links below). The flow model
+    /// may leave it out of the sharing; its latency still counts.
+    pub fn never_binding(&self, l: LinkId) -> bool {
+        self.never_binding
+            .get(l.0 as usize)
+            .copied()
+            .unwrap_or(false)
+    }
     /// The component of device `index` (device ids are 0..num_devices).
     pub fn device(&self, index: u32) -> Option<ComponentId> {
         self.devices.get(index as usize).copied()
@@ -351,6 +366,7 @@ pub(crate) struct Builder {
     components: Vec<Component>,
     links: Vec<Link>,
     devices: Vec<ComponentId>,
+    never_binding: Vec<LinkId>,
 }
 
 /// The figures of one physical link.
@@ -419,6 +435,12 @@ impl Builder {
         ab
     }
 
+    /// Mark directed link `l` as one no traffic can fill before the links
+    /// that feed it (or drain it) are full ([`Topology::never_binding`]).
+    pub fn mark_never_binding(&mut self, l: LinkId) {
+        self.never_binding.push(l);
+    }
+
     pub fn finish(
         self,
         name: String,
@@ -458,11 +480,16 @@ impl Builder {
                 relay_in[l.to.0 as usize].push(l.id);
             }
         }
+        let mut never_binding = vec![false; self.links.len()];
+        for l in &self.never_binding {
+            never_binding[l.0 as usize] = true;
+        }
         Topology {
             name,
             description,
             sources,
             rails,
+            never_binding,
             relay_out,
             relay_in,
             components: self.components,

@@ -175,3 +175,70 @@ fn tree_channels_use_every_nic() {
     let auto = time_collective(&t, &g, &op, total, 4, &cal, None, None).unwrap();
     assert_eq!(auto.algo, Algorithm::Tree);
 }
+
+/// An adaptive fat tree's layer links never bind (`Topology::never_binding`:
+/// as wide as the NIC links that feed or drain them), so the flow model runs
+/// them unbounded; a fault on a link gives it back its capacity. Degrading
+/// every such link by a factor of 1 (no change but its capacity) leaves a
+/// tree allreduce of one GPU per node, and of all GPUs, as it was: two
+/// leaves per rail (64 nodes) and three levels (24 nodes on 16-port
+/// switches; the pods' links up to the cores too), to the picosecond.
+#[test]
+fn never_binding_links_leave_the_times_as_they_were() {
+    use shardsim::collective::{build, simulate, simulate_with_faults, tuner::plan_options};
+    use shardsim::engine::{FaultKind, LinkFault, Time};
+    for set in [
+        vec![("nodes", "64")],
+        vec![("nodes", "24"), ("network.switch_radix", "16")],
+    ] {
+        let t = super::load("dgx-h100", &set);
+        let marked: Vec<usize> = (0..t.links().len())
+            .filter(|&l| t.never_binding(topology::LinkId(l as u32)))
+            .collect();
+        assert!(!marked.is_empty(), "{set:?}");
+        let faults: Vec<LinkFault> = marked
+            .iter()
+            .map(|&link| LinkFault {
+                link,
+                at: Time::ZERO,
+                kind: FaultKind::Degrade(1.0),
+            })
+            .collect();
+        let nodes = t.num_devices() / 8;
+        for devices in [
+            (0..nodes).map(|k| 8 * k).collect::<Vec<u32>>(),
+            (0..t.num_devices()).collect(),
+        ] {
+            let g = Group::new(&t, devices).unwrap();
+            let cal = Calibration::for_model(&g.device_model(&t)).unwrap();
+            let total = 4u64 << 20;
+            let opts = plan_options(&t, &g, &cal, total * 4);
+            let plan = build(
+                &CollectiveOp::AllReduce,
+                Algorithm::Tree,
+                g.len(),
+                total,
+                &opts,
+            )
+            .unwrap();
+            let a = simulate(&t, &g, &plan, 4, Algorithm::Tree, Protocol::Simple, &cal).unwrap();
+            let b = simulate_with_faults(
+                &t,
+                &g,
+                &plan,
+                4,
+                Algorithm::Tree,
+                Protocol::Simple,
+                &cal,
+                &faults,
+            )
+            .unwrap();
+            assert_eq!(
+                (a.time, a.flows),
+                (b.time, b.flows),
+                "{set:?}, {} ranks",
+                g.len()
+            );
+        }
+    }
+}
