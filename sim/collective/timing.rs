@@ -530,10 +530,12 @@ pub(crate) fn protocol_links(
     algo: Algorithm,
     proto: Protocol,
 ) -> Vec<net::Link> {
-    (0..topo.links().len())
+    let rate = ProtocolRate::new(cal, algo, proto);
+    topo.links()
+        .iter()
         .map(|l| {
-            let mut link = protocol_link(topo, cal, algo, proto, l);
-            if topo.never_binding(crate::topology::LinkId(l as u32)) {
+            let mut link = rate.link(l);
+            if topo.never_binding(l.id) {
                 link.capacity *= UNBOUND;
             }
             link
@@ -544,30 +546,37 @@ pub(crate) fn protocol_links(
 /// How much wider than it is a never-binding link runs in the flow model.
 const UNBOUND: f64 = 1e6;
 
-/// Link `l` as the protocol sees it, at its capacity.
-fn protocol_link(
-    topo: &Topology,
-    cal: &Calibration,
-    algo: Algorithm,
-    proto: Protocol,
-    l: usize,
-) -> net::Link {
-    let p = cal.params(algo, proto);
-    let payload = if algo == Algorithm::Nvls {
-        1.0
-    } else {
-        proto.payload_fraction()
-    };
-    let l = &topo.links()[l];
-    let f = if l.class == LinkClass::Network {
-        p.network_fraction
-    } else {
-        p.nvlink_fraction
-    };
-    net::Link::new(
-        l.bandwidth_bytes_per_s() as f64 * payload * f,
-        Time(l.latency_ps()),
-    )
+/// What share of a link's bandwidth a protocol's payload gets, by class.
+struct ProtocolRate {
+    params: super::calibration::ProtocolParams,
+    payload: f64,
+}
+
+impl ProtocolRate {
+    fn new(cal: &Calibration, algo: Algorithm, proto: Protocol) -> ProtocolRate {
+        let payload = if algo == Algorithm::Nvls {
+            1.0
+        } else {
+            proto.payload_fraction()
+        };
+        ProtocolRate {
+            params: cal.params(algo, proto),
+            payload,
+        }
+    }
+
+    /// Link `l` as the protocol sees it, at its capacity.
+    fn link(&self, l: &crate::topology::Link) -> net::Link {
+        let f = if l.class == LinkClass::Network {
+            self.params.network_fraction
+        } else {
+            self.params.nvlink_fraction
+        };
+        net::Link::new(
+            l.bandwidth_bytes_per_s() as f64 * self.payload * f,
+            Time(l.latency_ps()),
+        )
+    }
 }
 
 /// The protocol's per-hop latency of a send inside a node or across the network.
@@ -1546,9 +1555,10 @@ pub(crate) fn simulate_inner(
     }
     let mut links = protocol_links(topo, cal, algo, proto);
     // A failed or degraded link binds whatever it stood for.
+    let rate = ProtocolRate::new(cal, algo, proto);
     for f in faults {
-        if f.link < links.len() {
-            links[f.link] = protocol_link(topo, cal, algo, proto, f.link);
+        if let Some(l) = topo.links().get(f.link) {
+            links[f.link] = rate.link(l);
         }
     }
     if let Some(q) = quotient {

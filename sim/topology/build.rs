@@ -632,11 +632,9 @@ fn build_fat_tree(
     let nodes = nics.len() as u32;
     let rails = nics[0].len() as u32;
     let shape = FatTree::new(nodes, rails, net.switch_radix, net.oversubscription)?;
-    let radix = net.switch_radix;
-    let down = radix / 2;
+    let down = net.switch_radix / 2;
     let leaves_per_rail = shape.leaves_per_rail;
     let total_leaves = rails * leaves_per_rail;
-    let pods = shape.pods;
     let switch = |level| ComponentKind::NetworkSwitch {
         level,
         in_switch_reduction: net.in_switch_reduction,
@@ -680,7 +678,17 @@ fn build_fat_tree(
         lanes: width,
         ..edge
     };
-    let Some(Pods { per_rail, count }) = pods else {
+    // A leaf's link to a spine (layer), both ways; adaptive and untapered,
+    // as wide as the leaf's NIC links that every flow on it enters or
+    // leaves by, so it never binds.
+    let leaf_up = |b: &mut Builder, leaf: ComponentId, spine: ComponentId, up: LinkParams| {
+        let l = b.connect(leaf, spine, up);
+        if adaptive && shape.oversubscription == 1.0 {
+            b.mark_never_binding(l);
+            b.mark_never_binding(LinkId(l.0 + 1));
+        }
+    };
+    let Some(Pods { per_rail, count }) = shape.pods else {
         let spines = shape.spines;
         let spine_ids: Vec<ComponentId> = if adaptive {
             vec![b.add(
@@ -698,13 +706,7 @@ fn build_fat_tree(
         let up = wide(if adaptive { spines } else { 1 });
         for &leaf in leaves.values() {
             for &s in &spine_ids {
-                let l = b.connect(leaf, s, up);
-                // A leaf's traffic up enters by its NICs' links and its
-                // traffic down leaves by them: as wide as they, untapered.
-                if adaptive && shape.oversubscription == 1.0 {
-                    b.mark_never_binding(l);
-                    b.mark_never_binding(LinkId(l.0 + 1));
-                }
+                leaf_up(b, leaf, s, up);
             }
         }
         return Ok(());
@@ -740,11 +742,7 @@ fn build_fat_tree(
     let up = wide(if adaptive { per_pod } else { 1 });
     for (&(_, k), &leaf) in &leaves {
         for &s in &pod_spines[(k / per_rail) as usize] {
-            let l = b.connect(leaf, s, up);
-            if adaptive && shape.oversubscription == 1.0 {
-                b.mark_never_binding(l);
-                b.mark_never_binding(LinkId(l.0 + 1));
-            }
+            leaf_up(b, leaf, s, up);
         }
     }
     // The core layer in rail planes where the rails split a spine's
