@@ -39,6 +39,21 @@ pub struct TrainArgs {
     /// Model chunks per pipeline device (needs --schedule interleaved).
     #[arg(long)]
     virtual_stages: Option<u64>,
+    /// Layers on the first pipeline stage; the stages between share the rest
+    /// evenly (Megatron-Core's --decoder-first-pipeline-num-layers).
+    #[arg(long)]
+    first_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage (--decoder-last-pipeline-num-layers).
+    #[arg(long)]
+    last_stage_layers: Option<u64>,
+    /// Count the embedding as a layer where the layers split into stages: the
+    /// first chunk holds one layer fewer (--account-for-embedding-in-pipeline-split).
+    #[arg(long)]
+    embedding_in_pipeline_split: bool,
+    /// Count the output layer and loss as a layer: the last chunk holds one
+    /// layer fewer (--account-for-loss-in-pipeline-split).
+    #[arg(long)]
+    loss_in_pipeline_split: bool,
     /// Sequences per microbatch.
     #[arg(long)]
     micro_batch: Option<u64>,
@@ -228,6 +243,10 @@ fn strategy_of(args: &TrainArgs) -> anyhow::Result<Strategy> {
     set(args.ep, &mut s.ep);
     set(args.virtual_stages, &mut s.virtual_stages);
     set(args.micro_batch, &mut s.micro_batch);
+    s.first_stage_layers = args.first_stage_layers.or(s.first_stage_layers);
+    s.last_stage_layers = args.last_stage_layers.or(s.last_stage_layers);
+    s.embedding_in_pipeline_split |= args.embedding_in_pipeline_split;
+    s.loss_in_pipeline_split |= args.loss_in_pipeline_split;
     set(args.global_batch, &mut s.global_batch);
     if !batch_given {
         // One microbatch per pipeline stage and replica unless told.
@@ -369,17 +388,29 @@ fn emit_programs(model: &ModelSpec, strategy: &Strategy, dir: &Path) -> anyhow::
     use shardsim::models::chunk::{backward_program, chunk_kinds, chunk_weights, forward_program};
     use shardsim::models::optimizer::{optimizer_buffers, optimizer_program, reduce_program};
     crate::cli::output::create_out_dir(dir, "--emit")?;
+    let kinds = chunk_kinds(model, strategy)?;
+    let role = |k: &shardsim::models::chunk::ChunkKind| match (k.embed, k.head) {
+        (true, true) => "whole",
+        (true, false) => "first",
+        (false, true) => "last",
+        (false, false) => "middle",
+    };
     let mut seen = std::collections::BTreeSet::new();
-    for kind in chunk_kinds(model, strategy) {
-        let name = match (kind.embed, kind.head) {
-            (true, true) => "whole",
-            (true, false) => "first",
-            (false, true) => "last",
-            (false, false) => "middle",
-        };
-        if !seen.insert(name) {
+    for &kind in &kinds {
+        let name = role(&kind);
+        if !seen.insert((name, kind.layers)) {
             continue;
         }
+        // Chunks of one role with other layer counts (uneven stages) each
+        // get files of their own, named by their layers.
+        let name = if kinds
+            .iter()
+            .any(|k| role(k) == name && k.layers != kind.layers)
+        {
+            format!("{name}{}", kind.layers)
+        } else {
+            name.to_string()
+        };
         let group = strategy.reduction();
         let weights = optimizer_buffers(&chunk_weights(model, strategy, kind), &group);
         for (what, text) in [

@@ -16,6 +16,7 @@ use super::emit::{Emitter, Val};
 use super::moe::{layer_ctx, EXPERT_AXIS, EXPERT_WEIGHTS};
 use super::spec::ModelSpec;
 use super::strategy::{Recompute, Strategy};
+use super::ModelError;
 
 /// Which layers a chunk holds and whether it embeds or ends in the loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -644,18 +645,36 @@ pub fn chunk_gather_units(
     (units, others)
 }
 
-/// The chunks of a pipeline in model order: `pp x virtual_stages` of
-/// `layers / (pp x virtual_stages)` layers; the first embeds, the last ends
+/// The chunks of a pipeline in model order, with the layers
+/// [`Strategy::chunk_layers`] gives each; the first embeds, the last ends
 /// in the loss.
-pub fn chunk_kinds(model: &ModelSpec, strategy: &Strategy) -> Vec<ChunkKind> {
-    let n = strategy.pp * strategy.virtual_stages;
-    let per = strategy.layers_per_chunk(model);
-    (0..n)
-        .map(|c| ChunkKind {
-            layers: per,
-            first_layer: c * per,
-            embed: c == 0,
-            head: c + 1 == n,
+pub fn chunk_kinds(model: &ModelSpec, strategy: &Strategy) -> Result<Vec<ChunkKind>, ModelError> {
+    let layers = strategy.chunk_layers(model)?;
+    let n = layers.len();
+    let mut first_layer = 0;
+    Ok(layers
+        .into_iter()
+        .enumerate()
+        .map(|(c, layers)| {
+            let kind = ChunkKind {
+                layers,
+                first_layer,
+                embed: c == 0,
+                head: c + 1 == n,
+            };
+            first_layer += layers;
+            kind
         })
-        .collect()
+        .collect())
+}
+
+/// How many of a chunk's layers are dense in a mixture-of-experts model
+/// whose first `dense_layers` are dense (0 in a dense model: it has no
+/// expert layers to tell them from).
+pub fn dense_layers_in(model: &ModelSpec, kind: ChunkKind) -> u64 {
+    model.moe.as_ref().map_or(0, |m| {
+        m.dense_layers
+            .saturating_sub(kind.first_layer)
+            .min(kind.layers)
+    })
 }

@@ -23,8 +23,8 @@ use crate::topology::Topology;
 
 use super::analytic;
 use super::chunk::{
-    backward_program, chunk_gather_units, chunk_kinds, chunk_weights, forward_program,
-    local_elements, ChunkKind,
+    backward_program, chunk_gather_units, chunk_kinds, chunk_weights, dense_layers_in,
+    forward_program, local_elements, ChunkKind,
 };
 use super::optimizer::{gather_program, optimizer_buffers, optimizer_program, reduce_program};
 use super::pipeline::{
@@ -216,11 +216,13 @@ pub fn simulate_step(
         comm_memo: Some(std::sync::Arc::new(CommMemo::default())),
         ..base.clone()
     };
-    let kinds = chunk_kinds(model, strategy);
-    // Chunks differ only by embedding and head: time each such class once.
-    let mut by_class: BTreeMap<(bool, bool), ChunkTiming> = BTreeMap::new();
+    let kinds = chunk_kinds(model, strategy)?;
+    // Chunks differ only by embedding, head and their (dense) layers: time
+    // each such class once.
+    let class = |k: &ChunkKind| (k.embed, k.head, k.layers, dense_layers_in(model, *k));
+    let mut by_class: BTreeMap<(bool, bool, u64, u64), ChunkTiming> = BTreeMap::new();
     for kind in &kinds {
-        let class = (kind.embed, kind.head);
+        let class = class(kind);
         if by_class.contains_key(&class) {
             continue;
         }
@@ -229,7 +231,7 @@ pub fn simulate_step(
             time_chunk_scaled(model, strategy, *kind, topo, &opts)?,
         );
     }
-    let timing = |k: &ChunkKind| &by_class[&(k.embed, k.head)];
+    let timing = |k: &ChunkKind| &by_class[&class(k)];
     let (p, v) = (strategy.pp, strategy.virtual_stages);
     let m = strategy.microbatches();
     let transfer_ps = transfer_time(model, strategy, topo)?;
@@ -364,11 +366,7 @@ fn time_chunk_scaled(
     topo: &Topology,
     opts: &TimedOptions,
 ) -> Result<ChunkTiming, ModelError> {
-    let dense = model.moe.as_ref().map_or(0, |m| {
-        m.dense_layers
-            .saturating_sub(kind.first_layer)
-            .min(kind.layers)
-    });
+    let dense = dense_layers_in(model, kind);
     if dense > 0 && dense < kind.layers {
         let base = time_chunk_scaled(
             model,

@@ -139,6 +139,27 @@ pub struct Strategy {
     /// (`--no-gradient-accumulation-fusion`, and the 2021 code).
     #[serde(default)]
     pub gradient_accumulation_fusion: bool,
+    /// Layers on the first pipeline stage, split evenly over its virtual
+    /// stages; the stages between share what the first and last leave
+    /// (Megatron-Core's `--decoder-first-pipeline-num-layers`). Unset: an
+    /// even split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage (Megatron-Core's
+    /// `--decoder-last-pipeline-num-layers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stage_layers: Option<u64>,
+    /// The embedding counts as one layer where the layers are split into
+    /// stages, so the first chunk holds one layer fewer (Megatron-Core's
+    /// `--account-for-embedding-in-pipeline-split`; Llama 3 405B's 126
+    /// layers on 16 stages).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub embedding_in_pipeline_split: bool,
+    /// The output layer and loss count as one layer where the layers are
+    /// split, so the last chunk holds one layer fewer
+    /// (`--account-for-loss-in-pipeline-split`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loss_in_pipeline_split: bool,
 }
 
 /// Element type of parameters and activations.
@@ -246,10 +267,123 @@ impl Strategy {
         self.global_batch / self.dp.saturating_mul(self.micro_batch).max(1)
     }
 
-    /// Layers in one model chunk (a pipeline stage's share, split again over
-    /// virtual stages).
-    pub fn layers_per_chunk(&self, model: &ModelSpec) -> u64 {
-        model.layers / (self.pp * self.virtual_stages).max(1)
+    /// Layers of each model chunk in model order (chunk `c` of stage `s`
+    /// at `c x pp + s`), split as Megatron-Core splits them: each stage's
+    /// layers evenly over its virtual stages; the stages evenly, or the first
+    /// and last given their own counts, or the embedding and the loss each
+    /// counted as a layer. Every error names the numbers.
+    pub fn chunk_layers(&self, model: &ModelSpec) -> Result<Vec<u64>, ModelError> {
+        let bad = |m: String| Err(ModelError::Strategy(m));
+        let (p, v, l) = (self.pp.max(1), self.virtual_stages.max(1), model.layers);
+        let uneven = self.first_stage_layers.is_some() || self.last_stage_layers.is_some();
+        let counted = self.embedding_in_pipeline_split || self.loss_in_pipeline_split;
+        if uneven && counted {
+            return bad("first_stage_layers / last_stage_layers and embedding_in_pipeline_split / loss_in_pipeline_split do not go together (Megatron-Core refuses both)".into());
+        }
+        if (uneven || counted) && p == 1 {
+            return bad(format!(
+                "{} needs pipeline stages (pp above 1), not pp = 1",
+                if uneven {
+                    "first_stage_layers / last_stage_layers"
+                } else {
+                    "embedding_in_pipeline_split / loss_in_pipeline_split"
+                }
+            ));
+        }
+        let embed = u64::from(self.embedding_in_pipeline_split);
+        let loss = u64::from(self.loss_in_pipeline_split);
+        // Before anything is allocated: a chunk needs a layer, or the
+        // embedding or the loss standing in for one.
+        let chunks = p.checked_mul(v).filter(|&c| c <= l + embed + loss);
+        let Some(chunks) = chunks else {
+            return bad(format!(
+                "{l} layers do not split into pp x virtual_stages = {p} x {v} chunks"
+            ));
+        };
+        let stage_layers: Vec<u64> = if uneven {
+            let (mut left, mut stages_left) = (l, p);
+            for (what, n) in [
+                ("first_stage_layers", self.first_stage_layers),
+                ("last_stage_layers", self.last_stage_layers),
+            ] {
+                if let Some(n) = n {
+                    left = match left.checked_sub(n) {
+                        Some(left) => left,
+                        None => {
+                            return bad(format!(
+                                "{what} = {n}: the model has {l} layers, {left} of them left for that stage"
+                            ))
+                        }
+                    };
+                    stages_left -= 1;
+                }
+            }
+            let middle = match stages_left {
+                0 if left == 0 => 0,
+                0 => {
+                    return bad(format!(
+                        "first_stage_layers + last_stage_layers = {} of pp = 2 stages must be the model's {l} layers",
+                        l - left
+                    ))
+                }
+                n if left % n == 0 => left / n,
+                n => {
+                    return bad(format!(
+                        "{left} layers left by first_stage_layers / last_stage_layers do not split over the {n} other stages"
+                    ))
+                }
+            };
+            (0..p)
+                .map(
+                    |s| match (s, self.first_stage_layers, self.last_stage_layers) {
+                        (0, Some(n), _) => n,
+                        (s, _, Some(n)) if s + 1 == p => n,
+                        _ => middle,
+                    },
+                )
+                .collect()
+        } else {
+            let slots = l + embed + loss;
+            if !counted && l % chunks != 0 {
+                return bad(format!(
+                    "{l} layers do not split into pp x virtual_stages = {p} x {v} chunks (first_stage_layers / last_stage_layers or embedding_in_pipeline_split / loss_in_pipeline_split split them unevenly)"
+                ));
+            }
+            if slots % p != 0 {
+                return bad(format!(
+                    "{l} layers + {} (embedding and loss counted as layers) = {slots} do not split over pp = {p} stages",
+                    embed + loss
+                ));
+            }
+            vec![slots / p; p as usize]
+        };
+        if let Some((s, n)) = stage_layers.iter().enumerate().find(|(_, &n)| n % v != 0) {
+            return bad(format!(
+                "stage {s}'s {n} layers do not split over virtual_stages = {v}"
+            ));
+        }
+        let mut out: Vec<u64> = (0..chunks)
+            .map(|c| stage_layers[(c % p) as usize] / v)
+            .collect();
+        // Even splits give every chunk at least one slot (`chunks` is at
+        // most the slots), so the embedding or loss always has one to take.
+        let last = out.len() - 1;
+        out[0] -= embed;
+        out[last] -= loss;
+        // A chunk with nothing in it would be a stage that only forwards.
+        let empty = (0..chunks as usize).find(|&c| {
+            out[c] == 0
+                && !(c == 0 && (embed == 1 || uneven))
+                && !(c == last && (loss == 1 || uneven))
+        });
+        if let Some(c) = empty {
+            return bad(format!(
+                "model chunk {c} (stage {}, virtual stage {}) holds no layers",
+                c as u64 % p,
+                c as u64 / p
+            ));
+        }
+        Ok(out)
     }
 
     /// Check that the strategy divides the model and the batch; every error
@@ -287,17 +421,7 @@ impl Strategy {
             ));
         }
         check_tensor_split(model, self.tp)?;
-        let chunks = self
-            .pp
-            .checked_mul(self.virtual_stages)
-            .filter(|&c| c <= model.layers)
-            .unwrap_or(0);
-        if chunks == 0 || model.layers % chunks != 0 {
-            return bad(format!(
-                "{} layers do not split into pp x virtual_stages = {} x {} chunks",
-                model.layers, self.pp, self.virtual_stages
-            ));
-        }
+        let chunks = self.chunk_layers(model)?.len() as u64;
         if self.virtual_stages > 1 && self.schedule != Schedule::Interleaved {
             return bad(format!(
                 "virtual_stages = {} needs schedule = \"interleaved\"",

@@ -321,3 +321,89 @@ fn infer_refuses_routed_experts_on_a_dense_model() {
     let out = shardsim(&["infer", "llama3-8b", "--routed", "auto", "--generate", "2"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Llama 3 405B's 126 layers on 16 stages: refused with the way out named,
+/// run with either uneven split; `--emit` writes a program per chunk size
+/// where one role has several (a first stage of 2 layers over 2 virtual
+/// stages leaves a middle chunk of 1 beside the middle chunks of 6).
+#[test]
+fn train_splits_stages_unevenly_and_emits_each_chunk_size() {
+    let base = [
+        "train",
+        "llama3-405b",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--dp",
+        "2",
+        "--zero",
+        "1",
+        "--recompute",
+        "full",
+    ];
+    let out = shardsim(&base);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("126 layers do not split into pp x virtual_stages = 16 x 1 chunks (first_stage_layers / last_stage_layers or embedding_in_pipeline_split"),
+        "{err}"
+    );
+    let steps: Vec<serde_json::Value> = [
+        &["--first-stage-layers", "7", "--last-stage-layers", "7"][..],
+        &["--embedding-in-pipeline-split", "--loss-in-pipeline-split"],
+    ]
+    .iter()
+    .map(|split| json(&[&base[..], split, &["--format", "json"]].concat()))
+    .collect();
+    assert_eq!(steps[0]["step_time_ps"], steps[1]["step_time_ps"]);
+    assert_eq!(steps[0]["strategy"]["first_stage_layers"], 7);
+    assert_eq!(steps[1]["strategy"]["loss_in_pipeline_split"], true);
+    let dir = std::env::temp_dir().join(format!("shardsim-uneven-{}", std::process::id()));
+    let model = dir.with_extension("toml");
+    std::fs::write(
+        &model,
+        "name = \"m14\"\nlayers = 14\nhidden = 256\nheads = 4\nffn_hidden = 1024\nvocab = 512\nseq = 64\nmlp = \"gelu\"\nnorm = \"layernorm\"\n",
+    )
+    .unwrap();
+    let out = shardsim(&[
+        "train",
+        model.to_str().unwrap(),
+        "--pp",
+        "2",
+        "--dp",
+        "4",
+        "--virtual-stages",
+        "2",
+        "--schedule",
+        "interleaved",
+        "--first-stage-layers",
+        "2",
+        "--global-batch",
+        "8",
+        "--emit",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("_forward.mlir"))
+        .collect();
+    names.sort();
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_file(&model).unwrap();
+    assert_eq!(
+        names,
+        [
+            "first_forward.mlir",
+            "last_forward.mlir",
+            "middle1_forward.mlir",
+            "middle6_forward.mlir"
+        ]
+    );
+}

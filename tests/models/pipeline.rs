@@ -104,3 +104,133 @@ fn transfers_between_stages_delay_the_pipeline() {
         assert!(paid[1] - free[1] >= 2 * (p - 1) * 10);
     }
 }
+
+/// GPipe over stages of different lengths (uneven layer splits) is a flow
+/// shop of identical jobs: each phase takes the stages' sum plus `m - 1`
+/// times the slowest stage, plus one transfer per boundary.
+fn gpipe_flow_shop(f: &[u64], b: &[u64], m: u64, transfer: u64) -> u64 {
+    let phase = |t: &[u64]| {
+        t.iter().sum::<u64>() + (m - 1) * t.iter().max().unwrap() + (t.len() as u64 - 1) * transfer
+    };
+    phase(f) + phase(b)
+}
+
+#[test]
+fn uneven_stages_pace_gpipe_by_the_slowest_stage() {
+    let (f, b) = (vec![70u64, 80, 80, 90], vec![140u64, 160, 160, 175]);
+    for m in [1u64, 2, 5, 16] {
+        for transfer in [0u64, 7] {
+            let times = PassTimes {
+                forward_ps: f.clone(),
+                backward_ps: b.clone(),
+                transfer_ps: transfer,
+                blocking_sends: false,
+            };
+            let run = run_schedule(&schedule_order(Schedule::Gpipe, 4, m, 1), 1, &times).unwrap();
+            assert_eq!(
+                run.makespan_ps,
+                gpipe_flow_shop(&f, &b, m, transfer),
+                "m={m} transfer={transfer}"
+            );
+        }
+    }
+}
+
+/// Llama 3 405B's 126 layers on 16 stages, as Meta split them (one layer
+/// fewer on the first and last stage, which hold the embedding and the
+/// loss) through either of Megatron-Core's two ways of saying it: the
+/// step's chunk classes hold 7, 8 and 7 layers and its pipeline is the
+/// flow shop of their pass times.
+#[test]
+fn llama3_405b_stages_split_unevenly_as_meta_split_them() {
+    use shardsim::models::step::{model_timed_options, simulate_step};
+    use shardsim::models::{ModelSpec, Strategy};
+    let model = ModelSpec::preset("llama3-405b").unwrap();
+    let topo = shardsim::topology::load_nodes("dgx-h100", 16, &[]).unwrap();
+    let base = "tp = 8\npp = 16\nglobal_batch = 4\nschedule = \"gpipe\"\nsequence_parallel = true\nflash_attention = true\n";
+    let mut pipelines = Vec::new();
+    for split in [
+        "first_stage_layers = 7\nlast_stage_layers = 7",
+        "embedding_in_pipeline_split = true\nloss_in_pipeline_split = true",
+    ] {
+        let s = Strategy::from_toml(&format!("{base}{split}")).unwrap();
+        let r = simulate_step(&model, &s, &topo, &model_timed_options()).unwrap();
+        let classes: Vec<(bool, bool, u64)> = r
+            .chunks
+            .iter()
+            .map(|c| (c.embed, c.head, c.layers))
+            .collect();
+        assert_eq!(
+            classes,
+            [(false, false, 8), (false, true, 7), (true, false, 7)],
+            "{split}"
+        );
+        let of = |embed: bool, head: bool| {
+            r.chunks
+                .iter()
+                .find(|c| (c.embed, c.head) == (embed, head))
+                .unwrap()
+        };
+        let stages: Vec<_> = (0..16).map(|s| of(s == 0, s == 15)).collect();
+        let f: Vec<u64> = stages.iter().map(|c| c.forward_pass_ps(0)).collect();
+        let b: Vec<u64> = stages.iter().map(|c| c.backward_pass_ps(0)).collect();
+        assert_eq!(
+            r.pipeline_ps,
+            gpipe_flow_shop(&f, &b, 4, r.transfer_ps),
+            "{split}"
+        );
+        pipelines.push(r.step_time_ps);
+    }
+    assert_eq!(pipelines[0], pipelines[1]);
+}
+
+/// How Megatron-Core splits layers into chunks (`get_num_layers_to_build`),
+/// in model order (chunk `c` of stage `s` at `c x pp + s`), and the errors
+/// that name the numbers.
+#[test]
+fn chunk_layers_split_as_megatron_core_splits_them() {
+    use shardsim::models::{ModelSpec, Strategy};
+    let model = |layers: u64| {
+        ModelSpec::from_toml(&format!(
+            "name = \"m\"\nlayers = {layers}\nhidden = 64\nheads = 4\nffn_hidden = 256\nvocab = 128\nseq = 16\nmlp = \"gelu\"\nnorm = \"layernorm\"\n"
+        ))
+        .unwrap()
+    };
+    let split = |layers: u64, strategy: &str| {
+        let s = Strategy::from_toml(&format!("global_batch = 64\n{strategy}")).unwrap();
+        s.chunk_layers(&model(layers)).map_err(|e| e.to_string())
+    };
+    let il = "schedule = \"interleaved\"\n";
+    for (layers, strategy, want) in [
+        (8, "pp = 2".to_string(), vec![4, 4]),
+        (8, format!("pp = 2\nvirtual_stages = 2\n{il}"), vec![2, 2, 2, 2]),
+        (126, "pp = 16\nfirst_stage_layers = 7\nlast_stage_layers = 7".into(), [vec![7], vec![8; 14], vec![7]].concat()),
+        (126, "pp = 16\nembedding_in_pipeline_split = true\nloss_in_pipeline_split = true".into(), [vec![7], vec![8; 14], vec![7]].concat()),
+        // One layer per chunk: the first holds only the embedding, the
+        // last only the loss (Meta's description).
+        (126, format!("pp = 16\nvirtual_stages = 8\n{il}embedding_in_pipeline_split = true\nloss_in_pipeline_split = true"), [vec![0], vec![1; 126], vec![0]].concat()),
+        // The first stage's 2 over its 2 chunks (0 and 3), the others' 6.
+        (14, format!("pp = 3\nvirtual_stages = 2\n{il}first_stage_layers = 2"), vec![1, 3, 3, 1, 3, 3]),
+        (9, "pp = 2\nlast_stage_layers = 2".into(), vec![7, 2]),
+        (7, "pp = 2\nembedding_in_pipeline_split = true".into(), vec![3, 4]),
+        (9, "pp = 2\nfirst_stage_layers = 0\nlast_stage_layers = 9".into(), vec![0, 9]),
+    ] {
+        assert_eq!(split(layers, &strategy), Ok(want), "{layers} layers, {strategy}");
+    }
+    for (layers, strategy, says) in [
+        (126, "pp = 16".to_string(), "126 layers do not split into pp x virtual_stages = 16 x 1 chunks (first_stage_layers"),
+        (126, "pp = 16\nfirst_stage_layers = 7".into(), "119 layers left by first_stage_layers / last_stage_layers do not split over the 15 other stages"),
+        (126, "pp = 16\nfirst_stage_layers = 200".into(), "first_stage_layers = 200: the model has 126 layers"),
+        (8, "pp = 2\nfirst_stage_layers = 3\nlast_stage_layers = 3".into(), "first_stage_layers + last_stage_layers = 6 of pp = 2 stages must be the model's 8 layers"),
+        (126, format!("pp = 16\nvirtual_stages = 2\n{il}first_stage_layers = 7\nlast_stage_layers = 7"), "stage 0's 7 layers do not split over virtual_stages = 2"),
+        (8, "pp = 2\nembedding_in_pipeline_split = true".into(), "8 layers + 1 (embedding and loss counted as layers) = 9 do not split over pp = 2 stages"),
+        (8, "pp = 2\nfirst_stage_layers = 4\nloss_in_pipeline_split = true".into(), "do not go together"),
+        (8, "first_stage_layers = 4".into(), "needs pipeline stages (pp above 1), not pp = 1"),
+        (8, "loss_in_pipeline_split = true".into(), "needs pipeline stages (pp above 1), not pp = 1"),
+        (8, format!("pp = 2\nvirtual_stages = 2\n{il}first_stage_layers = 0"), "model chunk 2 (stage 0, virtual stage 1) holds no layers"),
+        (8, "pp = 4\nvirtual_stages = 4".into(), "8 layers do not split into pp x virtual_stages = 4 x 4 chunks"),
+    ] {
+        let err = split(layers, &strategy).unwrap_err();
+        assert!(err.contains(says), "{layers} layers, {strategy}: {err}");
+    }
+}
