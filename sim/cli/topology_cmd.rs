@@ -171,10 +171,19 @@ fn fat_tree_line(tree: &topology::FatTree) -> String {
         "{} leaves per rail x {} rails",
         tree.leaves_per_rail, tree.rails
     );
-    let taper = if tree.oversubscription == 1.0 {
-        "non-blocking".to_string()
-    } else {
-        format!("leaves tapered {}:1", tree.oversubscription)
+    let taper = match (tree.oversubscription, tree.core_oversubscription) {
+        (1.0, 1.0) => "non-blocking".to_string(),
+        (leaf, 1.0) => format!("leaves tapered {leaf}:1"),
+        (1.0, core) => format!(
+            "pods tapered {core}:1 to the cores ({} of {} core uplinks per spine)",
+            tree.core_uplinks,
+            tree.radix / 2
+        ),
+        (leaf, core) => format!(
+            "leaves tapered {leaf}:1, pods {core}:1 to the cores ({} of {} core uplinks per spine)",
+            tree.core_uplinks,
+            tree.radix / 2
+        ),
     };
     match tree.pods {
         None => format!(

@@ -631,7 +631,13 @@ fn build_fat_tree(
     let net = f.network.as_ref().expect("checked");
     let nodes = nics.len() as u32;
     let rails = nics[0].len() as u32;
-    let shape = FatTree::new(nodes, rails, net.switch_radix, net.oversubscription)?;
+    let shape = FatTree::new(
+        nodes,
+        rails,
+        net.switch_radix,
+        net.oversubscription,
+        net.core_oversubscription,
+    )?;
     let down = net.switch_radix / 2;
     let leaves_per_rail = shape.leaves_per_rail;
     let total_leaves = rails * leaves_per_rail;
@@ -712,8 +718,9 @@ fn build_fat_tree(
         return Ok(());
     };
     // Three levels: a leaf's uplinks' worth of spines per pod, each with
-    // `down` core uplinks.
+    // `core_uplinks` core uplinks (`down`, less a core taper).
     let per_pod = shape.spines;
+    let core_uplinks = shape.core_uplinks;
     let pod_spines: Vec<Vec<ComponentId>> = (0..count)
         .map(|p| {
             if adaptive {
@@ -751,9 +758,9 @@ fn build_fat_tree(
     // own cores, as rail-optimized clusters keep it to its own leaves.
     let planes = shape.planes;
     if adaptive {
-        let pod_up = wide(per_pod.saturating_mul(down) / planes);
+        let pod_up = wide(per_pod.saturating_mul(core_uplinks) / planes);
         for r in 0..planes {
-            let cores = per_pod * down / planes;
+            let cores = per_pod * core_uplinks / planes;
             let (name, model) = if planes > 1 {
                 (
                     format!("core.r{r}"),
@@ -771,17 +778,18 @@ fn build_fat_tree(
             }
             for spines in &pod_spines {
                 // Up into the rail's plane: only the pod's leaves of that
-                // rail feed it, their uplinks no wider than it. (Down from
-                // the core can bind: traffic of every pod may come down it.)
+                // rail feed it, their uplinks no wider than it unless the
+                // cores are tapered. (Down from the core can bind: traffic
+                // of every pod may come down it.)
                 let l = b.connect(spines[0], core, pod_up);
-                if planes > 1 {
+                if planes > 1 && shape.core_oversubscription == 1.0 {
                     b.mark_never_binding(l);
                 }
             }
         }
     } else {
         for s in 0..per_pod as usize {
-            for j in 0..down {
+            for j in 0..core_uplinks {
                 let core = b.add(format!("core{s}.{j}"), switch(2), "core switch", None, true);
                 if planes > 1 {
                     b.component_mut(core).rail = Some(j % planes);
@@ -798,6 +806,8 @@ fn build_fat_tree(
 /// A rail-optimized fat tree's shape, as [`build_fat_tree`] builds it.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct FatTree {
+    /// Ports per switch.
+    pub radix: u32,
     pub rails: u32,
     pub leaves_per_rail: u32,
     /// Spines: all of them on two levels, per pod on three.
@@ -810,6 +820,10 @@ pub struct FatTree {
     pub planes: u32,
     /// A leaf's downlinks per uplink.
     pub oversubscription: f64,
+    /// A three-level tree's pod spine: leaf downlinks per core uplink.
+    pub core_oversubscription: f64,
+    /// A three-level tree's pod spine's core uplinks (0 on two levels).
+    pub core_uplinks: u32,
 }
 
 /// A three-level fat tree's pods: leaves of each rail per pod and pods.
@@ -821,12 +835,14 @@ pub struct Pods {
 
 impl FatTree {
     /// The tree joining `nodes` nodes of `rails` NICs on `radix`-port
-    /// switches with leaves tapered `oversubscription`:1, or why not.
+    /// switches with leaves tapered `oversubscription`:1 and pods
+    /// `core_oversubscription`:1, or why not.
     pub fn new(
         nodes: u32,
         rails: u32,
         radix: u32,
         oversubscription: f64,
+        core_oversubscription: f64,
     ) -> Result<FatTree, SemanticError> {
         if radix < 2 || radix % 2 != 0 {
             return fail(
@@ -834,39 +850,61 @@ impl FatTree {
                 "switch_radix must be an even number of at least 2",
             );
         }
-        if !(oversubscription.is_finite() && oversubscription >= 1.0) {
-            return fail(
-                "network.oversubscription",
-                format!(
-                    "oversubscription must be a number of at least 1 (downlinks per uplink: 2 for 2:1), not {oversubscription}"
-                ),
-            );
+        for (field, ratio) in [
+            ("oversubscription", oversubscription),
+            ("core_oversubscription", core_oversubscription),
+        ] {
+            if !(ratio.is_finite() && ratio >= 1.0) {
+                return fail(
+                    &format!("network.{field}"),
+                    format!(
+                        "{field} must be a number of at least 1 (downlinks per uplink: 2 for 2:1), not {ratio}"
+                    ),
+                );
+            }
         }
         let down = radix / 2;
-        // A leaf's uplinks (and spines) for `n` downlinks under the taper.
-        let tapered = |n: u32| ((f64::from(n) / oversubscription).floor() as u32).max(1);
+        // Uplinks for `n` downlinks under a taper.
+        let tapered = |n: u32, ratio: f64| ((f64::from(n) / ratio).floor() as u32).max(1);
         let leaves_per_rail = nodes.div_ceil(down);
         let pods = (rails * leaves_per_rail > radix)
             .then(|| pod_shape(nodes, rails, radix))
             .transpose()?;
-        let planes = if pods.is_some() && down % rails == 0 {
+        if pods.is_none() && core_oversubscription != 1.0 {
+            return fail(
+                "network.core_oversubscription",
+                format!(
+                    "core_oversubscription {core_oversubscription} tapers the links above a three-level tree's pods, but {nodes} nodes of {rails} rails fit two levels of radix-{radix} switches (a spine reaches all {} leaves)",
+                    rails * leaves_per_rail
+                ),
+            );
+        }
+        let core_uplinks = if pods.is_some() {
+            tapered(down, core_oversubscription)
+        } else {
+            0
+        };
+        let planes = if pods.is_some() && core_uplinks % rails == 0 {
             rails
         } else {
             1
         };
         let spines = if pods.is_some() {
-            tapered(down)
+            tapered(down, oversubscription)
         } else {
-            tapered(nodes.min(down))
+            tapered(nodes.min(down), oversubscription)
         };
         Ok(FatTree {
+            radix,
             rails,
             leaves_per_rail,
             spines,
             pods,
-            cores: if pods.is_some() { spines * down } else { 0 },
+            cores: spines * core_uplinks,
             planes,
             oversubscription,
+            core_oversubscription,
+            core_uplinks,
         })
     }
 }

@@ -301,7 +301,14 @@ impl Topology {
         if f.nodes < 2 || self.rails == 0 {
             return None;
         }
-        super::FatTree::new(f.nodes, self.rails, net.switch_radix, net.oversubscription).ok()
+        super::FatTree::new(
+            f.nodes,
+            self.rails,
+            net.switch_radix,
+            net.oversubscription,
+            net.core_oversubscription,
+        )
+        .ok()
     }
     /// Whether directed link `l` can never bound a flow: every flow it
     /// carries enters it from (or leaves it into) links whose capacities sum

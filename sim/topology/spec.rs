@@ -268,11 +268,15 @@ pub struct NetworkSpec {
     #[serde(default, skip_serializing_if = "NetworkRouting::is_default")]
     pub routing: NetworkRouting,
     /// A leaf's downlinks per uplink (`2`: a 2:1 taper, half the uplinks
-    /// and spines); 1, the default, is non-blocking. Only the leaves are
-    /// tapered: a three-level tree's spines keep as many core uplinks as
-    /// leaf downlinks.
+    /// and spines); 1, the default, is non-blocking.
     #[serde(default = "non_blocking", skip_serializing_if = "is_non_blocking")]
     pub oversubscription: f64,
+    /// A three-level tree's taper between the pods and the cores: a pod
+    /// spine's leaf downlinks per core uplink (`7`: Meta's 1:7 above its
+    /// 3,072-GPU pods). 1, the default, keeps as many core uplinks as leaf
+    /// downlinks; anything else needs three levels.
+    #[serde(default = "non_blocking", skip_serializing_if = "is_non_blocking")]
+    pub core_oversubscription: f64,
 }
 
 fn non_blocking() -> f64 {

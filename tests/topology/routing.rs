@@ -571,6 +571,101 @@ fn oversubscription_tapers_the_leaves_uplinks_and_the_bisection() {
     }
 }
 
+/// A three-level tree's taper above the pods (`core_oversubscription`,
+/// Meta's 1:7 above its 3,072-GPU pods): a pod spine keeps `32 / ratio` of
+/// its 32 core uplinks (whole links: 7:1 keeps 4, an 8:1 cut), the cores and
+/// the bisection shrink with them, rail planes stay while the rails split
+/// the uplinks, and a route between pods still climbs to a core. Traffic
+/// between pods meets the taper: an all-to-all over three pods of 16-port
+/// switches sends two thirds of each rank's 256 MiB out of its pod, at 4:1
+/// through a quarter of the NICs' worth of core uplinks (at least 14.3 ms;
+/// 1:1 takes 14.6 ms, its pairwise exchange well under the NICs' rate). A two-level tree has no pods
+/// to taper: refused, as are ratios under 1.
+#[test]
+fn core_oversubscription_tapers_the_pods_uplinks_and_the_bisection() {
+    const NIC: u64 = 50_000_000_000;
+    let load = |nodes: &str, routing: &str, ratio: &str| {
+        dgx_h100(&[
+            ("nodes", nodes),
+            ("network.routing", routing),
+            ("network.core_oversubscription", ratio),
+        ])
+    };
+    let cores = |t: &Topology| {
+        t.components()
+            .iter()
+            .filter(|c| matches!(c.kind, ComponentKind::NetworkSwitch { level: 2, .. }))
+            .count()
+    };
+    let half_nics = 512 * 8 / 2;
+    for (ratio, uplinks, planes) in [("1", 32u64, 8u32), ("2", 16, 8), ("4", 8, 8), ("7", 4, 1)] {
+        for routing in ["adaptive", "destination", "ecmp"] {
+            let t = load("512", routing, ratio).unwrap();
+            let tree = t.fat_tree().unwrap();
+            assert_eq!(
+                (tree.core_uplinks, tree.cores, tree.planes),
+                (uplinks as u32, 32 * uplinks as u32, planes),
+                "{ratio}:1 {routing}"
+            );
+            assert_eq!(
+                t.bisection_bandwidth().0,
+                half_nics * NIC * uplinks / 32,
+                "{ratio}:1 {routing}"
+            );
+            if routing != "adaptive" {
+                assert_eq!(cores(&t), 32 * uplinks as usize, "{ratio}:1 {routing}");
+            }
+            // GPU 0 of node 0 to GPU 0 of node 511 (pods 0 and 3).
+            let network = t
+                .route_devices(0, 511 * 8, 0)
+                .unwrap()
+                .iter()
+                .filter(|&&l| t.link(l).class == topology::LinkClass::Network)
+                .count();
+            assert_eq!(network, 6, "{ratio}:1 {routing}");
+        }
+    }
+    let all_to_all = |ratio: &str| {
+        let t = dgx_h100(&[
+            ("nodes", "24"),
+            ("network.switch_radix", "16"),
+            ("network.core_oversubscription", ratio),
+        ])
+        .unwrap();
+        assert_eq!(t.fat_tree().unwrap().pods.unwrap().count, 3);
+        let g = shardsim::collective::Group::new(&t, (0..192).collect()).unwrap();
+        let cal = shardsim::collective::Calibration::for_model(&g.device_model(&t)).unwrap();
+        let op = shardsim::collective::CollectiveOp::AllToAll;
+        let r = shardsim::collective::time_collective(&t, &g, &op, 128 << 20, 2, &cal, None, None)
+            .unwrap();
+        r.time.0 as f64 * 1e-12
+    };
+    let (open, tapered) = (all_to_all("1"), all_to_all("4"));
+    // 64 ranks of a pod each send two thirds of their 256 MiB out of it,
+    // through 8 spines x 2 core uplinks.
+    let floor = 64.0 * (2.0 / 3.0) * (256u64 << 20) as f64 / (16.0 * NIC as f64);
+    assert!(
+        tapered >= floor,
+        "{tapered} s under the core uplinks' {floor} s"
+    );
+    assert!(
+        tapered >= 1.2 * open,
+        "4:1 {tapered} s against 1:1 {open} s"
+    );
+    let err = load("64", "adaptive", "2").unwrap_err().to_string();
+    assert!(
+        err.contains("core_oversubscription 2 tapers the links above a three-level tree's pods, but 64 nodes of 8 rails fit two levels"),
+        "{err}"
+    );
+    for bad in ["0.5", "0", "nan"] {
+        let err = load("512", "adaptive", bad).unwrap_err().to_string();
+        assert!(
+            err.contains("network.core_oversubscription"),
+            "{bad}: {err}"
+        );
+    }
+}
+
 #[test]
 fn ring_goes_the_short_way_and_ties_go_up() {
     let t = topology::load("ring:6", &[]).unwrap();
