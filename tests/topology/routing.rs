@@ -366,6 +366,17 @@ fn destination_routing_gives_each_spine_down_link_one_destination() {
 }
 
 /// `dgx-h100` with `sets` as `--set` gives them.
+/// Seconds of a bf16 all-to-all of `elements` per rank over `ranks`, as
+/// NCCL would choose to run it.
+fn all_to_all_seconds(t: &Topology, ranks: Vec<u32>, elements: u64) -> f64 {
+    let g = shardsim::collective::Group::new(t, ranks).unwrap();
+    let cal = shardsim::collective::Calibration::for_model(&g.device_model(t)).unwrap();
+    let op = shardsim::collective::CollectiveOp::AllToAll;
+    let r =
+        shardsim::collective::time_collective(t, &g, &op, elements, 2, &cal, None, None).unwrap();
+    r.time.0 as f64 * 1e-12
+}
+
 fn dgx_h100(sets: &[(&str, &str)]) -> Result<Topology, topology::TopologyError> {
     let over: Vec<Override> = sets
         .iter()
@@ -548,12 +559,7 @@ fn oversubscription_tapers_the_leaves_uplinks_and_the_bisection() {
     // rate), where the non-blocking tree is bound by each NIC (63 MiB).
     let all_to_all = |taper: &str| {
         let t = load(64, "adaptive", taper).unwrap();
-        let g = shardsim::collective::Group::new(&t, (0..64).map(|k| 8 * k).collect()).unwrap();
-        let cal = shardsim::collective::Calibration::for_model(&g.device_model(&t)).unwrap();
-        let op = shardsim::collective::CollectiveOp::AllToAll;
-        let r = shardsim::collective::time_collective(&t, &g, &op, 32 << 20, 2, &cal, None, None)
-            .unwrap();
-        r.time.0 as f64 * 1e-12
+        all_to_all_seconds(&t, (0..64).map(|k| 8 * k).collect(), 32 << 20)
     };
     let (open, tapered) = (all_to_all("1"), all_to_all("4"));
     let uplinks = (1u64 << 30) as f64 / (8.0 * NIC as f64);
@@ -633,12 +639,7 @@ fn core_oversubscription_tapers_the_pods_uplinks_and_the_bisection() {
         ])
         .unwrap();
         assert_eq!(t.fat_tree().unwrap().pods.unwrap().count, 3);
-        let g = shardsim::collective::Group::new(&t, (0..192).collect()).unwrap();
-        let cal = shardsim::collective::Calibration::for_model(&g.device_model(&t)).unwrap();
-        let op = shardsim::collective::CollectiveOp::AllToAll;
-        let r = shardsim::collective::time_collective(&t, &g, &op, 128 << 20, 2, &cal, None, None)
-            .unwrap();
-        r.time.0 as f64 * 1e-12
+        all_to_all_seconds(&t, (0..192).collect(), 128 << 20)
     };
     let (open, tapered) = (all_to_all("1"), all_to_all("4"));
     // 64 ranks of a pod each send two thirds of their 256 MiB out of it,
