@@ -269,6 +269,9 @@ fn time_groups_with(
         if let Some(t) = time_independent(topo, &groups, &plans, elem_bytes, &choice, cal, alone)? {
             return Ok(t);
         }
+        if let Some(t) = time_symmetric_shared(topo, &groups, &plans, elem_bytes, &choice, cal)? {
+            return Ok(t);
+        }
     }
     let union = Group::new(
         topo,
@@ -385,6 +388,105 @@ fn time_independent(
             used.sort_unstable();
             used.iter().map(|&l| (l, owned[l].1)).collect()
         },
+    }))
+}
+
+/// When the groups' runs are the same up to renaming links (as in
+/// [`time_independent`]) and every link they share is shared by all of them,
+/// at the same place in each run (the rails of a three-level fat tree whose
+/// tapered cores are one layer for every rail), the merged run is
+/// symmetric: max-min fair sharing gives every group's flows the same
+/// rates, so each group's moves on a shared link get exactly `1 / k` of it.
+/// Then one group's plan run with its shared links at `1 / k` of their
+/// capacity is the merged run (the quotient of `channels`' node rotation,
+/// here over groups). `None` where the groups do not have that symmetry.
+fn time_symmetric_shared(
+    topo: &Topology,
+    groups: &[Group],
+    plans: &[Plan],
+    elem_bytes: u64,
+    choice: &super::tuner::Choice,
+    cal: &Calibration,
+) -> Result<Option<GroupsTiming>, CollectiveError> {
+    let k = groups.len();
+    if k < 2 {
+        return Ok(None);
+    }
+    // Per link: groups using it, the bytes on it, and its place (first-use
+    // index) in the first group that used it.
+    let mut users = vec![0u32; topo.links().len()];
+    let mut bytes = vec![0u64; topo.links().len()];
+    let mut place = vec![u64::MAX; topo.links().len()];
+    let mut used: Vec<usize> = Vec::new();
+    let mut names = vec![(usize::MAX, 0u64); topo.links().len()];
+    let mut shape0: Option<Vec<u64>> = None;
+    for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
+        let mut routes = Routes::new(topo, group);
+        let mut seen: Vec<usize> = Vec::new();
+        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
+            if bytes[l] == 0 && users[l] == 0 {
+                used.push(l);
+            }
+            bytes[l] += b;
+            seen.push(l);
+        })?;
+        seen.sort_unstable();
+        seen.dedup();
+        for &l in &seen {
+            users[l] += 1;
+        }
+        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
+        match &shape0 {
+            None => shape0 = Some(shape),
+            Some(s) if *s == shape => {}
+            Some(_) => return Ok(None),
+        }
+        // A shared link sits at one place in every group's run.
+        for &l in &seen {
+            if names[l].0 != g {
+                return Ok(None);
+            }
+            let here = names[l].1;
+            if place[l] == u64::MAX {
+                place[l] = here;
+            } else if place[l] != here {
+                return Ok(None);
+            }
+        }
+    }
+    let shared: Vec<usize> = used.iter().copied().filter(|&l| users[l] > 1).collect();
+    if shared.is_empty() || shared.iter().any(|&l| users[l] as usize != k) {
+        return Ok(None);
+    }
+    // A link that never binds does not bind shared either: it keeps the
+    // unbounded rate the flow model gives it (a fault would restore its
+    // real capacity).
+    let faults: Vec<LinkFault> = shared
+        .iter()
+        .filter(|&&l| !topo.never_binding(crate::topology::LinkId(l as u32)))
+        .map(|&link| LinkFault {
+            link,
+            at: Time::ZERO,
+            kind: crate::engine::FaultKind::Degrade(1.0 / k as f64),
+        })
+        .collect();
+    let t = simulate_with_faults(
+        topo,
+        &groups[0],
+        &plans[0],
+        elem_bytes,
+        choice.algo,
+        choice.proto,
+        cal,
+        &faults,
+    )?;
+    used.sort_unstable();
+    Ok(Some(GroupsTiming {
+        time: t.time,
+        algo: choice.algo,
+        proto: choice.proto,
+        flows: t.flows * k,
+        link_bytes: used.iter().map(|&l| (l, bytes[l])).collect(),
     }))
 }
 

@@ -77,3 +77,42 @@ fn disjoint_groups_take_their_time_alone_as_collective_gives_it() {
     }
     assert!(algos.contains(&Algorithm::Tree), "{algos:?}");
 }
+
+/// Groups that share links symmetrically: the 8 rails of 24 DGX H100 nodes
+/// on 16-port switches in three pods, the cores tapered 8:1 and 2:1 (one
+/// and four core uplinks per pod spine: too few to split into 8 rail
+/// planes, so every rail crosses the same core layer). Each rail's group is
+/// the others' up to renaming its own links, and every core link is used by
+/// all 8 at the same place in their runs: one group's run with the shared
+/// links at 1/8 of their capacity gives the merged run's time, flows and
+/// bytes per link, to the picosecond.
+#[test]
+fn groups_sharing_links_symmetrically_equal_the_merged_run() {
+    for ratio in ["8", "2"] {
+        let sets: Vec<Override> = [
+            ("nodes", "24"),
+            ("network.switch_radix", "16"),
+            ("network.core_oversubscription", ratio),
+        ]
+        .iter()
+        .map(|(k, v)| Override {
+            key: (*k).into(),
+            value: (*v).into(),
+        })
+        .collect();
+        let topo = topology::load("dgx-h100", &sets).unwrap();
+        assert_eq!(topo.fat_tree().unwrap().planes, 1);
+        let cal = Calibration::for_model("H100 SXM5 80GB").unwrap();
+        let per_rail: Vec<Vec<u32>> = (0..8)
+            .map(|g| (0..24).map(|n| n * 8 + g).collect())
+            .collect();
+        for op in [CollectiveOp::AllReduce, CollectiveOp::ReduceScatter] {
+            for elems in [1u64 << 20, 32 << 20] {
+                let ops = vec![op.clone(); 8];
+                let a = time_groups(&topo, &per_rail, &ops, elems, 2, &cal, &[]).unwrap();
+                let b = time_groups_merged(&topo, &per_rail, &ops, elems, 2, &cal).unwrap();
+                assert_eq!(a, b, "{ratio}:1 {op:?} of {elems}");
+            }
+        }
+    }
+}
