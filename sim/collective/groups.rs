@@ -266,10 +266,13 @@ fn time_groups_with(
             total,
             first: timed_alone,
         };
-        if let Some(t) = time_independent(topo, &groups, &plans, elem_bytes, &choice, cal, alone)? {
+        let runs = group_runs(topo, &groups, &plans, elem_bytes)?;
+        if let Some(t) = time_independent(topo, &groups, &runs, elem_bytes, &choice, cal, alone)? {
             return Ok(t);
         }
-        if let Some(t) = time_symmetric_shared(topo, &groups, &plans, elem_bytes, &choice, cal)? {
+        if let Some(t) =
+            time_symmetric_shared(topo, &groups, &plans, &runs, elem_bytes, &choice, cal)?
+        {
             return Ok(t);
         }
     }
@@ -323,43 +326,20 @@ struct Alone<'a> {
 fn time_independent(
     topo: &Topology,
     groups: &[Group],
-    plans: &[Plan],
+    runs: &GroupRuns,
     elem_bytes: u64,
     choice: &super::tuner::Choice,
     cal: &Calibration,
     alone: Alone,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
-    // Per link: (the group whose moves use it, their bytes on it); `used`
-    // lists the links set.
-    let mut owned = vec![(usize::MAX, 0u64); topo.links().len()];
-    let mut used: Vec<usize> = Vec::new();
-    let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
-    let mut class_of = Vec::with_capacity(groups.len());
-    // Per link: (group that last named it, its name there); one table for all
-    // groups instead of a map per group.
-    let mut names = vec![(usize::MAX, 0u64); topo.links().len()];
-    for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
-        // One route cache for both passes over the plan.
-        let mut routes = Routes::new(topo, group);
-        let mut shared = false;
-        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
-            let o = &mut owned[l];
-            if o.0 == usize::MAX {
-                o.0 = g;
-                used.push(l);
-            }
-            shared |= o.0 != g;
-            o.1 += b;
-        })?;
-        if shared {
-            return Ok(None);
-        }
-        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
-        class_of.push(*classes.entry(shape).or_insert(g));
+    if runs.used.iter().any(|&l| runs.users[l] > 1) {
+        return Ok(None);
     }
+    let class_of = &runs.class_of;
+    let reps: std::collections::BTreeSet<usize> = class_of.iter().copied().collect();
     let mut time = Time::ZERO;
     let mut flows_of: BTreeMap<usize, usize> = BTreeMap::new();
-    for &g in classes.values() {
+    for &g in &reps {
         // Each class's representative timed alone, as `collective` times it.
         let t = match (g, alone.first) {
             (0, Some(t)) => t,
@@ -384,10 +364,7 @@ fn time_independent(
         algo: choice.algo,
         proto: choice.proto,
         flows,
-        link_bytes: {
-            used.sort_unstable();
-            used.iter().map(|&l| (l, owned[l].1)).collect()
-        },
+        link_bytes: runs.link_bytes(),
     }))
 }
 
@@ -404,58 +381,24 @@ fn time_symmetric_shared(
     topo: &Topology,
     groups: &[Group],
     plans: &[Plan],
+    runs: &GroupRuns,
     elem_bytes: u64,
     choice: &super::tuner::Choice,
     cal: &Calibration,
 ) -> Result<Option<GroupsTiming>, CollectiveError> {
     let k = groups.len();
-    if k < 2 {
-        return Ok(None);
-    }
-    // Per link: groups using it, the bytes on it, and its place (first-use
-    // index) in the first group that used it.
-    let mut users = vec![0u32; topo.links().len()];
-    let mut bytes = vec![0u64; topo.links().len()];
-    let mut place = vec![u64::MAX; topo.links().len()];
-    let mut used: Vec<usize> = Vec::new();
-    let mut names = vec![(usize::MAX, 0u64); topo.links().len()];
-    let mut shape0: Option<Vec<u64>> = None;
-    for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
-        let mut routes = Routes::new(topo, group);
-        let mut seen: Vec<usize> = Vec::new();
-        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
-            if bytes[l] == 0 && users[l] == 0 {
-                used.push(l);
-            }
-            bytes[l] += b;
-            seen.push(l);
-        })?;
-        seen.sort_unstable();
-        seen.dedup();
-        for &l in &seen {
-            users[l] += 1;
-        }
-        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
-        match &shape0 {
-            None => shape0 = Some(shape),
-            Some(s) if *s == shape => {}
-            Some(_) => return Ok(None),
-        }
-        // A shared link sits at one place in every group's run.
-        for &l in &seen {
-            if names[l].0 != g {
-                return Ok(None);
-            }
-            let here = names[l].1;
-            if place[l] == u64::MAX {
-                place[l] = here;
-            } else if place[l] != here {
-                return Ok(None);
-            }
-        }
-    }
-    let shared: Vec<usize> = used.iter().copied().filter(|&l| users[l] > 1).collect();
-    if shared.is_empty() || shared.iter().any(|&l| users[l] as usize != k) {
+    let shared: Vec<usize> = runs
+        .used
+        .iter()
+        .copied()
+        .filter(|&l| runs.users[l] > 1)
+        .collect();
+    if k < 2
+        || !runs.aligned
+        || runs.class_of.iter().any(|&c| c != 0)
+        || shared.is_empty()
+        || shared.iter().any(|&l| runs.users[l] as usize != k)
+    {
         return Ok(None);
     }
     // A link that never binds does not bind shared either: it keeps the
@@ -480,14 +423,91 @@ fn time_symmetric_shared(
         cal,
         &faults,
     )?;
-    used.sort_unstable();
     Ok(Some(GroupsTiming {
         time: t.time,
         algo: choice.algo,
         proto: choice.proto,
         flows: t.flows * k,
-        link_bytes: used.iter().map(|&l| (l, bytes[l])).collect(),
+        link_bytes: runs.link_bytes(),
     }))
+}
+
+/// The groups' runs as [`time_independent`] and [`time_symmetric_shared`]
+/// read them, from one walk over every group's plan.
+struct GroupRuns {
+    /// Per link, how many groups' moves use it.
+    users: Vec<u32>,
+    /// Per link, the bytes all groups' moves carry on it.
+    bytes: Vec<u64>,
+    /// The links used, ascending.
+    used: Vec<usize>,
+    /// Per group, the first group whose run is the same up to renaming
+    /// links ([`shape_of`]): its class's representative.
+    class_of: Vec<usize>,
+    /// Every link sits at one place (first-use index) in the run of every
+    /// group using it.
+    aligned: bool,
+}
+
+impl GroupRuns {
+    /// Bytes per used link, ascending.
+    fn link_bytes(&self) -> Vec<(usize, u64)> {
+        self.used.iter().map(|&l| (l, self.bytes[l])).collect()
+    }
+}
+
+/// Walk every group's plan once: the links it uses with their bytes, and
+/// its run's shape.
+fn group_runs(
+    topo: &Topology,
+    groups: &[Group],
+    plans: &[Plan],
+    elem_bytes: u64,
+) -> Result<GroupRuns, CollectiveError> {
+    let links = topo.links().len();
+    let mut users = vec![0u32; links];
+    let mut bytes = vec![0u64; links];
+    let mut place = vec![u64::MAX; links];
+    let mut used: Vec<usize> = Vec::new();
+    // The distinct runs only: a group's run is dropped once classed.
+    let mut classes: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
+    let mut class_of = Vec::with_capacity(groups.len());
+    let mut aligned = true;
+    // Per link: (group that last named it, its name there); one table for all
+    // groups instead of a map per group.
+    let mut names = vec![(usize::MAX, 0u64); links];
+    for (g, (group, plan)) in groups.iter().zip(plans).enumerate() {
+        // One route cache for both passes over the plan.
+        let mut routes = Routes::new(topo, group);
+        let mut seen: Vec<usize> = Vec::new();
+        route_bytes(&mut routes, plan, elem_bytes, &mut |l, b| {
+            bytes[l] += b;
+            seen.push(l);
+        })?;
+        seen.sort_unstable();
+        seen.dedup();
+        let shape = shape_of(topo, &mut routes, plan, (g, &mut names))?;
+        class_of.push(*classes.entry(shape).or_insert(g));
+        for &l in &seen {
+            if users[l] == 0 {
+                used.push(l);
+            }
+            users[l] += 1;
+            let (namer, here) = names[l];
+            if namer != g || (place[l] != u64::MAX && place[l] != here) {
+                aligned = false;
+            }
+            place[l] = here;
+        }
+    }
+    used.sort_unstable();
+    Ok(GroupRuns {
+        users,
+        bytes,
+        used,
+        class_of,
+        aligned,
+    })
 }
 
 /// A group's run up to renaming links: per step and move, the move and its
